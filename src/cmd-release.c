@@ -1,0 +1,72 @@
+/* cmd-release.c: rlock release NAME: give the lock back (owner only, or --force). */
+
+#include <stdio.h>
+
+#include "cmd.h"
+#include "log.h"
+#include "output.h"
+#include "util.h"
+
+static int	cmd_release_exec(struct cmd_ctx *);
+
+const struct cmd_entry cmd_release_entry = {
+	.name = "release",
+	.args = "NAME",
+	.summary = "give the lock back (owner only, or --force)",
+	.options = OPT(TOKEN) | OPT(FORCE),
+	.min_args = 1,
+	.max_args = 1,
+	.exec = cmd_release_exec,
+};
+
+static int
+force(struct cmd_ctx *ctx, struct lock *l)
+{
+	struct lock_status	st;
+	struct buf		out;
+	int			rc;
+
+	if ((rc = lock_force_release(l, &st, &ctx->err)) == -1)
+		return cmd_fail(ctx);
+	if (rc == 0) {
+		log_error("release --force %s: the lock is not held", l->name);
+		lock_status_free(&st);
+		return EXIT_BUSY;
+	}
+	buf_init(&out);
+	buf_adds(&out, "removed ");
+	output_status_text(&out, &st);
+	rc = output_flush(&out) == -1 ? EXIT_SOFTWARE : 0;
+	buf_free(&out);
+	lock_status_free(&st);
+	return rc;
+}
+
+static int
+cmd_release_exec(struct cmd_ctx *ctx)
+{
+	struct lock	 l;
+	const char	*token = cmd_token(ctx);
+	int		 rc;
+
+	if (!ctx->o.force && token == NULL)
+		return cmd_usage_error("release needs the lock's token: pass "
+		    "--token TOKEN or set RLOCK_TOKEN (or use --force)");
+	if (cmd_connect(ctx) == -1)
+		return cmd_fail(ctx);
+	lock_init(&l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
+	if (ctx->o.force)
+		rc = force(ctx, &l);
+	else if ((rc = lock_release(&l, &ctx->err)) == -1)
+		rc = cmd_fail(ctx);
+	else if (rc == 0) {
+		log_error("release %s: not the holder (the lock expired, or "
+		    "another token holds it)", l.name);
+		rc = EXIT_BUSY;
+	} else {
+		log_verbose("released %s", l.name);
+		rc = 0;
+	}
+	lock_free(&l);
+	return rc;
+}

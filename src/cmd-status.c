@@ -1,0 +1,93 @@
+/* cmd-status.c: rlock status [NAME...]: who holds what. */
+
+#include <stdlib.h>
+
+#include "cmd.h"
+#include "output.h"
+#include "util.h"
+
+static int	cmd_status_exec(struct cmd_ctx *);
+
+const struct cmd_entry cmd_status_entry = {
+	.name = "status",
+	.args = "[NAME...]",
+	.summary = "show who holds the locks (no NAME: every held lock)",
+	.options = 0,
+	.min_args = 0,
+	.max_args = -1,
+	.exec = cmd_status_exec,
+};
+
+/*
+ * Describe each name into out.  Returns how many were held, or -1.  With
+ * only_held, free ones are left out (the listing: a name SCAN found may
+ * have expired since).
+ */
+static int
+describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
+    struct buf *out)
+{
+	struct lock_status	st;
+	struct lock		l;
+	size_t			i;
+	int			held = 0, shown = 0, rc;
+
+	for (i = 0; i < n; i++) {
+		lock_init(&l, &ctx->q, ctx->o.prefix, names[i], NULL);
+		rc = lock_inspect(&l, &st, &ctx->err);
+		lock_free(&l);
+		if (rc == -1) {
+			lock_status_free(&st);
+			return -1;
+		}
+		held += st.held;
+		if (st.held || !only_held) {
+			if (ctx->o.json) {
+				if (shown > 0)
+					buf_adds(out, ",");
+				output_status_json(out, &st);
+			} else
+				output_status_text(out, &st);
+			shown++;
+		}
+		lock_status_free(&st);
+	}
+	return held;
+}
+
+static int
+cmd_status_exec(struct cmd_ctx *ctx)
+{
+	struct buf	  out;
+	char		**names = ctx->o.args;
+	size_t		  n = ctx->o.nargs, i;
+	int		  listing = n == 0, array, held, rc;
+
+	if (cmd_connect(ctx) == -1)
+		return cmd_fail(ctx);
+	if (listing && lock_list(&ctx->q, ctx->o.prefix, &names, &n,
+	    &ctx->err) == -1)
+		return cmd_fail(ctx);
+	array = ctx->o.json && (listing || n > 1);
+	buf_init(&out);
+	if (array)
+		buf_adds(&out, "[");
+	held = describe(ctx, names, n, listing, &out);
+	if (array)
+		buf_adds(&out, "]");
+	if (ctx->o.json)
+		buf_adds(&out, "\n");
+	if (held == -1)
+		rc = cmd_fail(ctx);
+	else if (output_flush(&out) == -1)
+		rc = EXIT_SOFTWARE;
+	else
+		rc = listing || (size_t)held == n ? 0 : EXIT_BUSY;
+	buf_free(&out);
+	if (listing) {
+		for (i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+	}
+	return rc;
+}

@@ -1,0 +1,662 @@
+/* cmd.c: the command table, option parsing and precedence, shared helpers. */
+
+/*
+ * Options may come before or after the command word, so there is one table
+ * of every option, and each command says which ones it takes; one that
+ * does not belong is a usage error naming the command.  Values are checked
+ * as they are parsed, so the message can name the option.  Precedence is
+ * flag > environment > default, applied once parsing is done.  Only this
+ * layer (and the cmd-*.c files) print errors and choose exit statuses.
+ */
+
+#include <sys/types.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "duration.h"
+#include "log.h"
+#include "transport.h"
+#include "util.h"
+
+#define DEFAULT_URL		"redis://127.0.0.1:6379"
+#define DEFAULT_PREFIX		"rlock:"
+#define DEFAULT_TIMEOUT_MS	2000
+#define DEFAULT_TTL_MS		30000
+#define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
+
+static const struct cmd_entry *const cmd_table[] = {
+	&cmd_acquire_entry,
+	&cmd_release_entry,
+	&cmd_extend_entry,
+	&cmd_status_entry,
+	NULL
+};
+
+struct opt_def {
+	enum opt_id	 id;
+	int		 shortopt;
+	const char	*longopt;
+	const char	*arg;		/* NULL: takes no value */
+	const char	*help;
+};
+
+static const struct opt_def opt_defs[] = {
+	{ O_URL, 'u', "url", "URL",
+	  "Redis to use (default $RLOCK_URL, else " DEFAULT_URL ")" },
+	{ O_PASSWORD_FILE, 0, "password-file", "FILE",
+	  "read the password from FILE's first line" },
+	{ O_PREFIX, 0, "prefix", "P",
+	  "key prefix (default $RLOCK_PREFIX, else " DEFAULT_PREFIX ")" },
+	{ O_CONNECT_TIMEOUT, 0, "connect-timeout", "DUR",
+	  "bound on connecting and authenticating (default 2s)" },
+	{ O_TIMEOUT, 0, "timeout", "DUR",
+	  "bound on one Redis round trip (default 2s)" },
+	{ O_JSON, 0, "json", NULL, "machine-readable output on stdout" },
+	{ O_QUIET, 'q', "quiet", NULL, "only errors on stderr" },
+	{ O_VERBOSE, 'v', "verbose", NULL, "timestamped progress on stderr" },
+	{ O_HELP, 'h', "help", NULL, "show help and exit" },
+	{ O_VERSION, 'V', "version", NULL, "show the version and exit" },
+	{ O_TTL, 't', "ttl", "DUR",
+	  "lock expiry (acquire: default 30s; extend: default as acquired)" },
+	{ O_WAIT, 'w', "wait", "DUR",
+	  "wait at most DUR for a busy lock; 0: do not wait (default: forever)" },
+	{ O_NO_WAIT, 'n', "no-wait", NULL, "same as --wait 0" },
+	{ O_CONFLICT_EXIT_CODE, 'E', "conflict-exit-code", "N",
+	  "exit status when the lock stays busy (default 1)" },
+	{ O_TOKEN, 0, "token", "TOKEN",
+	  "the lock's token (release, extend: default $RLOCK_TOKEN; "
+	  "acquire: instead of a random one)" },
+	{ O_FORCE, 0, "force", NULL,
+	  "delete the lock whoever holds it, and say whose it was" },
+};
+#define N_OPTS	(sizeof opt_defs / sizeof opt_defs[0])
+
+/* ---------------------------------------------------------------- help */
+
+static void
+print_options(FILE *f, uint64_t mask)
+{
+	const struct opt_def	*d;
+	char			 left[64];
+	size_t			 i;
+
+	for (i = 0; i < N_OPTS; i++) {
+		d = &opt_defs[i];
+		if (!(mask & (1ULL << d->id)))
+			continue;
+		if (d->shortopt)
+			snprintf(left, sizeof left, "-%c, --%s%s%s", d->shortopt,
+			    d->longopt, d->arg ? " " : "", d->arg ? d->arg : "");
+		else
+			snprintf(left, sizeof left, "    --%s%s%s", d->longopt,
+			    d->arg ? " " : "", d->arg ? d->arg : "");
+		fprintf(f, "  %-30s %s\n", left, d->help);
+	}
+}
+
+static void
+print_help(FILE *f, const struct cmd_entry *ce)
+{
+	const struct cmd_entry *const	*c;
+	char				 left[64];
+
+	if (ce != NULL) {
+		fprintf(f, "usage: rlock [OPTIONS] %s %s\n\n%s\n\nOptions:\n",
+		    ce->name, ce->args, ce->summary);
+		print_options(f, ce->options);
+		fprintf(f, "\nGlobal options:\n");
+		print_options(f, OPTS_GLOBAL);
+		return;
+	}
+	fprintf(f, "usage: rlock [OPTIONS] COMMAND [ARGS...]\n\n"
+	    "A distributed lock for shell scripts and cron, backed by Redis."
+	    "\n\nCommands:\n");
+	for (c = cmd_table; *c != NULL; c++) {
+		snprintf(left, sizeof left, "%s %s", (*c)->name, (*c)->args);
+		fprintf(f, "  %-30s %s\n", left, (*c)->summary);
+	}
+	fprintf(f, "\nGlobal options:\n");
+	print_options(f, OPTS_GLOBAL | OPT(VERSION));
+	fprintf(f, "\nDurations: 250ms, 1.5s, 30 (seconds), 2m, 1h.\n"
+	    "Run 'rlock COMMAND --help' for a command's options; "
+	    "see rlock(1).\n");
+}
+
+/* ---------------------------------------------------------- utilities */
+
+int
+cmd_usage_error(const char *fmt, ...)
+{
+	char	msg[512];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	log_error("%s", msg);
+	return EXIT_USAGE;
+}
+
+int
+cmd_fail(struct cmd_ctx *ctx)
+{
+	if (ctx->err.kind == ERR_INTERRUPTED)
+		cmd_reraise();
+	log_error("%s", ctx->err.msg);
+	return err_exit_status(ctx->err.kind);
+}
+
+int
+cmd_check_name(const char *name)
+{
+	char	why[256];
+
+	if (name_check(name, why, sizeof why) == 0)
+		return 0;
+	cmd_usage_error("invalid lock name '%s': %s; names are 1-255 bytes "
+	    "of printable UTF-8 without whitespace, '{' or '}'", name, why);
+	return -1;
+}
+
+const char *
+cmd_token(struct cmd_ctx *ctx)
+{
+	const char	*t = ctx->o.token;
+
+	if (t == NULL && (t = getenv("RLOCK_TOKEN")) != NULL && *t == '\0')
+		t = NULL;
+	return t;
+}
+
+void
+cmd_meta(struct lock_meta *m, long long pid, const char *command)
+{
+	static char	 host[256], user[64];
+	struct passwd	*pw;
+	const char	*env;
+
+	if (host[0] == '\0' && gethostname(host, sizeof host - 1) == -1)
+		snprintf(host, sizeof host, "unknown");
+	if (user[0] == '\0') {
+		if ((pw = getpwuid(geteuid())) != NULL)
+			snprintf(user, sizeof user, "%s", pw->pw_name);
+		else if ((env = getenv("USER")) != NULL)
+			snprintf(user, sizeof user, "%s", env);
+		else
+			snprintf(user, sizeof user, "%u", geteuid());
+	}
+	m->host = host;
+	m->user = user;
+	m->pid = pid;
+	m->command = command != NULL ? command : "";
+}
+
+void
+cmd_reraise(void)
+{
+	sigset_t	set;
+	int		sig = transport_interrupted;
+
+	if (sig == 0)
+		return;
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+static void
+on_signal(int sig)
+{
+	transport_interrupted = sig;
+}
+
+/*
+ * While a command talks to Redis, a signal only sets a flag: the wait in
+ * progress gives up, the command gives back what it holds, and then dies
+ * of the signal (cmd_reraise).
+ */
+static void
+catch_signals(void)
+{
+	struct sigaction	sa;
+	const int		sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	size_t			i;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* ------------------------------------------------------------ parsing */
+
+static int
+parse_duration(const char *opt, const char *v, int64_t *ms, int allow_zero,
+    int64_t max)
+{
+	const char	*why;
+	char		 d[32];
+
+	if (duration_parse(v, ms, &why) == -1)
+		return cmd_usage_error("invalid duration '%s' for --%s: %s "
+		    "(use e.g. 250ms, 1.5s, 30, 2m or 1h)", v, opt, why);
+	if (*ms == 0 && !allow_zero)
+		return cmd_usage_error("invalid duration '%s' for --%s: it "
+		    "must be more than zero", v, opt);
+	if (max > 0 && *ms > max)
+		return cmd_usage_error("invalid duration '%s' for --%s: the "
+		    "limit is %s", v, opt, duration_format(max, d, sizeof d));
+	return 0;
+}
+
+static int
+check_token(const char *t)
+{
+	const unsigned char	*p;
+
+	if (*t == '\0' || strlen(t) > TOKEN_MAX)
+		return cmd_usage_error("invalid --token: it must be 1-%d "
+		    "bytes long", TOKEN_MAX);
+	for (p = (const unsigned char *)t; *p != '\0'; p++)
+		if (*p <= ' ' || *p == 0x7f)
+			return cmd_usage_error("invalid --token: byte %zu "
+			    "(0x%02x) is whitespace or a control character",
+			    (size_t)(p - (const unsigned char *)t) + 1, *p);
+	return 0;
+}
+
+/* Store one option's value; 0, or the exit status of a usage error. */
+static int
+apply(struct opts *o, const struct opt_def *d, const char *v)
+{
+	char	*end;
+	long	 n;
+
+	o->given |= 1ULL << d->id;
+	switch (d->id) {
+	case O_URL:
+		if (o->nurl == MAX_URLS)
+			return cmd_usage_error("too many --url (at most %d)",
+			    MAX_URLS);
+		o->url[o->nurl++] = v;
+		return 0;
+	case O_PASSWORD_FILE:
+		o->password_file = v;
+		return 0;
+	case O_PREFIX:
+		o->prefix = v;
+		return 0;
+	case O_CONNECT_TIMEOUT:
+		return parse_duration(d->longopt, v, &o->connect_timeout_ms, 0,
+		    0);
+	case O_TIMEOUT:
+		return parse_duration(d->longopt, v, &o->timeout_ms, 0, 0);
+	case O_JSON:
+		o->json = 1;
+		return 0;
+	case O_QUIET:
+		o->verbosity = LOG_LEVEL_QUIET;
+		return 0;
+	case O_VERBOSE:
+		o->verbosity = LOG_LEVEL_VERBOSE;
+		return 0;
+	case O_HELP:
+	case O_VERSION:
+		return 0;
+	case O_TTL:
+		return parse_duration(d->longopt, v, &o->ttl_ms, 0, MAX_TTL_MS);
+	case O_WAIT:
+		return parse_duration(d->longopt, v, &o->wait_ms, 1, 0);
+	case O_NO_WAIT:
+		o->wait_ms = 0;
+		return 0;
+	case O_CONFLICT_EXIT_CODE:
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || errno != 0 || n < 0 ||
+		    n > 255)
+			return cmd_usage_error("invalid exit code '%s' for "
+			    "--conflict-exit-code: use a number from 0 to 255",
+			    v);
+		o->conflict_exit_code = (int)n;
+		return 0;
+	case O_TOKEN:
+		o->token = v;
+		return check_token(v);
+	case O_FORCE:
+		o->force = 1;
+		return 0;
+	case O__COUNT:
+		break;
+	}
+	return cmd_usage_error("internal error: option %d", d->id);
+}
+
+static const struct opt_def *
+find_long(const char *name, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < N_OPTS; i++)
+		if (strlen(opt_defs[i].longopt) == len &&
+		    strncmp(opt_defs[i].longopt, name, len) == 0)
+			return &opt_defs[i];
+	return NULL;
+}
+
+static const struct opt_def *
+find_short(int c)
+{
+	size_t	i;
+
+	for (i = 0; i < N_OPTS; i++)
+		if (opt_defs[i].shortopt == c)
+			return &opt_defs[i];
+	return NULL;
+}
+
+static const struct cmd_entry *
+find_cmd(const char *name)
+{
+	const struct cmd_entry *const	*c;
+
+	for (c = cmd_table; *c != NULL; c++)
+		if (strcmp((*c)->name, name) == 0)
+			return *c;
+	return NULL;
+}
+
+static int
+unknown_cmd(const char *name)
+{
+	const struct cmd_entry *const	*c;
+	struct buf			 b;
+
+	buf_init(&b);
+	for (c = cmd_table; *c != NULL; c++)
+		buf_printf(&b, "%s%s", c == cmd_table ? "" : ", ", (*c)->name);
+	cmd_usage_error("unknown command '%s'; commands are: %s", name, b.p);
+	buf_free(&b);
+	return EXIT_USAGE;
+}
+
+/*
+ * Walk argv once.  The first word that is not an option (or an option's
+ * value) is the command; later ones are its arguments.  Returns 0, or the
+ * exit status to leave with.
+ */
+static int
+parse_argv(int argc, char **argv, struct opts *o,
+    const struct cmd_entry **cep)
+{
+	const struct opt_def	*d;
+	const char		*a, *eq, *v;
+	size_t			 len;
+	int			 i, rc, dashdash = 0;
+
+	*cep = NULL;
+	o->args = xcalloc(argc + 1, sizeof *o->args);
+	for (i = 1; i < argc; i++) {
+		a = argv[i];
+		if (!dashdash && strcmp(a, "--") == 0) {
+			dashdash = 1;
+			continue;
+		}
+		if (dashdash || a[0] != '-' || a[1] == '\0') {
+			if (*cep == NULL) {
+				if ((*cep = find_cmd(a)) == NULL)
+					return unknown_cmd(a);
+				continue;
+			}
+			o->args[o->nargs++] = argv[i];
+			continue;
+		}
+		if (a[1] == '-') {
+			eq = strchr(a + 2, '=');
+			len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+			if ((d = find_long(a + 2, len)) == NULL)
+				return cmd_usage_error("unknown option '%.*s'; "
+				    "see 'rlock --help'", (int)len + 2, a);
+			if (d->arg == NULL && eq != NULL)
+				return cmd_usage_error("option --%s takes no "
+				    "value", d->longopt);
+			v = NULL;
+			if (d->arg != NULL) {
+				if (eq != NULL)
+					v = eq + 1;
+				else if (i + 1 < argc)
+					v = argv[++i];
+				else
+					return cmd_usage_error("option --%s "
+					    "needs a value (%s)", d->longopt,
+					    d->arg);
+			}
+			if ((rc = apply(o, d, v)) != 0)
+				return rc;
+			continue;
+		}
+		for (a++; *a != '\0'; a++) {
+			if ((d = find_short(*a)) == NULL)
+				return cmd_usage_error("unknown option '-%c'; "
+				    "see 'rlock --help'", *a);
+			v = NULL;
+			if (d->arg != NULL) {
+				if (a[1] != '\0')
+					v = a + 1;
+				else if (i + 1 < argc)
+					v = argv[++i];
+				else
+					return cmd_usage_error("option -%c "
+					    "needs a value (%s)", *a, d->arg);
+			}
+			if ((rc = apply(o, d, v)) != 0)
+				return rc;
+			if (v != NULL)
+				break;
+		}
+	}
+	return 0;
+}
+
+/* The password from --password-file: its first line, without the newline. */
+static int
+read_password_file(const char *path, char **out)
+{
+	FILE	*f;
+	char	*line = NULL;
+	size_t	 cap = 0;
+	ssize_t	 n;
+
+	if ((f = fopen(path, "r")) == NULL)
+		return cmd_usage_error("cannot read --password-file %s: %s",
+		    path, strerror(errno));
+	n = getline(&line, &cap, f);
+	fclose(f);
+	if (n < 0) {
+		free(line);
+		return cmd_usage_error("--password-file %s is empty", path);
+	}
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	*out = line;
+	return 0;
+}
+
+static int
+check_prefix(const char *p)
+{
+	const unsigned char	*s;
+
+	if (strlen(p) > 200)
+		return cmd_usage_error("invalid --prefix: longer than 200 "
+		    "bytes");
+	for (s = (const unsigned char *)p; *s != '\0'; s++)
+		if (*s <= ' ' || *s == 0x7f || *s == '{' || *s == '}')
+			return cmd_usage_error("invalid --prefix '%s': byte "
+			    "%zu (0x%02x) is whitespace, a control character "
+			    "or a brace", p, (size_t)(s -
+			    (const unsigned char *)p) + 1, *s);
+	return 0;
+}
+
+/* Environment and defaults under the flags; URLs and credentials checked. */
+static int
+settle(struct cmd_ctx *ctx)
+{
+	struct opts	*o = &ctx->o;
+	const char	*env, *from = "--url";
+	char		 why[256];
+	int		 i, rc;
+
+	if (o->nurl == 0) {
+		env = getenv("RLOCK_URL");
+		o->url[o->nurl++] = env != NULL && *env != '\0' ? env :
+		    DEFAULT_URL;
+		if (env != NULL && *env != '\0')
+			from = "RLOCK_URL";
+	}
+	if (o->nurl > 1)
+		return cmd_usage_error("several --url (quorum mode) are not "
+		    "supported yet; give one Redis URL");
+	for (i = 0; i < o->nurl; i++) {
+		if (url_parse(o->url[i], &ctx->urls[i], why, sizeof why) == -1)
+			return cmd_usage_error("invalid %s: %s", from, why);
+		ctx->nurls++;
+	}
+	if (o->prefix == NULL && (o->prefix = getenv("RLOCK_PREFIX")) == NULL)
+		o->prefix = DEFAULT_PREFIX;
+	if ((rc = check_prefix(o->prefix)) != 0)
+		return rc;
+
+	/* --password-file > password in the URL > environment. */
+	if (o->password_file != NULL) {
+		if ((rc = read_password_file(o->password_file,
+		    &ctx->password)) != 0)
+			return rc;
+		for (i = 0; i < ctx->nurls; i++) {
+			free(ctx->urls[i].password);
+			ctx->urls[i].password = NULL;
+		}
+	} else if ((env = getenv("RLOCK_PASSWORD")) != NULL && *env != '\0')
+		ctx->password = xstrdup(env);
+	else if ((env = getenv("REDISCLI_AUTH")) != NULL && *env != '\0')
+		ctx->password = xstrdup(env);
+	ctx->ropts.password = ctx->password;
+	ctx->ropts.connect_timeout_ms = o->connect_timeout_ms;
+	ctx->ropts.timeout_ms = o->timeout_ms;
+	return 0;
+}
+
+int
+cmd_connect(struct cmd_ctx *ctx)
+{
+	if (ctx->connected)
+		return 0;
+	if (quorum_open(&ctx->q, ctx->urls, ctx->nurls, &ctx->ropts,
+	    &ctx->err) == -1) {
+		quorum_close(&ctx->q);
+		return -1;
+	}
+	ctx->connected = 1;
+	return 0;
+}
+
+static void
+ctx_free(struct cmd_ctx *ctx)
+{
+	int	i;
+
+	if (ctx->connected)
+		quorum_close(&ctx->q);
+	for (i = 0; i < ctx->nurls; i++)
+		url_free(&ctx->urls[i]);
+	if (ctx->password != NULL) {
+		explicit_bzero(ctx->password, strlen(ctx->password));
+		free(ctx->password);
+	}
+	free(ctx->o.args);
+}
+
+int
+cmd_main(int argc, char **argv)
+{
+	struct cmd_ctx		 ctx;
+	struct opts		*o = &ctx.o;
+	const struct cmd_entry	*ce;
+	const struct opt_def	*d;
+	uint64_t		 stray;
+	size_t			 i;
+	int			 rc;
+
+	memset(&ctx, 0, sizeof ctx);
+	o->connect_timeout_ms = DEFAULT_TIMEOUT_MS;
+	o->timeout_ms = DEFAULT_TIMEOUT_MS;
+	o->ttl_ms = DEFAULT_TTL_MS;
+	o->wait_ms = -1;
+	o->conflict_exit_code = EXIT_BUSY;
+
+	if ((rc = parse_argv(argc, argv, o, &ce)) != 0)
+		goto out;
+	log_set_level(o->verbosity);
+	if (o->given & OPT(VERSION)) {
+		printf("rlock %s\n", VERSION_STRING);
+		goto out;
+	}
+	if (o->given & OPT(HELP)) {
+		print_help(stdout, ce);
+		goto out;
+	}
+	if (ce == NULL) {
+		print_help(stderr, NULL);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if ((stray = o->given & ~(ce->options | OPTS_GLOBAL)) != 0) {
+		for (i = 0; i < N_OPTS; i++) {
+			d = &opt_defs[i];
+			if (stray & (1ULL << d->id))
+				break;
+		}
+		rc = cmd_usage_error("option --%s does not apply to %s; see "
+		    "'rlock %s --help'", opt_defs[i].longopt, ce->name,
+		    ce->name);
+		goto out;
+	}
+	if (o->nargs < ce->min_args) {
+		rc = cmd_usage_error("%s needs %s; usage: rlock %s %s",
+		    ce->name, ce->args, ce->name, ce->args);
+		goto out;
+	}
+	if (ce->max_args >= 0 && o->nargs > ce->max_args) {
+		rc = cmd_usage_error("unexpected argument '%s'; usage: rlock "
+		    "%s %s", o->args[ce->max_args], ce->name, ce->args);
+		goto out;
+	}
+	for (i = 0; i < (size_t)o->nargs; i++)
+		if (cmd_check_name(o->args[i]) == -1) {
+			rc = EXIT_USAGE;
+			goto out;
+		}
+	ctx.entry = ce;
+	if ((rc = settle(&ctx)) != 0)
+		goto out;
+	catch_signals();
+	rc = ce->exec(&ctx);
+out:
+	ctx_free(&ctx);
+	return rc;
+}

@@ -1,0 +1,111 @@
+/* cmd.h: options, the command table, and what every command shares. */
+#ifndef RLOCK_CMD_H
+#define RLOCK_CMD_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "lock.h"
+#include "quorum.h"
+#include "redis.h"
+#include "url.h"
+
+#define MAX_URLS	16
+
+/* Every option rlock knows; each command says which of them it takes. */
+enum opt_id {
+	O_URL,
+	O_PASSWORD_FILE,
+	O_PREFIX,
+	O_CONNECT_TIMEOUT,
+	O_TIMEOUT,
+	O_JSON,
+	O_QUIET,
+	O_VERBOSE,
+	O_HELP,
+	O_VERSION,
+	O_TTL,
+	O_WAIT,
+	O_NO_WAIT,
+	O_CONFLICT_EXIT_CODE,
+	O_TOKEN,
+	O_FORCE,
+	O__COUNT
+};
+#define OPT(x)		(1ULL << O_##x)
+#define OPTS_GLOBAL	(OPT(URL) | OPT(PASSWORD_FILE) | OPT(PREFIX) | \
+			 OPT(CONNECT_TIMEOUT) | OPT(TIMEOUT) | OPT(JSON) | \
+			 OPT(QUIET) | OPT(VERBOSE) | OPT(HELP))
+
+struct opts {
+	uint64_t	 given;		/* OPT() bits seen on the command line */
+	const char	*url[MAX_URLS];
+	int		 nurl;
+	const char	*password_file;
+	const char	*prefix;
+	int64_t		 connect_timeout_ms;
+	int64_t		 timeout_ms;
+	int		 json;
+	int		 verbosity;
+	int64_t		 ttl_ms;
+	int64_t		 wait_ms;	/* -1: forever */
+	int		 conflict_exit_code;
+	const char	*token;
+	int		 force;
+
+	char		**args;		/* positional arguments */
+	int		 nargs;
+};
+
+struct cmd_ctx;
+
+struct cmd_entry {
+	const char	*name;
+	const char	*args;		/* "NAME", "[NAME...]" */
+	const char	*summary;
+	uint64_t	 options;	/* besides OPTS_GLOBAL */
+	int		 min_args;
+	int		 max_args;	/* -1: no limit */
+	int		 (*exec)(struct cmd_ctx *);
+};
+
+/* What a command runs with: its options, and the servers once connected. */
+struct cmd_ctx {
+	const struct cmd_entry	*entry;
+	struct opts		 o;
+	struct url		 urls[MAX_URLS];
+	int			 nurls;
+	struct redis_opts	 ropts;
+	char			*password;
+	struct quorum		 q;
+	int			 connected;
+	struct err		 err;
+};
+
+extern const struct cmd_entry	cmd_acquire_entry;
+extern const struct cmd_entry	cmd_release_entry;
+extern const struct cmd_entry	cmd_extend_entry;
+extern const struct cmd_entry	cmd_status_entry;
+
+/* Parse argv, run the command, return the exit status. */
+int	cmd_main(int argc, char **argv);
+
+/* Connect to the servers (once).  0, or -1 with ctx->err filled. */
+int	cmd_connect(struct cmd_ctx *);
+/* Print ctx->err as one line and return its exit status. */
+int	cmd_fail(struct cmd_ctx *);
+/* A usage error: print it and return 64. */
+int	cmd_usage_error(const char *, ...) __attribute__((format(printf, 1, 2)));
+/* Check a NAME argument; 0, or -1 with a message printed. */
+int	cmd_check_name(const char *);
+/* The token for release/extend: --token, else $RLOCK_TOKEN; NULL if none. */
+const char *cmd_token(struct cmd_ctx *);
+/* Fill meta with this host, user and the given pid and command. */
+void	cmd_meta(struct lock_meta *, long long pid, const char *command);
+/*
+ * If a signal interrupted the command, restore its default action and
+ * raise it again, so the caller sees rlock die of it, as a shell would.
+ */
+void	cmd_reraise(void);
+
+#endif

@@ -1,0 +1,94 @@
+/* lock.h: the lock algorithm: acquire, wait, release, extend, inspect. */
+#ifndef RLOCK_LOCK_H
+#define RLOCK_LOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "quorum.h"
+
+#define TOKEN_MAX	255
+
+/* Who holds a lock, stored with it. */
+struct lock_meta {
+	const char	*host;
+	long long	 pid;
+	const char	*user;
+	const char	*command;	/* exec's command line, or "" */
+};
+
+struct lock {
+	struct quorum	*q;
+	const char	*name;
+	char		*key;		/* PREFIX{NAME}: the token */
+	char		*fence_key;	/* PREFIX{NAME}:fence: the counter */
+	char		*info_key;	/* PREFIX{NAME}:info: holder metadata */
+	char		*wake_key;	/* PREFIX{NAME}:wake: release wakes waiters */
+	char		 token[TOKEN_MAX + 1];
+
+	int64_t		 ttl_ms;	/* as acquired or last extended */
+	long long	 fence;
+	/*
+	 * CLOCK_MONOTONIC ms until which the lock is surely ours: the time
+	 * taken before the last confirmed acquire/extend was sent, plus the
+	 * TTL, minus the drift margin.
+	 */
+	int64_t		 valid_until;
+	int64_t		 acquired_at;	/* monotonic, when it was taken */
+	/* An acquire was sent but its outcome is unknown: release to be safe. */
+	int		 maybe_held;
+	int		 held;
+};
+
+/* What status shows about one lock. */
+struct lock_status {
+	char		*name;
+	int		 held;
+	long long	 pttl_ms;	/* -1: no expiry */
+	long long	 last_fence;	/* the counter; 0 if never acquired */
+	long long	 now_ms;	/* server's wall clock */
+	char		*host;
+	char		*user;
+	char		*command;	/* NULL or "" when none */
+	long long	 pid;
+	long long	 acquired_ms;	/* server's wall clock, 0 if unknown */
+	long long	 ttl_ms;
+	long long	 fence;
+};
+
+/* The drift margin for a TTL: 1% plus 2ms, as Redlock. */
+int64_t	lock_drift(int64_t ttl_ms);
+
+/* A fresh 128-bit random token, as text. */
+void	lock_new_token(char *buf, size_t len);
+
+/* Name the keys; token may be NULL (status, --force). */
+void	lock_init(struct lock *, struct quorum *, const char *prefix,
+	    const char *name, const char *token);
+void	lock_free(struct lock *);
+
+/*
+ * Acquire, waiting at most wait_ms for a busy lock (-1: forever, 0: one
+ * attempt).  While it waits it sleeps on the wake list, until a release
+ * pushes to it or until the PTTL the last attempt saw runs out.  Returns
+ * 1 when held, 0 when still busy at the end of the wait, -1 on error (and
+ * then maybe_held says whether a release is owed).
+ */
+int	lock_acquire(struct lock *, int64_t ttl_ms, int64_t wait_ms,
+	    const struct lock_meta *, struct err *);
+/* 1 released, 0 not the holder, -1 error. */
+int	lock_release(struct lock *, struct err *);
+/* New TTL from now (0: the acquired TTL).  1 extended, 0 not the holder, -1 error. */
+int	lock_extend(struct lock *, int64_t ttl_ms, struct err *);
+
+/* 0 with st filled, -1 on error. */
+int	lock_inspect(struct lock *, struct lock_status *st, struct err *);
+/* Delete whoever holds it: 1 with st describing the holder, 0 if free, -1. */
+int	lock_force_release(struct lock *, struct lock_status *st, struct err *);
+/* Names of the locks under prefix, sorted.  0 or -1. */
+int	lock_list(struct quorum *, const char *prefix, char ***names,
+	    size_t *count, struct err *);
+void	lock_status_free(struct lock_status *);
+
+#endif

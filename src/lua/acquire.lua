@@ -1,0 +1,30 @@
+-- acquire: take the lock for a token, unless another token holds it.
+-- KEYS: lock, fence, info, wake.  ARGV: token, ttl_ms, host, pid, user, command.
+-- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms}
+-- when another token does.  The fence counter never expires and only grows;
+-- a token that already holds the lock keeps its fence and its acquire time.
+if redis.replicate_commands then redis.replicate_commands() end
+local cur = redis.call('GET', KEYS[1])
+if cur and cur ~= ARGV[1] then
+	return {0, redis.call('PTTL', KEYS[1])}
+end
+local ttl = tonumber(ARGV[2])
+local fence
+if cur then
+	fence = tonumber(redis.call('HGET', KEYS[3], 'fence'))
+	redis.call('PEXPIRE', KEYS[1], ttl)
+end
+if not fence then
+	local t = redis.call('TIME')
+	if not cur then
+		redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl, 'NX')
+	end
+	fence = redis.call('INCR', KEYS[2])
+	redis.call('DEL', KEYS[3], KEYS[4])
+	redis.call('HSET', KEYS[3], 'token', ARGV[1], 'fence', fence,
+		'acquired_ms', t[1] * 1000 + math.floor(t[2] / 1000))
+end
+redis.call('HSET', KEYS[3], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5],
+	'command', ARGV[6], 'ttl_ms', ttl)
+redis.call('PEXPIRE', KEYS[3], ttl)
+return {1, fence, ttl}

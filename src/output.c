@@ -1,0 +1,104 @@
+/* output.c: the text and JSON forms of what the commands print. */
+
+/*
+ * Everything goes through a struct buf and leaves in one write, so a
+ * failed write (a full disk, a closed pipe) is seen and reported by the
+ * caller, which can then give the lock back.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "duration.h"
+#include "output.h"
+
+static void
+json_str_or_null(struct buf *b, const char *s)
+{
+	if (s == NULL || *s == '\0')
+		buf_adds(b, "null");
+	else
+		json_string(b, s, strlen(s));
+}
+
+static const char *
+or_unknown(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : "?";
+}
+
+void
+output_status_text(struct buf *b, const struct lock_status *st)
+{
+	char	held[32], left[32];
+
+	buf_printf(b, "%s: ", st->name);
+	if (!st->held) {
+		buf_adds(b, "free");
+		if (st->last_fence > 0)
+			buf_printf(b, ", last fence %lld", st->last_fence);
+		buf_adds(b, "\n");
+		return;
+	}
+	buf_printf(b, "held by %s@%s pid %lld", or_unknown(st->user),
+	    or_unknown(st->host), st->pid);
+	if (st->command != NULL && *st->command != '\0')
+		buf_printf(b, " (%s)", st->command);
+	if (st->acquired_ms > 0)
+		buf_printf(b, " for %s", duration_format(st->now_ms -
+		    st->acquired_ms, held, sizeof held));
+	if (st->pttl_ms >= 0)
+		buf_printf(b, ", expires in %s",
+		    duration_format(st->pttl_ms, left, sizeof left));
+	else
+		buf_adds(b, ", never expires");
+	buf_printf(b, ", fence %lld\n", st->fence);
+}
+
+void
+output_status_json(struct buf *b, const struct lock_status *st)
+{
+	buf_adds(b, "{\"name\":");
+	json_string(b, st->name, strlen(st->name));
+	if (!st->held) {
+		buf_printf(b, ",\"held\":false,\"fence\":%lld}", st->last_fence);
+		return;
+	}
+	buf_adds(b, ",\"held\":true,\"host\":");
+	json_str_or_null(b, st->host);
+	buf_printf(b, ",\"pid\":%lld,\"user\":", st->pid);
+	json_str_or_null(b, st->user);
+	buf_adds(b, ",\"command\":");
+	json_str_or_null(b, st->command);
+	buf_printf(b, ",\"acquired_ms\":%lld,\"held_ms\":%lld,"
+	    "\"expires_in_ms\":%lld,\"ttl_ms\":%lld,\"fence\":%lld}",
+	    st->acquired_ms, st->acquired_ms > 0 ?
+	    st->now_ms - st->acquired_ms : 0, st->pttl_ms, st->ttl_ms,
+	    st->fence);
+}
+
+void
+output_acquire_json(struct buf *b, const struct lock *l)
+{
+	buf_adds(b, "{\"name\":");
+	json_string(b, l->name, strlen(l->name));
+	buf_adds(b, ",\"token\":");
+	json_string(b, l->token, strlen(l->token));
+	buf_printf(b, ",\"fence\":%lld,\"ttl_ms\":%lld}\n", l->fence,
+	    (long long)l->ttl_ms);
+}
+
+int
+output_flush(struct buf *b)
+{
+	size_t	n;
+
+	n = fwrite(b->p, 1, b->len, stdout);
+	if (fflush(stdout) != 0 || n != b->len || ferror(stdout)) {
+		if (errno == 0)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
+}

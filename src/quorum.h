@@ -1,0 +1,60 @@
+/* quorum.h: the set of Redis servers a lock lives on. */
+#ifndef RLOCK_QUORUM_H
+#define RLOCK_QUORUM_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "redis.h"
+#include "url.h"
+
+/*
+ * One server is a quorum of one: every lock operation goes through here,
+ * so that several independent masters (Redlock) only widen n.  A request
+ * is sent to every server before any reply is read, so a round trip to n
+ * servers costs the slowest one, not the sum.
+ */
+struct quorum {
+	int			 n;
+	const struct url	*urls;	/* n of them, owned by the caller */
+	const struct redis_opts	*opts;
+	struct redis		**conn;	/* NULL where not connected */
+	struct err		*errs;	/* last failure per server */
+};
+
+/* The number of servers that must agree. */
+#define quorum_majority(q)	((q)->n / 2 + 1)
+
+/*
+ * Connect to every server in parallel.  Fails (-1, e filled with the
+ * first failure) unless a majority answered.
+ */
+int	quorum_open(struct quorum *, const struct url *urls, int n,
+	    const struct redis_opts *, struct err *e);
+void	quorum_close(struct quorum *);
+
+/*
+ * Run a script on every server.  replies[i] is the reply of server i, or
+ * NULL where it failed (errs[i] says why; error replies count as
+ * failures).  Broken connections are reconnected first.  Returns how many
+ * servers replied; when that is less than a majority, e holds the first
+ * failure.
+ */
+int	quorum_script(struct quorum *, struct script *, int nkeys,
+	    const char **keys, int nargs, const char **args,
+	    struct redis_reply **replies, struct err *e);
+
+/*
+ * Block for at most timeout_ms until key (a list) has an element, which
+ * is popped.  Returns 1 when woken by an element, 0 on timeout, -1 on
+ * failure.
+ */
+int	quorum_wait(struct quorum *, const char *key, int64_t timeout_ms,
+	    struct err *e);
+
+/* Server i's connection, reconnected if need be; NULL with e filled. */
+struct redis *quorum_conn(struct quorum *, int i, struct err *e);
+
+void	quorum_free_replies(struct quorum *, struct redis_reply **);
+
+#endif

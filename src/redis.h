@@ -1,0 +1,83 @@
+/* redis.h: one connection to one Redis server, speaking RESP2. */
+#ifndef RLOCK_REDIS_H
+#define RLOCK_REDIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "scripts.h"
+#include "url.h"
+
+enum redis_type {
+	REDIS_T_STRING = 1,
+	REDIS_T_ARRAY,
+	REDIS_T_INTEGER,
+	REDIS_T_NIL,
+	REDIS_T_STATUS,
+	REDIS_T_ERROR,
+};
+
+/* A reply, in rlock's own type so that nothing above sees hiredis. */
+struct redis_reply {
+	enum redis_type		  type;
+	long long		  integer;
+	char			 *str;		/* STRING, STATUS, ERROR */
+	size_t			  len;
+	size_t			  elements;	/* ARRAY */
+	struct redis_reply	**element;
+};
+
+struct redis_opts {
+	int64_t		 connect_timeout_ms;	/* TCP connect + AUTH + SELECT */
+	int64_t		 timeout_ms;		/* one round trip */
+	const char	*password;		/* when the URL has none */
+};
+
+struct redis;
+
+/*
+ * Connect, AUTH (with the URL's user, if any) and SELECT the URL's db, all
+ * within opts->connect_timeout_ms.  Both u and opts must outlive the
+ * connection.  NULL with e filled on failure; the message names the URL
+ * (never the password) and the reason.
+ */
+struct redis	*redis_connect(const struct url *u, const struct redis_opts *opts,
+		    struct err *e);
+void		 redis_close(struct redis *);
+/* The URL for messages, and whether the connection is still usable. */
+const char	*redis_display(const struct redis *);
+int		 redis_broken(const struct redis *);
+
+/*
+ * Send a command now and collect its reply later, so that a caller with
+ * several connections can have one request in flight on each (quorum.c).
+ * The reply deadline is fixed at send time: --timeout from now, plus
+ * extra_ms for commands that block on the server (BLPOP).
+ */
+int		 redis_send(struct redis *, int argc, const char **argv,
+		    const size_t *argvlen, int64_t extra_ms, struct err *);
+/*
+ * Send a script: EVALSHA, and on a NOSCRIPT reply, EVAL of the body
+ * (redis_recv does that transparently).  keys and args must stay valid
+ * until redis_recv returns.
+ */
+int		 redis_send_script(struct redis *, struct script *,
+		    int nkeys, const char **keys, int nargs, const char **args,
+		    struct err *);
+/*
+ * Wait for the reply to the oldest request.  An error reply is returned
+ * as a reply (type REDIS_T_ERROR), not as a failure: -1 means the
+ * connection failed or timed out, and the connection is then broken.
+ */
+int		 redis_recv(struct redis *, struct redis_reply **,
+		    struct err *);
+/* redis_send + redis_recv, with an error reply turned into a failure. */
+struct redis_reply *redis_command(struct redis *, struct err *,
+		    int argc, const char **argv, const size_t *argvlen);
+/* The same with NUL-terminated arguments, NULL-terminated list. */
+struct redis_reply *redis_commandv(struct redis *, struct err *, ...);
+
+void		 redis_reply_free(struct redis_reply *);
+
+#endif

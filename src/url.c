@@ -1,0 +1,433 @@
+/* url.c: the Redis URLs rlock accepts. */
+
+/*
+ * url_parse splits redis://, rediss:// and unix: URLs into a struct url and
+ * builds a display form for messages.  Two rules hold on every path: the
+ * password never reaches display or the reason for a refusal (so a reason
+ * quotes only the scheme, a query parameter's name or a single stray
+ * character, never a stretch of the URL that could be a mistyped secret),
+ * and a failed parse leaves nothing allocated in *u.
+ */
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "url.h"
+#include "util.h"
+
+#define URL_DEFAULT_PORT	6379
+#define URL_SCHEMES		"redis://, rediss:// or unix://"
+
+static void
+say(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+say(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (why == NULL || whylen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+}
+
+static int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Percent-decode len bytes of s into a new string, or return NULL on a
+ * broken escape.  %00 is refused too: the result is a C string and a
+ * password cut short at a NUL would fail to authenticate in a confusing way.
+ */
+static char *
+decode_percent(const char *s, size_t len)
+{
+	char	*out, *o;
+	size_t	 i;
+	int	 hi, lo;
+
+	out = o = xmalloc(len + 1);
+	for (i = 0; i < len; i++) {
+		if (s[i] != '%') {
+			*o++ = s[i];
+			continue;
+		}
+		if (len - i < 3)
+			goto fail;
+		if ((hi = hex_value(s[i + 1])) < 0 ||
+		    (lo = hex_value(s[i + 2])) < 0)
+			goto fail;
+		if (hi == 0 && lo == 0)
+			goto fail;
+		*o++ = (char)(hi << 4 | lo);
+		i += 2;
+	}
+	*o = '\0';
+	return out;
+
+fail:
+	/* It may hold the start of a password. */
+	explicit_bzero(out, len + 1);
+	free(out);
+	return NULL;
+}
+
+/*
+ * Read a decimal in [min, max] from s up to end.  Returns -1 for empty,
+ * non-digit or out-of-range text.
+ */
+static int
+read_number(const char *s, const char *end, long long min, long long max,
+    long long *out)
+{
+	long long	v = 0;
+
+	if (s == end)
+		return -1;
+	for (; s < end; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (*s - '0');
+		if (v > max)
+			return -1;
+	}
+	if (v < min)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
+is_host_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '-' || c == '.' || c == '_';
+}
+
+static int
+is_ipv6_char(char c)
+{
+	return isxdigit((unsigned char)c) || c == ':' || c == '.';
+}
+
+/*
+ * Name a stray character without printing a byte that would garble the
+ * terminal.
+ */
+static void
+say_junk(char *why, size_t whylen, const char *what, char c)
+{
+	if (isprint((unsigned char)c))
+		say(why, whylen, "unexpected '%c' %s", c, what);
+	else
+		say(why, whylen, "unexpected byte 0x%02x %s", (unsigned char)c,
+		    what);
+}
+
+/* Split "user:password" (already cut from before the '@'). */
+static int
+parse_userinfo(const char *s, size_t len, struct url *u, char *why,
+    size_t whylen)
+{
+	const char	*colon;
+	size_t		 ulen;
+
+	colon = memchr(s, ':', len);
+	ulen = colon != NULL ? (size_t)(colon - s) : len;
+	if (ulen != 0 && (u->user = decode_percent(s, ulen)) == NULL) {
+		say(why, whylen, "bad percent-escape in the user name");
+		return -1;
+	}
+	if (colon != NULL && len - ulen - 1 != 0) {
+		u->password = decode_percent(colon + 1, len - ulen - 1);
+		if (u->password == NULL) {
+			say(why, whylen, "bad percent-escape in the password");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+parse_tcp(const char *s, struct url *u, char *why, size_t whylen)
+{
+	const char	*at, *p, *h, *hend, *q;
+	long long	 v;
+	int		 bracketed;
+
+	if (strncmp(s, "//", 2) != 0) {
+		say(why, whylen, "expected '//' after the scheme");
+		return -1;
+	}
+	s += 2;
+
+	/*
+	 * The last '@' ends the userinfo: DB and port cannot hold one, so a
+	 * password with an unencoded '@' or '/' still splits the right way.
+	 */
+	if ((at = strrchr(s, '@')) != NULL) {
+		if (parse_userinfo(s, (size_t)(at - s), u, why, whylen) != 0)
+			return -1;
+		s = at + 1;
+	}
+
+	p = s;
+	bracketed = (*p == '[');
+	if (bracketed) {
+		h = ++p;
+		while (is_ipv6_char(*p))
+			p++;
+		hend = p;
+		if (*p != ']') {
+			if (*p == '\0')
+				say(why, whylen, "missing ']' after the IPv6 "
+				    "address");
+			else
+				say_junk(why, whylen, "in the IPv6 address",
+				    *p);
+			return -1;
+		}
+		if (hend == h) {
+			say(why, whylen, "missing host");
+			return -1;
+		}
+		p++;
+	} else {
+		h = p;
+		while (is_host_char(*p))
+			p++;
+		hend = p;
+		if (hend == h && p[0] == ':' && p[1] == ':') {
+			say(why, whylen, "missing host; put an IPv6 address "
+			    "in brackets: [::1]");
+			return -1;
+		}
+		if (hend == h && (*p == '\0' || *p == ':' || *p == '/')) {
+			say(why, whylen, "missing host");
+			return -1;
+		}
+	}
+	if (*p != '\0' && *p != ':' && *p != '/') {
+		if (*p == '?')
+			say(why, whylen, "query parameters are not accepted "
+			    "here; give the db as /N");
+		else
+			say_junk(why, whylen, "after the host", *p);
+		return -1;
+	}
+	u->host = xstrndup(h, (size_t)(hend - h));
+
+	u->port = URL_DEFAULT_PORT;
+	if (*p == ':') {
+		q = ++p;
+		while (*p != '\0' && *p != '/' && *p != '?')
+			p++;
+		if (read_number(q, p, 1, 65535, &v) != 0) {
+			if (p == q)
+				say(why, whylen, "missing port after ':'");
+			else if (!bracketed &&
+			    memchr(q, ':', (size_t)(p - q)) != NULL)
+				say(why, whylen, "bad port; put an IPv6 "
+				    "address in brackets: [::1]");
+			else
+				say(why, whylen, "bad port: it must be a "
+				    "number from 1 to 65535");
+			return -1;
+		}
+		u->port = (int)v;
+	}
+
+	u->db = -1;
+	if (*p == '/') {
+		q = ++p;
+		while (*p != '\0' && *p != '?')
+			p++;
+		/* A trailing "/" alone names no db. */
+		if (p != q) {
+			if (read_number(q, p, 0, INT32_MAX, &v) != 0) {
+				say(why, whylen, "bad db: it must be a number "
+				    "from 0 to 2147483647");
+				return -1;
+			}
+			u->db = (int)v;
+		}
+	}
+	if (*p == '?') {
+		say(why, whylen, "query parameters are not accepted here; "
+		    "give the db as /N");
+		return -1;
+	}
+	return 0;
+}
+
+/* "db=N" is the only query parameter a unix: URL may carry. */
+static int
+parse_unix_query(const char *q, struct url *u, char *why, size_t whylen)
+{
+	const char	*end;
+	size_t		 klen;
+	long long	 v;
+
+	for (;;) {
+		end = q + strcspn(q, "&");
+		klen = strcspn(q, "=&");
+		if (klen != 2 || strncmp(q, "db", 2) != 0 || q[2] != '=') {
+			if (klen == 0)
+				say(why, whylen, "empty query parameter; only "
+				    "db= is accepted");
+			else
+				say(why, whylen, "unknown query parameter "
+				    "'%.*s'; only db= is accepted",
+				    (int)(klen > 32 ? 32 : klen), q);
+			return -1;
+		}
+		if (u->db != -1) {
+			say(why, whylen, "db= is given twice");
+			return -1;
+		}
+		if (read_number(q + 3, end, 0, INT32_MAX, &v) != 0) {
+			say(why, whylen, "bad db: it must be a number from 0 "
+			    "to 2147483647");
+			return -1;
+		}
+		u->db = (int)v;
+		if (*end == '\0')
+			return 0;
+		q = end + 1;
+	}
+}
+
+static int
+parse_unix(const char *s, struct url *u, char *why, size_t whylen)
+{
+	const char	*end;
+
+	/* "unix:///abs" and the shorter "unix:/abs" both name "/abs". */
+	if (strncmp(s, "//", 2) == 0)
+		s += 2;
+	end = s + strcspn(s, "?");
+	if (end == s) {
+		say(why, whylen, "empty socket path");
+		return -1;
+	}
+	if (*s != '/') {
+		say(why, whylen, "the socket path must be absolute "
+		    "(unix:///path/to/redis.sock)");
+		return -1;
+	}
+	u->path = xstrndup(s, (size_t)(end - s));
+	u->db = -1;
+	if (*end == '?')
+		return parse_unix_query(end + 1, u, why, whylen);
+	return 0;
+}
+
+static void
+build_display(struct url *u)
+{
+	struct buf	b;
+	const char	*scheme;
+
+	buf_init(&b);
+	if (u->scheme == URL_UNIX) {
+		buf_printf(&b, "unix://%s", u->path);
+		if (u->db >= 0)
+			buf_printf(&b, "?db=%d", u->db);
+	} else {
+		scheme = u->scheme == URL_TLS ? "rediss" : "redis";
+		buf_printf(&b, "%s://", scheme);
+		if (u->user != NULL)
+			buf_printf(&b, "%s@", u->user);
+		if (strchr(u->host, ':') != NULL)
+			buf_printf(&b, "[%s]:%d", u->host, u->port);
+		else
+			buf_printf(&b, "%s:%d", u->host, u->port);
+		if (u->db >= 0)
+			buf_printf(&b, "/%d", u->db);
+	}
+	u->display = b.p;
+}
+
+int
+url_parse(const char *s, struct url *u, char *why, size_t whylen)
+{
+	const char	*p;
+	size_t		 n;
+	int		 r;
+
+	memset(u, 0, sizeof *u);
+	u->db = -1;
+	if (s == NULL || *s == '\0') {
+		say(why, whylen, "empty URL");
+		return -1;
+	}
+
+	/* A scheme is a letter, then letters, digits, '+', '-' or '.'. */
+	p = s;
+	if (isalpha((unsigned char)*p)) {
+		while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' ||
+		    *p == '.')
+			p++;
+	}
+	if (p == s || *p != ':') {
+		say(why, whylen, "missing scheme; expected " URL_SCHEMES);
+		return -1;
+	}
+	n = (size_t)(p - s);
+	p++;
+
+	if (n == 5 && strncasecmp(s, "redis", 5) == 0) {
+		u->scheme = URL_TCP;
+		r = parse_tcp(p, u, why, whylen);
+	} else if (n == 6 && strncasecmp(s, "rediss", 6) == 0) {
+		u->scheme = URL_TLS;
+		r = parse_tcp(p, u, why, whylen);
+	} else if (n == 4 && strncasecmp(s, "unix", 4) == 0) {
+		u->scheme = URL_UNIX;
+		r = parse_unix(p, u, why, whylen);
+	} else {
+		say(why, whylen, "unknown scheme '%.*s'; expected " URL_SCHEMES,
+		    (int)(n > 32 ? 32 : n), s);
+		return -1;
+	}
+	if (r != 0)
+		goto fail;
+	build_display(u);
+	return 0;
+
+fail:
+	url_free(u);
+	return -1;
+}
+
+void
+url_free(struct url *u)
+{
+	if (u->password != NULL) {
+		/* Do not leave the secret lying in freed heap memory. */
+		explicit_bzero(u->password, strlen(u->password));
+		free(u->password);
+	}
+	free(u->host);
+	free(u->path);
+	free(u->user);
+	free(u->display);
+	memset(u, 0, sizeof *u);
+	u->db = -1;
+}

@@ -1,0 +1,39 @@
+/* url.h: the Redis URLs rlock accepts. */
+#ifndef RLOCK_URL_H
+#define RLOCK_URL_H
+
+#include <stddef.h>
+
+enum url_scheme {
+	URL_TCP,		/* redis://  */
+	URL_TLS,		/* rediss:// */
+	URL_UNIX,		/* unix://   */
+};
+
+struct url {
+	enum url_scheme	 scheme;
+	char		*host;		/* TCP/TLS: without IPv6 brackets */
+	int		 port;		/* TCP/TLS: default 6379 */
+	char		*path;		/* UNIX: socket path */
+	char		*user;		/* percent-decoded; NULL if absent */
+	char		*password;	/* percent-decoded; NULL if absent */
+	int		 db;		/* -1 when the URL names none */
+	char		*display;	/* for messages: never the password */
+};
+
+/*
+ * Parse
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+ *   rediss://...                          (same shape, TLS)
+ *   unix:///path/to/redis.sock[?db=N]
+ * IPv6 hosts come in brackets ("redis://[::1]:6380").  USER and PASSWORD
+ * are percent-decoded.  DB is 0..2147483647.  display is built as
+ * "redis://[USER@]HOST:PORT[/DB]" or "unix:///path[?db=N]" -- the password
+ * never appears in it.  Returns 0, or -1 with a one-line reason in why
+ * (which never contains the password either).  On failure *u holds nothing
+ * to free.
+ */
+int	url_parse(const char *s, struct url *u, char *why, size_t whylen);
+void	url_free(struct url *u);
+
+#endif

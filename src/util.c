@@ -1,0 +1,430 @@
+/* util.c: small leaf helpers: growable buffers, JSON strings, lock names. */
+
+/*
+ * Everything here either succeeds or aborts: the buffers and the x*
+ * allocators print "rlock: out of memory" and abort() rather than hand a
+ * NULL to callers that have no sensible way to go on.  json_string always
+ * produces valid JSON, whatever bytes it is given; name_check is the single
+ * place that decides what a lock name may contain, and says which byte is
+ * wrong when it refuses one.
+ */
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+#define BUF_INITIAL	64
+
+static void
+die_oom(void)
+{
+	fputs("rlock: out of memory\n", stderr);
+	abort();
+}
+
+/* ------------------------------------------------------------------ */
+/* Allocation */
+
+void *
+xmalloc(size_t n)
+{
+	void	*p;
+
+	/* malloc(0) may return NULL, which would look like failure. */
+	if ((p = malloc(n == 0 ? 1 : n)) == NULL)
+		die_oom();
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void	*p;
+
+	if (n == 0 || size == 0)
+		n = size = 1;
+	if ((p = calloc(n, size)) == NULL)
+		die_oom();
+	return p;
+}
+
+void *
+xrealloc(void *old, size_t n)
+{
+	void	*p;
+
+	if ((p = realloc(old, n == 0 ? 1 : n)) == NULL)
+		die_oom();
+	return p;
+}
+
+char *
+xstrdup(const char *s)
+{
+	char	*p;
+
+	if ((p = strdup(s)) == NULL)
+		die_oom();
+	return p;
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+	char	*p;
+
+	if ((p = strndup(s, n)) == NULL)
+		die_oom();
+	return p;
+}
+
+int
+xasprintf(char **ret, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	va_start(ap, fmt);
+	n = vasprintf(ret, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		die_oom();
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Buffers */
+
+void
+buf_init(struct buf *b)
+{
+	b->p = xmalloc(BUF_INITIAL);
+	b->p[0] = '\0';
+	b->len = 0;
+	b->cap = BUF_INITIAL;
+}
+
+void
+buf_free(struct buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+/* Make room for n more bytes and the terminating NUL. */
+static void
+grow(struct buf *b, size_t n)
+{
+	size_t	need, cap;
+
+	if (n > SIZE_MAX - b->len - 1)
+		die_oom();
+	need = b->len + n + 1;
+	if (b->p != NULL && need <= b->cap)
+		return;
+	cap = b->cap < BUF_INITIAL ? BUF_INITIAL : b->cap;
+	while (cap < need) {
+		if (cap > SIZE_MAX / 2) {
+			cap = need;
+			break;
+		}
+		cap *= 2;
+	}
+	b->p = xrealloc(b->p, cap);
+	b->cap = cap;
+}
+
+void
+buf_add(struct buf *b, const void *data, size_t n)
+{
+	grow(b, n);
+	if (n != 0)
+		memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void
+buf_adds(struct buf *b, const char *s)
+{
+	buf_add(b, s, strlen(s));
+}
+
+void
+buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list	ap;
+	int	n;
+
+	grow(b, 0);
+	va_start(ap, fmt);
+	n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		/* Only a bad format gets here; keep the buffer terminated. */
+		b->p[b->len] = '\0';
+		return;
+	}
+	if ((size_t)n >= b->cap - b->len) {
+		grow(b, (size_t)n);
+		va_start(ap, fmt);
+		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+	}
+	b->len += (size_t)n;
+}
+
+/* ------------------------------------------------------------------ */
+/* UTF-8 */
+
+/*
+ * Length of the well-formed UTF-8 sequence at s (at most len bytes), with
+ * its code point in *cp; 0 if the bytes there are not one.  Strict, as the
+ * Unicode standard's table 3-7: no overlong forms, no surrogates, nothing
+ * past U+10FFFF, no truncated sequences.
+ */
+static size_t
+decode_utf8(const unsigned char *s, size_t len, uint32_t *cp)
+{
+	unsigned char	c = s[0], lo = 0x80, hi = 0xbf;
+	size_t		n, i;
+	uint32_t	v;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		v = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		v = c & 0x0f;
+		if (c == 0xe0)
+			lo = 0xa0;	/* overlong below U+0800 */
+		else if (c == 0xed)
+			hi = 0x9f;	/* surrogates U+D800-U+DFFF */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		v = c & 0x07;
+		if (c == 0xf0)
+			lo = 0x90;	/* overlong below U+10000 */
+		else if (c == 0xf4)
+			hi = 0x8f;	/* past U+10FFFF */
+	} else
+		return 0;
+	if (len < n)
+		return 0;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = (v << 6) | (s[i] & 0x3f);
+	}
+	*cp = v;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON */
+
+void
+json_string(struct buf *b, const char *s, size_t len)
+{
+	const unsigned char	*u = (const unsigned char *)s;
+	size_t			 i, n;
+	uint32_t		 cp;
+
+	buf_add(b, "\"", 1);
+	for (i = 0; i < len; i += n) {
+		n = 1;
+		switch (u[i]) {
+		case '"':
+			buf_add(b, "\\\"", 2);
+			continue;
+		case '\\':
+			buf_add(b, "\\\\", 2);
+			continue;
+		case '\n':
+			buf_add(b, "\\n", 2);
+			continue;
+		case '\r':
+			buf_add(b, "\\r", 2);
+			continue;
+		case '\t':
+			buf_add(b, "\\t", 2);
+			continue;
+		case '\b':
+			buf_add(b, "\\b", 2);
+			continue;
+		case '\f':
+			buf_add(b, "\\f", 2);
+			continue;
+		}
+		if (u[i] < 0x20 || u[i] == 0x7f) {
+			buf_printf(b, "\\u%04x", u[i]);
+			continue;
+		}
+		if ((n = decode_utf8(u + i, len - i, &cp)) == 0) {
+			/*
+			 * One replacement per bad byte, so the output shows
+			 * how much was lost and resynchronises at once.
+			 */
+			buf_add(b, "\xef\xbf\xbd", 3);
+			n = 1;
+			continue;
+		}
+		buf_add(b, u + i, n);
+	}
+	buf_add(b, "\"", 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lock names */
+
+static int
+is_unicode_space(uint32_t cp)
+{
+	switch (cp) {
+	case 0x0085:
+	case 0x00a0:
+	case 0x1680:
+	case 0x2028:
+	case 0x2029:
+	case 0x202f:
+	case 0x205f:
+	case 0x3000:
+		return 1;
+	}
+	return cp >= 0x2000 && cp <= 0x200a;
+}
+
+/* Say what the ASCII byte c at 1-based position pos is, if it is banned. */
+static int
+refuse_ascii(unsigned char c, size_t pos, char *why, size_t whylen)
+{
+	const char	*what;
+
+	switch (c) {
+	case ' ':
+		what = "a space";
+		break;
+	case '\t':
+		what = "a tab";
+		break;
+	case '\n':
+		what = "a newline";
+		break;
+	case '\r':
+		what = "a carriage return";
+		break;
+	case '\v':
+		what = "a vertical tab";
+		break;
+	case '\f':
+		what = "a form feed";
+		break;
+	case '{':
+	case '}':
+		snprintf(why, whylen, "byte %zu is '%c' (0x%02x), reserved for "
+		    "Redis Cluster hash tags", pos, c, c);
+		return -1;
+	default:
+		if (c >= 0x20 && c != 0x7f)
+			return 0;
+		what = "a control character";
+		break;
+	}
+	snprintf(why, whylen, "byte %zu is %s (0x%02x)", pos, what, c);
+	return -1;
+}
+
+int
+name_check(const char *name, char *why, size_t whylen)
+{
+	const unsigned char	*u = (const unsigned char *)name;
+	char			 dummy[1];
+	size_t			 len, i, n;
+	uint32_t		 cp;
+
+	if (why == NULL || whylen == 0) {
+		why = dummy;
+		whylen = sizeof dummy;
+	}
+	len = strlen(name);
+	if (len == 0) {
+		snprintf(why, whylen, "it is empty");
+		return -1;
+	}
+	if (len > NAME_MAX_BYTES) {
+		snprintf(why, whylen, "it is %zu bytes long; the limit is %d",
+		    len, NAME_MAX_BYTES);
+		return -1;
+	}
+
+	for (i = 0; i < len; i += n) {
+		if (u[i] < 0x80) {
+			n = 1;
+			if (refuse_ascii(u[i], i + 1, why, whylen) != 0)
+				return -1;
+			continue;
+		}
+		if ((n = decode_utf8(u + i, len - i, &cp)) == 0) {
+			snprintf(why, whylen, "byte %zu (0x%02x) is not valid "
+			    "UTF-8", i + 1, u[i]);
+			return -1;
+		}
+		if (cp >= 0x80 && cp <= 0x9f && cp != 0x85) {
+			snprintf(why, whylen, "byte %zu is U+%04X, a control "
+			    "character (0x%02x 0x%02x)", i + 1, (unsigned)cp,
+			    u[i], u[i + 1]);
+			return -1;
+		}
+		if (is_unicode_space(cp)) {
+			/* U+0085 is a C1 control too, but reads as a space. */
+			if (n == 2)
+				snprintf(why, whylen, "byte %zu is U+%04X, a "
+				    "space (0x%02x 0x%02x)", i + 1,
+				    (unsigned)cp, u[i], u[i + 1]);
+			else
+				snprintf(why, whylen, "byte %zu is U+%04X, a "
+				    "space (0x%02x 0x%02x 0x%02x)", i + 1,
+				    (unsigned)cp, u[i], u[i + 1], u[i + 2]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Time */
+
+static int64_t
+read_clock_ms(clockid_t id)
+{
+	struct timespec	ts;
+
+	/* Fails only for a bad clock id, and both ids here are standard. */
+	if (clock_gettime(id, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t
+now_mono_ms(void)
+{
+	return read_clock_ms(CLOCK_MONOTONIC);
+}
+
+int64_t
+now_wall_ms(void)
+{
+	return read_clock_ms(CLOCK_REALTIME);
+}

@@ -1,0 +1,58 @@
+/* util.h: small leaf helpers: growable buffers, JSON strings, lock names. */
+#ifndef RLOCK_UTIL_H
+#define RLOCK_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NAME_MAX_BYTES	255
+
+/* A growable byte buffer, always NUL-terminated.  Aborts on out of memory. */
+struct buf {
+	char	*p;
+	size_t	 len;
+	size_t	 cap;
+};
+
+void	 buf_init(struct buf *);
+void	 buf_free(struct buf *);
+void	 buf_add(struct buf *, const void *, size_t);
+void	 buf_adds(struct buf *, const char *);
+void	 buf_printf(struct buf *, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+
+/*
+ * Append s (len bytes) as a JSON string literal with its quotes: '"' and
+ * '\\' escaped, \n \r \t \b \f short forms, other bytes below 0x20 and 0x7f
+ * as \u00XX, valid UTF-8 passed through, and each byte of an invalid UTF-8
+ * sequence replaced by U+FFFD (so the output is always valid JSON).
+ */
+void	 json_string(struct buf *, const char *s, size_t len);
+
+/*
+ * Check a lock name: 1..255 bytes of valid UTF-8, no ASCII whitespace or
+ * control characters (0x00-0x1f, 0x7f), no C1 controls (U+0080-U+009F), no
+ * Unicode spaces (U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029,
+ * U+202F, U+205F, U+3000), no '{' or '}'.  Returns 0, or -1 with a reason
+ * naming the first offending byte by 1-based position and value, e.g.
+ * "byte 4 is a space (0x20)", "byte 2 is '{' (0x7b), reserved for Redis
+ * Cluster hash tags", "byte 3 (0xff) is not valid UTF-8", "it is empty",
+ * "it is 300 bytes long; the limit is 255".
+ */
+int	 name_check(const char *name, char *why, size_t whylen);
+
+/* xmalloc family: abort with a message on out of memory. */
+void	*xmalloc(size_t);
+void	*xcalloc(size_t, size_t);
+void	*xrealloc(void *, size_t);
+char	*xstrdup(const char *);
+char	*xstrndup(const char *, size_t);
+int	 xasprintf(char **, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+
+/* Milliseconds on CLOCK_MONOTONIC and on the wall clock. */
+int64_t	 now_mono_ms(void);
+int64_t	 now_wall_ms(void);
+
+#endif
