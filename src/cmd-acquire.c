@@ -17,25 +17,13 @@ static int	cmd_acquire_exec(struct cmd_ctx *);
 const struct cmd_entry cmd_acquire_entry = {
 	.name = "acquire",
 	.args = "NAME",
-	.summary = "take the lock and print its token",
+	.summary = "Take the lock and print its token",
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN),
 	.min_args = 1,
 	.max_args = 1,
 	.exec = cmd_acquire_exec,
 };
-
-/* Best effort: the run is failing anyway, so its own error is what counts. */
-static void
-give_back(struct lock *l)
-{
-	struct err	e;
-	int		sig = transport_interrupted;
-
-	transport_interrupted = 0;
-	lock_release(l, &e);
-	transport_interrupted = sig;
-}
 
 static int
 cmd_acquire_exec(struct cmd_ctx *ctx)
@@ -67,7 +55,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	}
 	if (rc == -1) {
 		if (l.maybe_held)
-			give_back(&l);
+			cmd_give_back(&l);
 		rc = cmd_fail(ctx);
 		goto out;
 	}
@@ -86,7 +74,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 		buf_printf(&out, "%s\n", l.token);
 	if (output_flush(&out) == -1) {
 		rc = errno;
-		give_back(&l);
+		cmd_give_back(&l);
 		log_error("cannot write the token of %s to stdout: %s; the "
 		    "lock was released", l.name, strerror(rc));
 		rc = EXIT_SOFTWARE;

@@ -9,10 +9,14 @@ static int	cmd_extend_exec(struct cmd_ctx *);
 const struct cmd_entry cmd_extend_entry = {
 	.name = "extend",
 	.args = "NAME",
-	.summary = "push the lock's expiry out (owner only)",
+	.summary = "Push the lock's expiry out (owner only)",
 	.options = OPT(TOKEN) | OPT(TTL),
 	.min_args = 1,
 	.max_args = 1,
+	.opt_help = {
+		[O_TOKEN] = "the owner's token (default $RLOCK_TOKEN)",
+		[O_TTL] = "new time to live from now (default: as acquired)",
+	},
 	.exec = cmd_extend_exec,
 };
 

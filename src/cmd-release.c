@@ -12,10 +12,13 @@ static int	cmd_release_exec(struct cmd_ctx *);
 const struct cmd_entry cmd_release_entry = {
 	.name = "release",
 	.args = "NAME",
-	.summary = "give the lock back (owner only, or --force)",
+	.summary = "Give the lock back (owner only, or --force)",
 	.options = OPT(TOKEN) | OPT(FORCE),
 	.min_args = 1,
 	.max_args = 1,
+	.opt_help = {
+		[O_TOKEN] = "the owner's token (default $RLOCK_TOKEN)",
+	},
 	.exec = cmd_release_exec,
 };
 

@@ -11,7 +11,7 @@ static int	cmd_status_exec(struct cmd_ctx *);
 const struct cmd_entry cmd_status_entry = {
 	.name = "status",
 	.args = "[NAME...]",
-	.summary = "show who holds the locks (no NAME: every held lock)",
+	.summary = "Show who holds the locks (no NAME: every held lock)",
 	.options = 0,
 	.min_args = 0,
 	.max_args = -1,

@@ -9,6 +9,8 @@
  * layer (and the cmd-*.c files) print errors and choose exit statuses.
  */
 
+#include "config.h"
+
 #include <sys/types.h>
 
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -38,6 +41,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_release_entry,
 	&cmd_extend_entry,
 	&cmd_status_entry,
+	&cmd_exec_entry,
 	NULL
 };
 
@@ -53,37 +57,49 @@ static const struct opt_def opt_defs[] = {
 	{ O_URL, 'u', "url", "URL",
 	  "Redis to use (default $RLOCK_URL, else " DEFAULT_URL ")" },
 	{ O_PASSWORD_FILE, 0, "password-file", "FILE",
-	  "read the password from FILE's first line" },
+	  "read the password from FILE's first line "
+	  "(default $RLOCK_PASSWORD, then $REDISCLI_AUTH)" },
 	{ O_PREFIX, 0, "prefix", "P",
 	  "key prefix (default $RLOCK_PREFIX, else " DEFAULT_PREFIX ")" },
 	{ O_CONNECT_TIMEOUT, 0, "connect-timeout", "DUR",
 	  "bound on connecting and authenticating (default 2s)" },
 	{ O_TIMEOUT, 0, "timeout", "DUR",
 	  "bound on one Redis round trip (default 2s)" },
-	{ O_JSON, 0, "json", NULL, "machine-readable output on stdout" },
+	{ O_JSON, 0, "json", NULL,
+	  "machine-readable output on stdout (acquire, status)" },
 	{ O_QUIET, 'q', "quiet", NULL, "only errors on stderr" },
 	{ O_VERBOSE, 'v', "verbose", NULL, "timestamped progress on stderr" },
 	{ O_HELP, 'h', "help", NULL, "show help and exit" },
 	{ O_VERSION, 'V', "version", NULL, "show the version and exit" },
 	{ O_TTL, 't', "ttl", "DUR",
-	  "lock expiry (acquire: default 30s; extend: default as acquired)" },
+	  "lock expiry (default 30s)" },
 	{ O_WAIT, 'w', "wait", "DUR",
 	  "wait at most DUR for a busy lock; 0: do not wait (default: forever)" },
 	{ O_NO_WAIT, 'n', "no-wait", NULL, "same as --wait 0" },
 	{ O_CONFLICT_EXIT_CODE, 'E', "conflict-exit-code", "N",
-	  "exit status when the lock stays busy (default 1)" },
+	  "exit status, 0-255, when the lock stays busy (default 1)" },
 	{ O_TOKEN, 0, "token", "TOKEN",
-	  "the lock's token (release, extend: default $RLOCK_TOKEN; "
-	  "acquire: instead of a random one)" },
+	  "take the lock with TOKEN instead of a random one" },
 	{ O_FORCE, 0, "force", NULL,
 	  "delete the lock whoever holds it, and say whose it was" },
+	{ O_HEARTBEAT, 0, "heartbeat", "DUR",
+	  "extend the lock this often while the command runs (default TTL/3)" },
+	{ O_ON_LOST, 0, "on-lost", "SIG|ignore",
+	  "signal for the command if the lock is lost (default TERM)" },
+	{ O_KILL_AFTER, 0, "kill-after", "DUR",
+	  "then SIGKILL if it is still running after DUR (default 10s)" },
+	{ O_FOREGROUND, 0, "foreground", NULL,
+	  "run the command in rlock's process group (interactive commands)" },
+	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING" },
+	{ O_MIN_HOLD, 0, "min-hold", "DUR",
+	  "keep the lock at least DUR after acquiring; let it expire then" },
 };
 #define N_OPTS	(sizeof opt_defs / sizeof opt_defs[0])
 
 /* ---------------------------------------------------------------- help */
 
 static void
-print_options(FILE *f, uint64_t mask)
+print_options(FILE *f, uint64_t mask, const struct cmd_entry *ce)
 {
 	const struct opt_def	*d;
 	char			 left[64];
@@ -99,7 +115,9 @@ print_options(FILE *f, uint64_t mask)
 		else
 			snprintf(left, sizeof left, "    --%s%s%s", d->longopt,
 			    d->arg ? " " : "", d->arg ? d->arg : "");
-		fprintf(f, "  %-30s %s\n", left, d->help);
+		fprintf(f, "  %-30s %s\n", left,
+		    ce != NULL && ce->opt_help[d->id] ? ce->opt_help[d->id] :
+		    d->help);
 	}
 }
 
@@ -110,11 +128,14 @@ print_help(FILE *f, const struct cmd_entry *ce)
 	char				 left[64];
 
 	if (ce != NULL) {
-		fprintf(f, "usage: rlock [OPTIONS] %s %s\n\n%s\n\nOptions:\n",
+		fprintf(f, "usage: rlock [OPTIONS] %s %s\n\n%s.\n",
 		    ce->name, ce->args, ce->summary);
-		print_options(f, ce->options);
+		if (ce->options != 0) {
+			fprintf(f, "\nOptions:\n");
+			print_options(f, ce->options, ce);
+		}
 		fprintf(f, "\nGlobal options:\n");
-		print_options(f, OPTS_GLOBAL);
+		print_options(f, OPTS_GLOBAL | OPT(VERSION), ce);
 		return;
 	}
 	fprintf(f, "usage: rlock [OPTIONS] COMMAND [ARGS...]\n\n"
@@ -125,7 +146,7 @@ print_help(FILE *f, const struct cmd_entry *ce)
 		fprintf(f, "  %-30s %s\n", left, (*c)->summary);
 	}
 	fprintf(f, "\nGlobal options:\n");
-	print_options(f, OPTS_GLOBAL | OPT(VERSION));
+	print_options(f, OPTS_GLOBAL | OPT(VERSION), NULL);
 	fprintf(f, "\nDurations: 250ms, 1.5s, 30 (seconds), 2m, 1h.\n"
 	    "Run 'rlock COMMAND --help' for a command's options; "
 	    "see rlock(1).\n");
@@ -155,15 +176,35 @@ cmd_fail(struct cmd_ctx *ctx)
 	return err_exit_status(ctx->err.kind);
 }
 
+const char *
+cmd_printable(const char *s, char *buf, size_t len)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 n = 0;
+
+	for (; *p != '\0' && n + 5 < len; p++) {
+		if (*p < ' ' || *p == 0x7f)
+			n += snprintf(buf + n, len - n, "\\x%02x", *p);
+		else
+			buf[n++] = *p;
+	}
+	if (*p != '\0' && len > 4)
+		memcpy(buf + (n < len - 4 ? n : len - 4), "...", 4);
+	else
+		buf[n] = '\0';
+	return buf;
+}
+
 int
 cmd_check_name(const char *name)
 {
-	char	why[256];
+	char	why[256], shown[128];
 
 	if (name_check(name, why, sizeof why) == 0)
 		return 0;
 	cmd_usage_error("invalid lock name '%s': %s; names are 1-255 bytes "
-	    "of printable UTF-8 without whitespace, '{' or '}'", name, why);
+	    "of printable UTF-8 without whitespace, '{' or '}'",
+	    cmd_printable(name, shown, sizeof shown), why);
 	return -1;
 }
 
@@ -198,6 +239,18 @@ cmd_meta(struct lock_meta *m, long long pid, const char *command)
 	m->user = user;
 	m->pid = pid;
 	m->command = command != NULL ? command : "";
+}
+
+void
+cmd_give_back(struct lock *l)
+{
+	struct err	e;
+	int		sig = transport_interrupted;
+
+	/* The run is failing anyway: its own error is the one to report. */
+	transport_interrupted = 0;
+	lock_release(l, &e);
+	transport_interrupted = sig;
 }
 
 void
@@ -279,6 +332,39 @@ check_token(const char *t)
 	return 0;
 }
 
+/* "TERM", "SIGTERM", "term", "15", or "ignore" (0). */
+static int
+parse_signal(const char *v, int *sig)
+{
+	const char	*name = v, *abbrev;
+	char		*end;
+	long		 n;
+	int		 s;
+
+	if (strcasecmp(v, "ignore") == 0) {
+		*sig = 0;
+		return 0;
+	}
+	if (*v >= '0' && *v <= '9') {
+		n = strtol(v, &end, 10);
+		if (*end == '\0' && n > 0 && n < NSIG) {
+			*sig = (int)n;
+			return 0;
+		}
+	} else {
+		if (strncasecmp(name, "SIG", 3) == 0)
+			name += 3;
+		for (s = 1; s < NSIG; s++)
+			if ((abbrev = sigabbrev_np(s)) != NULL &&
+			    strcasecmp(abbrev, name) == 0) {
+				*sig = s;
+				return 0;
+			}
+	}
+	return cmd_usage_error("invalid signal '%s' for --on-lost: use a "
+	    "name such as TERM, INT or KILL, a number, or 'ignore'", v);
+}
+
 /* Store one option's value; 0, or the exit status of a usage error. */
 static int
 apply(struct opts *o, const struct opt_def *d, const char *v)
@@ -340,6 +426,21 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 	case O_FORCE:
 		o->force = 1;
 		return 0;
+	case O_HEARTBEAT:
+		return parse_duration(d->longopt, v, &o->heartbeat_ms, 0, 0);
+	case O_ON_LOST:
+		return parse_signal(v, &o->on_lost);
+	case O_KILL_AFTER:
+		return parse_duration(d->longopt, v, &o->kill_after_ms, 1, 0);
+	case O_FOREGROUND:
+		o->foreground = 1;
+		return 0;
+	case O_COMMAND:
+		o->command = v;
+		return 0;
+	case O_MIN_HOLD:
+		return parse_duration(d->longopt, v, &o->min_hold_ms, 1,
+		    MAX_TTL_MS);
 	case O__COUNT:
 		break;
 	}
@@ -380,18 +481,27 @@ find_cmd(const char *name)
 	return NULL;
 }
 
+/* "acquire, release, ..." */
+static const char *
+command_list(void)
+{
+	static char			 list[256];
+	const struct cmd_entry *const	*c;
+	size_t				 len = 0;
+
+	for (c = cmd_table; *c != NULL && len < sizeof list; c++)
+		len += snprintf(list + len, sizeof list - len, "%s%s",
+		    c == cmd_table ? "" : ", ", (*c)->name);
+	return list;
+}
+
 static int
 unknown_cmd(const char *name)
 {
-	const struct cmd_entry *const	*c;
-	struct buf			 b;
+	char	shown[128];
 
-	buf_init(&b);
-	for (c = cmd_table; *c != NULL; c++)
-		buf_printf(&b, "%s%s", c == cmd_table ? "" : ", ", (*c)->name);
-	cmd_usage_error("unknown command '%s'; commands are: %s", name, b.p);
-	buf_free(&b);
-	return EXIT_USAGE;
+	return cmd_usage_error("unknown command '%s'; commands are: %s",
+	    cmd_printable(name, shown, sizeof shown), command_list());
 }
 
 /*
@@ -421,6 +531,12 @@ parse_argv(int argc, char **argv, struct opts *o,
 				if ((*cep = find_cmd(a)) == NULL)
 					return unknown_cmd(a);
 				continue;
+			}
+			if ((*cep)->child_after > 0 &&
+			    o->nargs == (*cep)->child_after) {
+				o->child = &argv[i];
+				o->nchild = argc - i;
+				break;
 			}
 			o->args[o->nargs++] = argv[i];
 			continue;
@@ -608,12 +724,14 @@ cmd_main(int argc, char **argv)
 	o->ttl_ms = DEFAULT_TTL_MS;
 	o->wait_ms = -1;
 	o->conflict_exit_code = EXIT_BUSY;
+	o->on_lost = SIGTERM;
+	o->kill_after_ms = 10000;
 
 	if ((rc = parse_argv(argc, argv, o, &ce)) != 0)
 		goto out;
 	log_set_level(o->verbosity);
 	if (o->given & OPT(VERSION)) {
-		printf("rlock %s\n", VERSION_STRING);
+		printf("rlock %s\n", PACKAGE_VERSION);
 		goto out;
 	}
 	if (o->given & OPT(HELP)) {
@@ -621,8 +739,8 @@ cmd_main(int argc, char **argv)
 		goto out;
 	}
 	if (ce == NULL) {
-		print_help(stderr, NULL);
-		rc = EXIT_USAGE;
+		rc = cmd_usage_error("no command given; commands are: %s; "
+		    "see 'rlock --help'", command_list());
 		goto out;
 	}
 	if ((stray = o->given & ~(ce->options | OPTS_GLOBAL)) != 0) {

@@ -30,6 +30,12 @@ enum opt_id {
 	O_CONFLICT_EXIT_CODE,
 	O_TOKEN,
 	O_FORCE,
+	O_HEARTBEAT,
+	O_ON_LOST,
+	O_KILL_AFTER,
+	O_FOREGROUND,
+	O_COMMAND,
+	O_MIN_HOLD,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -52,9 +58,17 @@ struct opts {
 	int		 conflict_exit_code;
 	const char	*token;
 	int		 force;
+	int64_t		 heartbeat_ms;	/* 0: TTL/3 */
+	int		 on_lost;	/* signal; 0: ignore */
+	int64_t		 kill_after_ms;
+	int		 foreground;
+	const char	*command;	/* -c */
+	int64_t		 min_hold_ms;
 
 	char		**args;		/* positional arguments */
 	int		 nargs;
+	char		**child;	/* exec: the command's argv */
+	int		 nchild;
 };
 
 struct cmd_ctx;
@@ -66,6 +80,13 @@ struct cmd_entry {
 	uint64_t	 options;	/* besides OPTS_GLOBAL */
 	int		 min_args;
 	int		 max_args;	/* -1: no limit */
+	/*
+	 * After this many arguments, the next word that is not an option
+	 * starts the child's argv (exec), which is then left untouched.
+	 */
+	int		 child_after;
+	/* This command's wording of an option's help, where it differs. */
+	const char	*opt_help[O__COUNT];
 	int		 (*exec)(struct cmd_ctx *);
 };
 
@@ -86,6 +107,7 @@ extern const struct cmd_entry	cmd_acquire_entry;
 extern const struct cmd_entry	cmd_release_entry;
 extern const struct cmd_entry	cmd_extend_entry;
 extern const struct cmd_entry	cmd_status_entry;
+extern const struct cmd_entry	cmd_exec_entry;
 
 /* Parse argv, run the command, return the exit status. */
 int	cmd_main(int argc, char **argv);
@@ -96,6 +118,8 @@ int	cmd_connect(struct cmd_ctx *);
 int	cmd_fail(struct cmd_ctx *);
 /* A usage error: print it and return 64. */
 int	cmd_usage_error(const char *, ...) __attribute__((format(printf, 1, 2)));
+/* s for a one-line message: control bytes as \xNN, cut short with "...". */
+const char *cmd_printable(const char *s, char *buf, size_t len);
 /* Check a NAME argument; 0, or -1 with a message printed. */
 int	cmd_check_name(const char *);
 /* The token for release/extend: --token, else $RLOCK_TOKEN; NULL if none. */
@@ -107,5 +131,7 @@ void	cmd_meta(struct lock_meta *, long long pid, const char *command);
  * raise it again, so the caller sees rlock die of it, as a shell would.
  */
 void	cmd_reraise(void);
+/* Best-effort release on a failure path, even after a signal. */
+void	cmd_give_back(struct lock *);
 
 #endif

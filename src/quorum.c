@@ -93,8 +93,8 @@ quorum_script(struct quorum *q, struct script *s, int nkeys, const char **keys,
 		if (redis_recv(q->conn[i], &replies[i], &q->errs[i]) == -1)
 			continue;
 		if (replies[i]->type == REDIS_T_ERROR) {
-			err_set(&q->errs[i], ERR_UNAVAILABLE, "%s: %s",
-			    redis_display(q->conn[i]), replies[i]->str);
+			redis_reply_error(q->conn[i], replies[i], "",
+			    &q->errs[i]);
 			redis_reply_free(replies[i]);
 			replies[i] = NULL;
 		}
@@ -135,8 +135,7 @@ quorum_wait(struct quorum *q, const char *key, int64_t timeout_ms,
 	    redis_recv(r, &rr, e) == -1)
 		return -1;
 	if (rr->type == REDIS_T_ERROR) {
-		err_set(e, ERR_UNAVAILABLE, "%s: %s", redis_display(r),
-		    rr->str);
+		redis_reply_error(r, rr, "", e);
 		redis_reply_free(rr);
 		return -1;
 	}

@@ -117,7 +117,7 @@ redis_display(const struct redis *r)
 int
 redis_broken(const struct redis *r)
 {
-	return r->broken;
+	return r->broken || (!r->pending && !transport_idle_ok(r->t));
 }
 
 static int
@@ -276,6 +276,32 @@ redis_recv(struct redis *r, struct redis_reply **out, struct err *e)
 	return 0;
 }
 
+/*
+ * An error reply as a message: "URL: TEXT".  Servers do not echo the
+ * password back, but a message is only ever printed, so make sure.
+ */
+void
+redis_reply_error(struct redis *r, const struct redis_reply *rr, const char *what,
+    struct err *e)
+{
+	const char	*pw = r->url->password ? r->url->password :
+			    r->opts->password;
+	char		 text[256], *p;
+	size_t		 n;
+
+	snprintf(text, sizeof text, "%s", rr->str);
+	if (pw != NULL && (n = strlen(pw)) > 0)
+		while ((p = strstr(text, pw)) != NULL) {
+			memmove(p + 3, p + n, strlen(p + n) + 1);
+			memcpy(p, "***", 3);
+		}
+	err_set(e, ERR_UNAVAILABLE, "%s: %s%s", r->url->display, what, text);
+	if (strncmp(text, "NOAUTH", 6) == 0)
+		err_set(e, ERR_UNAVAILABLE, "%s: %s%s (give the password with "
+		    "--password-file, RLOCK_PASSWORD or the URL)",
+		    r->url->display, what, text);
+}
+
 struct redis_reply *
 redis_command(struct redis *r, struct err *e, int argc, const char **argv,
     const size_t *argvlen)
@@ -286,7 +312,7 @@ redis_command(struct redis *r, struct err *e, int argc, const char **argv,
 	    redis_recv(r, &rr, e) == -1)
 		return NULL;
 	if (rr->type == REDIS_T_ERROR) {
-		err_set(e, ERR_UNAVAILABLE, "%s: %s", r->url->display, rr->str);
+		redis_reply_error(r, rr, "", e);
 		redis_reply_free(rr);
 		return NULL;
 	}
@@ -313,23 +339,22 @@ handshake(struct redis *r, struct err *e)
 {
 	const struct url	*u = r->url;
 	const char		*password = u->password ? u->password :
-				    r->opts->password;
+				    r->opts->password, *argv[3];
 	struct redis_reply	*rr;
 	char			 db[16];
+	int			 argc = 0;
 
 	if (password != NULL) {
+		argv[argc++] = "AUTH";
 		if (u->user != NULL)
-			rr = redis_commandv(r, e, "AUTH", u->user, password,
-			    NULL);
-		else
-			rr = redis_commandv(r, e, "AUTH", password, NULL);
-		if (rr == NULL) {
-			if (e->kind == ERR_UNAVAILABLE && !r->broken)
-				err_set(e, ERR_UNAVAILABLE,
-				    "%s: authentication failed: %s%s",
-				    u->display, e->msg + strlen(u->display) + 2,
-				    u->user ? "" : " (check the password, or "
-				    "name an ACL user in the URL)");
+			argv[argc++] = u->user;
+		argv[argc++] = password;
+		if (redis_send(r, argc, argv, NULL, 0, e) == -1 ||
+		    redis_recv(r, &rr, e) == -1)
+			return -1;
+		if (rr->type == REDIS_T_ERROR) {
+			redis_reply_error(r, rr, "authentication failed: ", e);
+			redis_reply_free(rr);
 			return -1;
 		}
 		redis_reply_free(rr);

@@ -45,7 +45,10 @@ struct redis;
 struct redis	*redis_connect(const struct url *u, const struct redis_opts *opts,
 		    struct err *e);
 void		 redis_close(struct redis *);
-/* The URL for messages, and whether the connection is still usable. */
+/*
+ * The URL for messages, and whether the connection is unusable: failed,
+ * or closed by the server while idle.
+ */
 const char	*redis_display(const struct redis *);
 int		 redis_broken(const struct redis *);
 
@@ -79,5 +82,8 @@ struct redis_reply *redis_command(struct redis *, struct err *,
 struct redis_reply *redis_commandv(struct redis *, struct err *, ...);
 
 void		 redis_reply_free(struct redis_reply *);
+/* Fill e from an error reply: "URL: WHAT TEXT", never with the password. */
+void		 redis_reply_error(struct redis *, const struct redis_reply *,
+		    const char *what, struct err *);
 
 #endif

@@ -30,6 +30,18 @@
 
 volatile int	transport_interrupted;
 
+/* strerror, in the lower case of the rest of a message. */
+static const char *
+reason(int errnum)
+{
+	static __thread char	buf[128];
+
+	snprintf(buf, sizeof buf, "%s", strerror(errnum));
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && (buf[1] < 'A' || buf[1] > 'Z'))
+		buf[0] += 'a' - 'A';
+	return buf;
+}
+
 static ssize_t
 plain_read(struct transport *t, void *buf, size_t len)
 {
@@ -85,7 +97,7 @@ wait_fd(int fd, short events, int64_t deadline, struct err *e)
 			continue;
 		}
 		if (errno != EINTR) {
-			err_set(e, ERR_UNAVAILABLE, "poll: %s", strerror(errno));
+			err_set(e, ERR_UNAVAILABLE, "poll: %s", reason(errno));
 			return -1;
 		}
 	}
@@ -103,7 +115,7 @@ connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_t deadline,
 	if (connect(fd, sa, salen) == 0)
 		return 0;
 	if (errno != EINPROGRESS && errno != EINTR) {
-		err_set(e, ERR_UNAVAILABLE, "%s", strerror(errno));
+		err_set(e, ERR_UNAVAILABLE, "%s", reason(errno));
 		return -1;
 	}
 	switch (wait_fd(fd, POLLOUT, deadline, e)) {
@@ -117,7 +129,7 @@ connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_t deadline,
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == -1)
 		soerr = errno;
 	if (soerr != 0) {
-		err_set(e, ERR_UNAVAILABLE, "%s", strerror(soerr));
+		err_set(e, ERR_UNAVAILABLE, "%s", reason(soerr));
 		return -1;
 	}
 	return 0;
@@ -140,7 +152,7 @@ connect_unix(const struct url *u, int64_t deadline, int64_t budget,
 	strcpy(sun.sun_path, u->path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
-		err_set(e, ERR_UNAVAILABLE, "socket: %s", strerror(errno));
+		err_set(e, ERR_UNAVAILABLE, "socket: %s", reason(errno));
 		return -1;
 	}
 	if (connect_fd(fd, (struct sockaddr *)&sun, sizeof sun, deadline,
@@ -165,7 +177,7 @@ connect_tcp(const struct url *u, int64_t deadline, int64_t budget,
 	snprintf(port, sizeof port, "%d", u->port);
 	if ((rc = getaddrinfo(u->host, port, &hints, &res)) != 0) {
 		err_set(e, ERR_UNAVAILABLE, "cannot resolve %s: %s", u->host,
-		    rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+		    rc == EAI_SYSTEM ? reason(errno) : gai_strerror(rc));
 		return -1;
 	}
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
@@ -174,7 +186,7 @@ connect_tcp(const struct url *u, int64_t deadline, int64_t budget,
 		    ai->ai_protocol);
 		if (fd == -1) {
 			err_set(e, ERR_UNAVAILABLE, "socket: %s",
-			    strerror(errno));
+			    reason(errno));
 			continue;
 		}
 		if (connect_fd(fd, ai->ai_addr, ai->ai_addrlen, deadline,
@@ -245,7 +257,7 @@ transport_write(struct transport *t, const void *buf, size_t len,
 			}
 		}
 		err_set(e, ERR_UNAVAILABLE, "write: %s",
-		    n == 0 ? "connection closed" : strerror(errno));
+		    n == 0 ? "connection closed" : reason(errno));
 		return -1;
 	}
 	return 0;
@@ -264,7 +276,7 @@ transport_read(struct transport *t, void *buf, size_t len, int64_t deadline,
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			err_set(e, ERR_UNAVAILABLE, "read: %s", strerror(errno));
+			err_set(e, ERR_UNAVAILABLE, "read: %s", reason(errno));
 			return -1;
 		}
 		switch (wait_fd(t->fd, POLLIN, deadline, e)) {
@@ -286,4 +298,14 @@ transport_close(struct transport *t)
 		return;
 	t->ops->close(t);
 	free(t);
+}
+
+int
+transport_idle_ok(struct transport *t)
+{
+	struct pollfd	pfd = { .fd = t->fd, .events = POLLIN };
+
+	if (t->fd == -1)
+		return 0;
+	return poll(&pfd, 1, 0) == 0;
 }

@@ -41,6 +41,12 @@ int			 transport_write(struct transport *, const void *, size_t,
 ssize_t			 transport_read(struct transport *, void *, size_t,
 			    int64_t deadline, struct err *);
 void			 transport_close(struct transport *);
+/*
+ * Whether an idle connection still looks usable: the server has not
+ * closed it or sent anything unasked.  A long-idle connection (exec's,
+ * while the command ran for hours) is checked before it is used again.
+ */
+int			 transport_idle_ok(struct transport *);
 
 /*
  * Set by the command layer's signal handler: a wait that sees it set gives

@@ -1,0 +1,308 @@
+/* cmd-exec.c: rlock exec NAME CMD...: run a command while holding the lock. */
+
+/*
+ * The order matters, and is the whole point of this command:
+ *  1. acquire (signals still interrupt the wait, and a lock taken by an
+ *     interrupted run is given back);
+ *  2. block the signals the supervisor waits for, so none is lost and no
+ *     thread but the supervisor ever sees one;
+ *  3. fork and exec the command (its environment prepared beforehand:
+ *     the lock's name, key, token and fence, and no password);
+ *  4. start the heartbeat thread on its own connection;
+ *  5. wait, forwarding signals, and signal the command if the lock is lost;
+ *  6. stop the heartbeat, then release (or, with --min-hold, leave the lock
+ *     to expire when the minimum is up), and exit with the command's status.
+ */
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "duration.h"
+#include "heartbeat.h"
+#include "log.h"
+#include "supervise.h"
+#include "transport.h"
+#include "util.h"
+
+/* How much of the command line is stored with the lock for status. */
+#define COMMAND_SHOWN_MAX	200
+
+static int	cmd_exec_exec(struct cmd_ctx *);
+
+const struct cmd_entry cmd_exec_entry = {
+	.name = "exec",
+	.args = "NAME [--] COMMAND [ARG...]",
+	.summary = "Run a command (or -c STRING) while holding the lock",
+	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
+	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) | OPT(HEARTBEAT) |
+	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |
+	    OPT(MIN_HOLD),
+	.min_args = 1,
+	.max_args = 1,
+	.child_after = 1,
+	.exec = cmd_exec_exec,
+};
+
+/* The command line as status shows it: words joined, cut short if long. */
+static char *
+command_line(char *const *argv)
+{
+	struct buf	b;
+	size_t		i;
+
+	buf_init(&b);
+	for (i = 0; argv[i] != NULL; i++) {
+		if (i > 0)
+			buf_adds(&b, " ");
+		buf_adds(&b, argv[i]);
+		if (b.len > COMMAND_SHOWN_MAX)
+			break;
+	}
+	if (b.len > COMMAND_SHOWN_MAX) {
+		b.len = COMMAND_SHOWN_MAX - 3;
+		/* Do not cut a UTF-8 sequence in half. */
+		while (b.len > 0 && ((unsigned char)b.p[b.len] & 0xc0) == 0x80)
+			b.len--;
+		b.p[b.len] = '\0';
+		buf_adds(&b, "...");
+	}
+	return b.p;
+}
+
+static int
+is_secret(const char *entry)
+{
+	return strncmp(entry, "RLOCK_PASSWORD=", 15) == 0 ||
+	    strncmp(entry, "REDISCLI_AUTH=", 14) == 0 ||
+	    strncmp(entry, "RLOCK_URL=", 10) == 0 ||
+	    strncmp(entry, "RLOCK_NAME=", 11) == 0 ||
+	    strncmp(entry, "RLOCK_KEY=", 10) == 0 ||
+	    strncmp(entry, "RLOCK_TOKEN=", 12) == 0 ||
+	    strncmp(entry, "RLOCK_FENCE=", 12) == 0;
+}
+
+/*
+ * The child's environment: ours, without any password, plus the lock's
+ * name, key, token and fence.  RLOCK_URL is passed on with its password
+ * removed, so a child that runs rlock itself still finds the server.
+ */
+static char **
+child_env(struct cmd_ctx *ctx, const struct lock *l)
+{
+	extern char	**environ;
+	const char	 *url = getenv("RLOCK_URL");
+	char		**env, **p;
+	size_t		  n = 0, k = 0;
+
+	for (p = environ; *p != NULL; p++)
+		n++;
+	env = xcalloc(n + 6, sizeof *env);
+	for (p = environ; *p != NULL; p++)
+		if (!is_secret(*p))
+			env[k++] = xstrdup(*p);
+	if (url != NULL && ctx->o.nurl > 0 && ctx->o.url[0] == url)
+		xasprintf(&env[k++], "RLOCK_URL=%s", ctx->urls[0].display);
+	else if (url != NULL)
+		xasprintf(&env[k++], "RLOCK_URL=%s", url);
+	xasprintf(&env[k++], "RLOCK_NAME=%s", l->name);
+	xasprintf(&env[k++], "RLOCK_KEY=%s", l->key);
+	xasprintf(&env[k++], "RLOCK_TOKEN=%s", l->token);
+	xasprintf(&env[k++], "RLOCK_FENCE=%lld", l->fence);
+	return env;
+}
+
+static void
+free_env(char **env)
+{
+	char	**p;
+
+	if (env == NULL)
+		return;
+	for (p = env; *p != NULL; p++)
+		free(*p);
+	free(env);
+}
+
+/*
+ * The command ended before --min-hold was up: leave the lock to expire
+ * when it is, instead of releasing it now.  0, or -1 with ctx->err filled.
+ */
+static int
+hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left)
+{
+	char	d[32];
+
+	switch (lock_extend(l, left, &ctx->err)) {
+	case 1:
+		log_verbose("%s: leaving the lock to expire in %s (--min-hold)",
+		    l->name, duration_format(left, d, sizeof d));
+		return 0;
+	case 0:
+		return 0;	/* already gone: nothing to hold on to */
+	}
+	return -1;
+}
+
+static int
+finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
+{
+	char	when[64];
+	int64_t	left;
+	time_t	t;
+
+	if (sv->lost) {
+		/*
+		 * No release: either the key is gone or another's, or its TTL
+		 * has run out on the server too (our validity ends before it
+		 * does), and the server may not even answer.
+		 */
+		t = (time_t)(sv->lost_at / 1000);
+		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
+		    localtime(&t));
+		if (sv->sent)
+			log_error("lock '%s' was lost at %s: %s; the command "
+			    "was sent SIG%s", l->name, when, sv->why,
+			    sigabbrev_np(sv->sent));
+		else
+			log_error("lock '%s' was lost at %s while the command "
+			    "ran: %s", l->name, when, sv->why);
+		return EXIT_LOST;
+	}
+	left = ctx->o.min_hold_ms - (now_mono_ms() - l->acquired_at);
+	if (ctx->o.min_hold_ms > 0 && left > 0) {
+		if (hold_on(ctx, l, left) == -1)
+			log_warn("%s: cannot leave the lock to expire: %s",
+			    l->name, ctx->err.msg);
+		return status;
+	}
+	switch (lock_release(l, &ctx->err)) {
+	case -1:
+		log_warn("%s: the command ended but the release failed: %s; "
+		    "the lock expires by itself", l->name, ctx->err.msg);
+		break;
+	case 0:
+		log_warn("%s: the lock was no longer held at release",
+		    l->name);
+		break;
+	default:
+		log_verbose("released %s", l->name);
+	}
+	return status;
+}
+
+static int
+check_options(struct cmd_ctx *ctx, char ***argvp)
+{
+	struct opts	*o = &ctx->o;
+	static char	*sh[4];
+	char		 d[32], t[32];
+
+	if (o->command != NULL && o->nchild > 0)
+		return cmd_usage_error("give either -c 'SHELL COMMAND' or a "
+		    "command after NAME, not both");
+	if (o->command == NULL && o->nchild == 0)
+		return cmd_usage_error("exec needs a command: rlock exec NAME "
+		    "[--] COMMAND [ARG...], or rlock exec NAME -c 'STRING'");
+	if (o->heartbeat_ms == 0)
+		o->heartbeat_ms = o->ttl_ms / 3 > 0 ? o->ttl_ms / 3 : 1;
+	if (o->heartbeat_ms >= o->ttl_ms - lock_drift(o->ttl_ms))
+		return cmd_usage_error("--heartbeat %s is too slow for --ttl "
+		    "%s: extends must come well inside the TTL (try TTL/3)",
+		    duration_format(o->heartbeat_ms, d, sizeof d),
+		    duration_format(o->ttl_ms, t, sizeof t));
+	if (o->command != NULL) {
+		sh[0] = "sh";
+		sh[1] = "-c";
+		sh[2] = (char *)o->command;
+		sh[3] = NULL;
+		*argvp = sh;
+	} else
+		*argvp = o->child;
+	return 0;
+}
+
+static int
+cmd_exec_exec(struct cmd_ctx *ctx)
+{
+	struct heartbeat	 hb;
+	struct supervise	 sv;
+	struct lock_meta	 meta;
+	struct lock		 l;
+	char			 token[TOKEN_MAX + 1], d[32], **argv = NULL;
+	char			**env = NULL;
+	char			*cmdline = NULL;
+	int64_t			 start;
+	int			 rc, status;
+
+	if ((rc = check_options(ctx, &argv)) != 0)
+		return rc;
+	if (ctx->o.token != NULL)
+		snprintf(token, sizeof token, "%s", ctx->o.token);
+	else
+		lock_new_token(token, sizeof token);
+	cmdline = command_line(argv);
+	cmd_meta(&meta, (long long)getpid(), cmdline);
+	memset(&sv, 0, sizeof sv);
+
+	if (cmd_connect(ctx) == -1) {
+		free(cmdline);
+		return cmd_fail(ctx);
+	}
+	lock_init(&l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
+	start = now_mono_ms();
+	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
+	if (rc == 0) {
+		log_verbose("%s: still busy after %s; not running the command",
+		    l.name, duration_format(now_mono_ms() - start, d,
+		    sizeof d));
+		rc = ctx->o.conflict_exit_code;
+		goto out;
+	}
+	if (rc == -1) {
+		if (l.maybe_held)
+			cmd_give_back(&l);
+		rc = cmd_fail(ctx);
+		goto out;
+	}
+	log_verbose("acquired %s in %s (fence %lld)", l.name,
+	    duration_format(now_mono_ms() - start, d, sizeof d), l.fence);
+
+	supervise_block_signals();
+	if (transport_interrupted) {
+		/* A signal came between the acquire and the block. */
+		cmd_give_back(&l);
+		cmd_reraise();
+	}
+	env = child_env(ctx, &l);
+	sv.argv = argv;
+	sv.envp = env;
+	sv.foreground = ctx->o.foreground;
+	sv.on_lost = ctx->o.on_lost;
+	sv.kill_after_ms = ctx->o.kill_after_ms;
+	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
+		cmd_give_back(&l);
+		log_error("%s", ctx->err.msg);
+		rc = status;
+		goto out;
+	}
+	if (heartbeat_start(&hb, &l, ctx->o.prefix, ctx->urls, ctx->nurls,
+	    &ctx->ropts, ctx->o.heartbeat_ms, SUPERVISE_WAKE, &ctx->err) == -1) {
+		supervise_kill(&sv);
+		cmd_give_back(&l);
+		rc = cmd_fail(ctx);
+		goto out;
+	}
+	status = supervise_wait(&sv, &hb);
+	heartbeat_stop(&hb);
+	/* The heartbeat moved the lock's validity on: the release needs none. */
+	rc = finish(ctx, &l, &sv, status);
+out:
+	free_env(env);
+	free(cmdline);
+	lock_free(&l);
+	return rc;
+}

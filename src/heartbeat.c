@@ -1,0 +1,207 @@
+/* heartbeat.c: the thread that extends a lock while exec's command runs. */
+
+/*
+ * Contract: the lock is ours until valid_until, the CLOCK_MONOTONIC time
+ * taken before the last confirmed extend was sent, plus the TTL, minus the
+ * drift margin (lock.c computes it).  Every heartbeat interval the thread
+ * extends; a failure (timeout, refused, error reply) is retried with a
+ * short doubling backoff, reconnecting, each attempt bounded by what
+ * remains of the validity, and never past it.  An extend that finds the
+ * token gone, or a validity that runs out unconfirmed, is a loss: the
+ * thread says why and wakes the supervisor, which owns the child.
+ *
+ * The thread never touches the supervisor's connection: a slow extend must
+ * not delay a release, nor the other way round.
+ */
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "duration.h"
+#include "heartbeat.h"
+#include "log.h"
+#include "util.h"
+
+#define BACKOFF_FIRST_MS	50
+#define BACKOFF_MAX_MS		1000
+
+/* Sleep on the condition variable until the monotonic time `until` or stop. */
+static void
+sleep_until(struct heartbeat *hb, int64_t until)
+{
+	struct timespec	ts;
+
+	ts.tv_sec = until / 1000;
+	ts.tv_nsec = (until % 1000) * 1000000;
+	while (!hb->stop && now_mono_ms() < until)
+		if (pthread_cond_timedwait(&hb->cv, &hb->mu, &ts) == ETIMEDOUT)
+			break;
+}
+
+static void
+declare_lost(struct heartbeat *hb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+declare_lost(struct heartbeat *hb, const char *fmt, ...)
+{
+	va_list	ap;
+
+	pthread_mutex_lock(&hb->mu);
+	hb->lost = 1;
+	va_start(ap, fmt);
+	vsnprintf(hb->why, sizeof hb->why, fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&hb->mu);
+	pthread_kill(hb->notify, hb->notify_sig);
+}
+
+/* One extend, retried until it is confirmed or the validity runs out. */
+static int
+extend_once(struct heartbeat *hb)
+{
+	struct err	e;
+	int64_t		left, backoff = BACKOFF_FIRST_MS;
+	char		d[32];
+	int		rc;
+
+	err_clear(&e);
+	for (;;) {
+		left = hb->l.valid_until - now_mono_ms();
+		if (left <= 0) {
+			declare_lost(hb, "no extend was confirmed before the "
+			    "lock's validity ended (last error: %s)",
+			    e.msg[0] ? e.msg : "none");
+			return -1;
+		}
+		/* No single attempt may outlast the validity. */
+		hb->ropts.timeout_ms = left < hb->base.timeout_ms ? left :
+		    hb->base.timeout_ms;
+		hb->ropts.connect_timeout_ms =
+		    left < hb->base.connect_timeout_ms ? left :
+		    hb->base.connect_timeout_ms;
+		rc = lock_extend(&hb->l, hb->l.ttl_ms, &e);
+		if (rc == 1) {
+			pthread_mutex_lock(&hb->mu);
+			hb->valid_until = hb->l.valid_until;
+			hb->extends++;
+			pthread_mutex_unlock(&hb->mu);
+			log_verbose("extended %s by %s", hb->l.name,
+			    duration_format(hb->l.ttl_ms, d, sizeof d));
+			return 0;
+		}
+		if (rc == 0) {
+			declare_lost(hb, "the lock's key is gone or holds "
+			    "another token");
+			return -1;
+		}
+		log_verbose("extending %s failed: %s; retrying", hb->l.name,
+		    e.msg);
+		pthread_mutex_lock(&hb->mu);
+		sleep_until(hb, now_mono_ms() + (backoff < left ? backoff :
+		    left));
+		rc = hb->stop;
+		pthread_mutex_unlock(&hb->mu);
+		if (rc)
+			return -1;
+		if ((backoff *= 2) > BACKOFF_MAX_MS)
+			backoff = BACKOFF_MAX_MS;
+	}
+}
+
+static void *
+run(void *arg)
+{
+	struct heartbeat	*hb = arg;
+	int64_t			 next;
+	int			 stop;
+
+	next = hb->l.acquired_at + hb->interval_ms;
+	for (;;) {
+		pthread_mutex_lock(&hb->mu);
+		sleep_until(hb, next);
+		stop = hb->stop;
+		pthread_mutex_unlock(&hb->mu);
+		if (stop)
+			break;
+		next = now_mono_ms() + hb->interval_ms;
+		if (extend_once(hb) == -1)
+			break;
+	}
+	return NULL;
+}
+
+int
+heartbeat_start(struct heartbeat *hb, const struct lock *l, const char *prefix,
+    const struct url *urls, int nurls, const struct redis_opts *opts,
+    int64_t interval_ms, int notify_sig, struct err *e)
+{
+	pthread_condattr_t	ca;
+	int			rc;
+
+	memset(hb, 0, sizeof *hb);
+	hb->base = *opts;
+	hb->ropts = *opts;
+	hb->interval_ms = interval_ms;
+	hb->notify = pthread_self();
+	hb->notify_sig = notify_sig;
+	hb->valid_until = l->valid_until;
+	/* Connections are made on the first extend, in the thread. */
+	hb->q.n = nurls;
+	hb->q.urls = urls;
+	hb->q.opts = &hb->ropts;
+	hb->q.conn = xcalloc(nurls, sizeof *hb->q.conn);
+	hb->q.errs = xcalloc(nurls, sizeof *hb->q.errs);
+	lock_init(&hb->l, &hb->q, prefix, l->name, l->token);
+	hb->l.ttl_ms = l->ttl_ms;
+	hb->l.fence = l->fence;
+	hb->l.valid_until = l->valid_until;
+	hb->l.acquired_at = l->acquired_at;
+	hb->l.held = 1;
+
+	pthread_mutex_init(&hb->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&hb->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((rc = pthread_create(&hb->thread, NULL, run, hb)) != 0) {
+		err_set(e, ERR_SOFTWARE, "cannot start the heartbeat thread: "
+		    "%s", strerror(rc));
+		quorum_close(&hb->q);
+		lock_free(&hb->l);
+		return -1;
+	}
+	return 0;
+}
+
+void
+heartbeat_stop(struct heartbeat *hb)
+{
+	pthread_mutex_lock(&hb->mu);
+	hb->stop = 1;
+	pthread_cond_signal(&hb->cv);
+	pthread_mutex_unlock(&hb->mu);
+	pthread_join(hb->thread, NULL);
+	quorum_close(&hb->q);
+	lock_free(&hb->l);
+	pthread_cond_destroy(&hb->cv);
+	pthread_mutex_destroy(&hb->mu);
+}
+
+int
+heartbeat_state(struct heartbeat *hb, int64_t *valid_until, char *why,
+    size_t whylen)
+{
+	int	lost;
+
+	pthread_mutex_lock(&hb->mu);
+	lost = hb->lost;
+	*valid_until = hb->valid_until;
+	if (lost && why != NULL)
+		snprintf(why, whylen, "%s", hb->why);
+	pthread_mutex_unlock(&hb->mu);
+	return lost;
+}

@@ -1,0 +1,266 @@
+/* supervise.c: fork and exec the command, forward signals, act on loss. */
+#include "config.h"
+
+/*
+ * All the signals exec cares about are blocked before the heartbeat
+ * thread starts and before the fork, and handled in one sigtimedwait loop
+ * here: no logic runs in a signal handler.  The loop also wakes when the
+ * lock's validity runs out, so a child is signalled on time even if the
+ * heartbeat thread is stuck in a connect.
+ *
+ * The child goes into its own process group (unless --foreground), so
+ * that a signal on loss reaches everything it started, and it asks the
+ * kernel for SIGKILL when rlock dies: a child must never run on unguarded
+ * after its lock expired.
+ */
+
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "supervise.h"
+#include "util.h"
+
+const int supervise_forwarded[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0
+};
+
+static void
+waited_set(sigset_t *set)
+{
+	const int	*s;
+
+	sigemptyset(set);
+	for (s = supervise_forwarded; *s != 0; s++)
+		sigaddset(set, *s);
+	sigaddset(set, SIGCHLD);
+	sigaddset(set, SUPERVISE_WAKE);
+}
+
+void
+supervise_block_signals(void)
+{
+	sigset_t	set;
+
+	waited_set(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* In the child, between fork and exec: async-signal-safe calls only. */
+static void __attribute__((noreturn))
+child(struct supervise *sv, pid_t parent, int errfd)
+{
+	struct sigaction	sa;
+	sigset_t		none;
+	int			s, err;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	for (s = 1; s < NSIG; s++)
+		sigaction(s, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (!sv->foreground)
+		setpgid(0, 0);
+#ifdef HAVE_PRCTL
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+	/* rlock may have died before prctl: then nobody guards us. */
+	if (getppid() != parent)
+		_exit(127);
+	execvpe(sv->argv[0], sv->argv, sv->envp);
+	err = errno;
+	if (write(errfd, &err, sizeof err) < 0)
+		_exit(127);
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+static int
+status_of(int ws)
+{
+	if (WIFEXITED(ws))
+		return WEXITSTATUS(ws);
+	if (WIFSIGNALED(ws))
+		return 128 + WTERMSIG(ws);
+	return 128;
+}
+
+static int
+reap(pid_t pid, int *status, int flags)
+{
+	pid_t	r;
+	int	ws;
+
+	do
+		r = waitpid(pid, &ws, flags);
+	while (r == -1 && errno == EINTR);
+	if (r != pid)
+		return 0;
+	*status = status_of(ws);
+	return 1;
+}
+
+/* Has the child exited?  It is left unreaped, so its pid stays its own. */
+static int
+exited(pid_t pid)
+{
+	siginfo_t	si;
+
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
+		return errno == ECHILD;
+	return si.si_pid == pid;
+}
+
+int
+supervise_spawn(struct supervise *sv, int *status, struct err *e)
+{
+	pid_t	parent = getpid(), pid;
+	int	fds[2], err = 0, ws;
+	ssize_t	n;
+
+	if (pipe2(fds, O_CLOEXEC) == -1) {
+		err_set(e, ERR_SOFTWARE, "pipe: %s", strerror(errno));
+		*status = 70;
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		err_set(e, ERR_SOFTWARE, "fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		*status = 70;
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		child(sv, parent, fds[1]);
+	}
+	close(fds[1]);
+	/* Both sides set the group, so neither can race the other's exec. */
+	if (!sv->foreground)
+		setpgid(pid, pid);
+	sv->pid = pid;
+	/* The pipe closes on a successful exec, or brings exec's errno. */
+	do
+		n = read(fds[0], &err, sizeof err);
+	while (n == -1 && errno == EINTR);
+	close(fds[0]);
+	if (n != (ssize_t)sizeof err)
+		return 0;
+	reap(pid, &ws, 0);
+	sv->pid = 0;
+	*status = err == ENOENT ? 127 : 126;
+	err_set(e, ERR_USAGE, "cannot run '%s': %s", sv->argv[0],
+	    strerror(err));
+	return -1;
+}
+
+static void
+signal_child(struct supervise *sv, int sig)
+{
+	if (sv->foreground)
+		kill(sv->pid, sig);
+	else
+		kill(-sv->pid, sig);
+}
+
+void
+supervise_kill(struct supervise *sv)
+{
+	int	status;
+
+	if (sv->pid <= 0)
+		return;
+	signal_child(sv, SIGKILL);
+	reap(sv->pid, &status, 0);
+	sv->pid = 0;
+}
+
+static void
+on_loss(struct supervise *sv, const char *why)
+{
+	sv->lost = 1;
+	sv->lost_at = now_wall_ms();
+	snprintf(sv->why, sizeof sv->why, "%s", why);
+	if (sv->on_lost == 0) {
+		log_error("lock lost: %s; --on-lost ignore: the command runs "
+		    "on unguarded", why);
+		return;
+	}
+	sv->sent = sv->on_lost;
+	log_verbose("lock lost: %s; sending SIG%s to the command", why,
+	    sigabbrev_np(sv->on_lost));
+	signal_child(sv, sv->on_lost);
+}
+
+int
+supervise_wait(struct supervise *sv, struct heartbeat *hb)
+{
+	struct timespec	ts;
+	siginfo_t	info;
+	sigset_t	set;
+	int64_t		valid_until, wake, kill_at = -1, now;
+	char		why[256];
+	int		sig, status, killed = 0;
+
+	waited_set(&set);
+	for (;;) {
+		if (exited(sv->pid))
+			break;
+		now = now_mono_ms();
+		if (!sv->lost) {
+			if (heartbeat_state(hb, &valid_until, why, sizeof why))
+				on_loss(sv, why);
+			else if (now >= valid_until)
+				on_loss(sv, "no extend was confirmed before "
+				    "the lock's validity ended");
+			if (sv->lost && sv->sent)
+				kill_at = now + sv->kill_after_ms;
+		}
+		if (kill_at >= 0 && now >= kill_at && !killed) {
+			log_verbose("the command outlived --kill-after: "
+			    "sending SIGKILL");
+			signal_child(sv, SIGKILL);
+			killed = 1;
+		}
+		/* Sleep until a signal, the end of validity, or kill time. */
+		wake = sv->lost ? (killed ? -1 : kill_at) : valid_until;
+		if (wake < 0)
+			wake = now + 60000;
+		if (wake <= now)
+			wake = now + 1;
+		ts.tv_sec = (wake - now) / 1000;
+		ts.tv_nsec = ((wake - now) % 1000) * 1000000;
+		sig = sigtimedwait(&set, &info, &ts);
+		if (sig == -1 || sig == SIGCHLD || sig == SUPERVISE_WAKE)
+			continue;
+		/*
+		 * A signal the terminal sent to our foreground group has
+		 * already reached a --foreground child: do not send it twice.
+		 */
+		if (sv->foreground && info.si_code == SI_KERNEL)
+			continue;
+		log_verbose("forwarding SIG%s to the command",
+		    sigabbrev_np(sig));
+		signal_child(sv, sig);
+	}
+	/*
+	 * After a loss nothing the command started may run on unguarded.
+	 * The child is not reaped yet, so its group id is still its own.
+	 */
+	if (sv->lost && sv->sent && !sv->foreground)
+		kill(-sv->pid, SIGKILL);
+	reap(sv->pid, &status, 0);
+	sv->pid = 0;
+	return status;
+}

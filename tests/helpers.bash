@@ -1,0 +1,352 @@
+# helpers.bash: shared setup for rlock's bats tests.
+#
+# Every .bats file loads this. It owns the private Redis servers the tests
+# talk to (one per file, started in setup_file, plus per-test servers where a
+# test needs special configuration), the background processes a test starts,
+# and a few assertions that several files share. Everything it starts is
+# recorded by PID and stopped by PID; every wait is bounded in count and time.
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+bats_require_minimum_version 1.5.0
+
+RLOCK="${RLOCK_BIN:-$BATS_TEST_DIRNAME/../src/rlock}"
+
+# The binary under test. A function so that `run rlock ...` reads naturally.
+rlock() {
+	"$RLOCK" "$@"
+}
+
+# Skip (rather than fail every test obscurely) when there is no binary.
+require_rlock() {
+	if [[ ! -x "$RLOCK" ]]; then
+		skip "rlock binary not built: $RLOCK"
+	fi
+}
+
+# Milliseconds since the epoch.
+now_ms() {
+	local ns
+	ns=$(date +%s%N)
+	echo $((ns / 1000000))
+}
+
+# ---------------------------------------------------------------------------
+# Redis servers
+# ---------------------------------------------------------------------------
+
+# Where per-scope bookkeeping lives: the test's temp dir inside a test, the
+# file's temp dir in setup_file/teardown_file.
+_scope_dir() {
+	echo "${BATS_TEST_TMPDIR:-$BATS_FILE_TMPDIR}"
+}
+
+_proc_alive() {
+	local pid=$1 stat state
+	[[ -n "$pid" && -e /proc/$pid ]] || return 1
+	stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+	# The state follows the command name, which may contain spaces: "(...) S".
+	state=${stat##*) }
+	state=${state%% *}
+	[[ -n "$state" && "$state" != Z ]]
+}
+
+# Wait (bounded, in 20 ms steps) until PID has gone; returns 1 on time-out.
+# Usage: wait_gone PID [MAX_MS]
+wait_gone() {
+	local pid=$1 max_ms=${2:-5000} i
+	for ((i = 0; i < max_ms / 20; i++)); do
+		_proc_alive "$pid" || return 0
+		sleep 0.02
+	done
+	! _proc_alive "$pid"
+}
+
+# start_redis_as VAR [redis-server args...]
+#
+# Start a private redis-server on a random free loopback port (20000-60000,
+# at most 20 tries) and on a Unix socket in a fresh temp dir. Sets and exports
+# VAR_PORT, VAR_SOCK, VAR_PID, VAR_DIR and VAR_URL. The server runs in the
+# foreground of a background job (never daemonized) so that we own its PID.
+start_redis_as() {
+	local var=$1
+	shift
+	local scope dir sock port pid try i up
+	scope=$(_scope_dir)
+	dir=$(mktemp -d "$scope/redis.XXXXXX")
+	# A Unix socket path must fit in sun_path (108 bytes).
+	if ((${#dir} > 80)); then
+		dir=$(mktemp -d "/tmp/rlk.XXXXXX")
+		echo "$dir" >>"$scope/.redis-dirs"
+	fi
+	sock="$dir/redis.sock"
+	for ((try = 0; try < 20; try++)); do
+		port=$((20000 + RANDOM % 40001))
+		rm -f "$sock"
+		redis-server --port "$port" --bind 127.0.0.1 \
+			--unixsocket "$sock" --unixsocketperm 700 \
+			--save '' --appendonly no --daemonize no \
+			--dir "$dir" --logfile "$dir/redis.log" \
+			"$@" </dev/null >"$dir/stdout.log" 2>&1 3>&- &
+		pid=$!
+		echo "$pid" >>"$scope/.redis-pids"
+		up=0
+		# At most 5 s: 250 polls of 20 ms. The socket is ours alone, so a
+		# reply on it cannot come from somebody else's server; Redis binds
+		# TCP before the socket and exits if the port is taken.
+		for ((i = 0; i < 250; i++)); do
+			if ! _proc_alive "$pid"; then
+				break
+			fi
+			if [[ -S "$sock" ]] && redis-cli -s "$sock" --no-auth-warning \
+				${_start_auth:+-a "$_start_auth"} ping 2>/dev/null | grep -q PONG; then
+				up=1
+				break
+			fi
+			sleep 0.02
+		done
+		if ((up)); then
+			printf -v "${var}_PORT" '%s' "$port"
+			printf -v "${var}_SOCK" '%s' "$sock"
+			printf -v "${var}_PID" '%s' "$pid"
+			printf -v "${var}_DIR" '%s' "$dir"
+			printf -v "${var}_URL" '%s' "redis://127.0.0.1:$port"
+			export "${var}_PORT" "${var}_SOCK" "${var}_PID" "${var}_DIR" "${var}_URL"
+			return 0
+		fi
+		_kill_pid "$pid"
+	done
+	echo "start_redis_as: could not start redis-server after 20 tries; last log:" >&2
+	tail -5 "$dir/redis.log" >&2 2>/dev/null
+	return 1
+}
+
+# start_redis [redis-server args...]: the default server of a file (or test).
+# Exports REDIS_PORT, REDIS_SOCK, REDIS_PID, REDIS_DIR and RLOCK_URL.
+start_redis() {
+	start_redis_as REDIS "$@" || return 1
+	RLOCK_URL="redis://127.0.0.1:$REDIS_PORT"
+	export RLOCK_URL
+}
+
+# Like start_redis_as, but for a server that requires a password: the
+# password is needed to see it answer.
+start_redis_auth_as() {
+	local var=$1 pw=$2
+	shift 2
+	_start_auth=$pw start_redis_as "$var" --requirepass "$pw" "$@"
+}
+
+_kill_pid() {
+	local pid=$1
+	[[ -n "$pid" ]] || return 0
+	# A frozen (SIGSTOPped) process must be resumed to act on SIGTERM.
+	kill -CONT "$pid" 2>/dev/null || true
+	kill -TERM "$pid" 2>/dev/null || true
+	if ! wait_gone "$pid" 5000; then
+		kill -KILL "$pid" 2>/dev/null || true
+		wait_gone "$pid" 2000 || true
+	fi
+	# Reap it if it is our child; harmless otherwise.
+	wait "$pid" 2>/dev/null || true
+	return 0
+}
+
+# stop_redis [VAR]: stop the server started as VAR (default REDIS) by PID.
+stop_redis() {
+	local var=${1:-REDIS} pidv dirv
+	pidv="${var}_PID"
+	dirv="${var}_DIR"
+	_kill_pid "${!pidv}"
+	if [[ -n "${!dirv}" && "${!dirv}" == /tmp/rlk.* ]]; then
+		rm -rf -- "${!dirv}"
+	fi
+	unset "${var}_PID"
+}
+
+# Stop every server recorded in this scope (test or file), by PID.
+stop_all_redis() {
+	local scope pid d
+	scope=$(_scope_dir)
+	if [[ -f "$scope/.redis-pids" ]]; then
+		while read -r pid; do
+			_kill_pid "$pid" || true
+		done <"$scope/.redis-pids"
+		rm -f "$scope/.redis-pids"
+	fi
+	if [[ -f "$scope/.redis-dirs" ]]; then
+		while read -r d; do
+			if [[ "$d" == /tmp/rlk.* ]]; then rm -rf -- "$d"; fi
+		done <"$scope/.redis-dirs"
+		rm -f "$scope/.redis-dirs"
+	fi
+}
+
+# redis-cli against the file's default server. Set RCLI_AUTH for a password.
+rcli() {
+	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --no-auth-warning \
+		${RCLI_AUTH:+-a "$RCLI_AUTH"} "$@"
+}
+
+# redis-cli against the server started as VAR: rcli_as VAR [args...]
+rcli_as() {
+	local var=$1
+	shift
+	local portv="${var}_PORT"
+	redis-cli -h 127.0.0.1 -p "${!portv}" --no-auth-warning \
+		${RCLI_AUTH:+-a "$RCLI_AUTH"} "$@"
+}
+
+# A loopback port where (at the time of asking) nothing listens.
+free_port() {
+	local p i
+	for ((i = 0; i < 50; i++)); do
+		p=$((20000 + RANDOM % 40001))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# ---------------------------------------------------------------------------
+# Background processes started by a test
+# ---------------------------------------------------------------------------
+
+# bg_start VAR CMD [ARGS...]: run CMD in the background with stdout in
+# $BATS_TEST_TMPDIR/VAR.out and stderr in VAR.err; its PID goes in VAR.
+# SIGINT and SIGQUIT are reset to their defaults (a non-interactive shell
+# starts background jobs with them ignored). Stopped by PID in teardown.
+bg_start() {
+	local var=$1
+	shift
+	env --default-signal=INT,QUIT "$@" </dev/null \
+		>"$BATS_TEST_TMPDIR/$var.out" 2>"$BATS_TEST_TMPDIR/$var.err" 3>&- &
+	printf -v "$var" '%s' "$!"
+	echo "$!" >>"$BATS_TEST_TMPDIR/.bg-pids"
+}
+
+# bg_wait PID [MAX_MS]: wait for a background job, bounded; sets BG_STATUS
+# to its exit status. Returns 1 (and leaves it running) on time-out.
+bg_wait() {
+	local pid=$1 max_ms=${2:-10000}
+	BG_STATUS=
+	if ! wait_gone "$pid" "$max_ms"; then
+		return 1
+	fi
+	local st=0
+	wait "$pid" || st=$?
+	BG_STATUS=$st
+	return 0
+}
+
+# Stop every background job of this test by PID.
+stop_all_bg() {
+	local pid
+	[[ -f "$BATS_TEST_TMPDIR/.bg-pids" ]] || return 0
+	while read -r pid; do
+		if _proc_alive "$pid"; then
+			kill -TERM "$pid" 2>/dev/null || true
+			if ! wait_gone "$pid" 3000; then
+				kill -KILL "$pid" 2>/dev/null || true
+				wait_gone "$pid" 2000 || true
+			fi
+		fi
+		wait "$pid" 2>/dev/null || true
+	done <"$BATS_TEST_TMPDIR/.bg-pids"
+	rm -f "$BATS_TEST_TMPDIR/.bg-pids"
+}
+
+# The default teardown of a test: background jobs, then per-test servers.
+cleanup_test() {
+	stop_all_bg || true
+	stop_all_redis || true
+}
+
+# ---------------------------------------------------------------------------
+# Shared assertions
+# ---------------------------------------------------------------------------
+
+# A lowercase UUID, as acquire prints by default.
+UUID_RE='^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+
+# After `run --separate-stderr`: exactly one line on stderr, starting "rlock: ".
+assert_one_error_line() {
+	if [[ ${#stderr_lines[@]} -ne 1 || "${stderr_lines[0]}" != "rlock: "* ]]; then
+		batslib_print_kv_single_or_multi 8 stderr "$stderr" |
+			batslib_decorate "expected exactly one stderr line starting 'rlock: '" |
+			fail
+	fi
+}
+
+# After `run --separate-stderr`: exit 64, one "rlock: " line on stderr,
+# nothing on stdout, and nothing written to Redis.
+assert_usage_error() {
+	assert_equal "$status" 64
+	assert_one_error_line
+	assert_equal "$output" ""
+	assert_equal "$(rcli DBSIZE)" 0
+}
+
+# Assert that the text in $2 does not contain $1 (for secrets).
+refute_contains() {
+	local needle=$1 hay=$2
+	if [[ "$hay" == *"$needle"* ]]; then
+		batslib_print_kv_single_or_multi 8 needle "$needle" text "$hay" |
+			batslib_decorate "text must not contain the string" |
+			fail
+	fi
+}
+
+# json_eval EXPR: evaluate a Python expression over the JSON document on
+# stdin (bound to d) and print the result as JSON. Fails on invalid JSON.
+json_eval() {
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+print(json.dumps(eval(sys.argv[1])))
+' "$1"
+}
+
+# json_check EXPR: succeed iff the Python expression over d is true.
+json_check() {
+	local doc
+	doc=$(cat)
+	if ! python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+sys.exit(0 if eval(sys.argv[1]) else 1)
+' "$1" <<<"$doc"; then
+		batslib_print_kv_single_or_multi 8 check "$1" json "$doc" |
+			batslib_decorate "JSON check failed" |
+			fail
+	fi
+}
+
+# assert_between VALUE LOW HIGH [LABEL]: integers, inclusive.
+assert_between() {
+	local v=$1 lo=$2 hi=$3 label=${4:-value}
+	if ! [[ "$v" =~ ^-?[0-9]+$ ]] || ((v < lo || v > hi)); then
+		batslib_print_kv_single 8 "$label" "$v" low "$lo" high "$hi" |
+			batslib_decorate "value out of range" |
+			fail
+	fi
+}
+
+# Per-file defaults: one shared server, flushed before every test.
+default_setup_file() {
+	start_redis
+}
+
+default_teardown_file() {
+	stop_all_redis
+}
+
+default_setup() {
+	require_rlock
+	unset RLOCK_TOKEN RLOCK_PREFIX RLOCK_PASSWORD REDISCLI_AUTH RLOCK_CONFIG
+	rcli FLUSHALL >/dev/null
+	rcli CONFIG RESETSTAT >/dev/null
+}
