@@ -1,6 +1,6 @@
 # fish completion for rlock(1)
 
-set -l commands acquire release extend status
+set -l commands acquire release extend status exec
 
 # Held lock names, asked of the server only when RLOCK_URL names one: a
 # completion must never hang on, or guess at, a Redis that is not there.
@@ -11,6 +11,72 @@ function __rlock_names
     timeout 2 $rlock status 2>/dev/null | string replace -rf -- '^(\S+): held by .*$' '$1'
 end
 
+# In "rlock exec NAME COMMAND [ARG...]", print the command's words up to
+# the one being completed and succeed; fail anywhere else (before the
+# command, or with -c).  The command is the first word after NAME that is
+# not an option, or the word after "--".
+function __rlock_exec_argv
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    set -l cmd
+    set -l nargs 0
+    set -l skip 0
+    set -l dashdash 0
+    set -l i 0
+    for t in $tokens
+        set i (math $i + 1)
+        if test $skip -eq 1
+            set skip 0
+            continue
+        end
+        if test $dashdash -eq 0
+            switch $t
+                case --
+                    test "$cmd" = exec; and set dashdash 1
+                    continue
+                case -c --command '--command=*'
+                    test "$cmd" = exec; and return 1
+                    continue
+                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --min-hold --tls-ca --tls-cert --tls-key --tls-server-name --config
+                    set skip 1
+                    continue
+                case '-*'
+                    continue
+            end
+        end
+        if test -z "$cmd"
+            set cmd $t
+            test "$cmd" = exec; or return 1
+        else if test $nargs -ge 1
+            printf '%s\n' $tokens[$i..-1] (commandline -ct)
+            return 0
+        else
+            set nargs 1
+        end
+    end
+    test "$cmd" = exec; and test $nargs -ge 1; and test $skip -eq 0; or return 1
+    set -l cur (commandline -ct)
+    if test $dashdash -eq 1; or not string match -q -- '-*' "$cur"
+        printf '%s\n' "$cur"
+        return 0
+    end
+    return 1
+end
+
+# Complete the command of exec: its name, then its own arguments.
+function __rlock_exec_complete
+    set -l argv (__rlock_exec_argv)
+    if test (count $argv) -le 1
+        __fish_complete_command
+    else
+        __fish_complete_subcommand --commandline $argv
+    end
+end
+
+function __rlock_not_in_exec_command
+    not __rlock_exec_argv >/dev/null
+end
+
 complete -c rlock -f
 
 # Commands
@@ -18,18 +84,26 @@ complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a acquire -d '
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a release -d 'Give the lock back (owner only, or --force)'
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a extend -d "Push the lock's expiry out (owner only)"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a status -d 'Show who holds the locks'
+complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a exec -d 'Run a command (or -c STRING) while holding the lock'
 
-# Global options: valid before and after the command word
-complete -c rlock -s u -l url -x -d 'Redis to use (default $RLOCK_URL, else redis://127.0.0.1:6379)'
-complete -c rlock -l password-file -r -F -d "Read the password from FILE's first line"
-complete -c rlock -l prefix -x -d 'Key prefix (default $RLOCK_PREFIX, else rlock:)'
-complete -c rlock -l connect-timeout -x -d 'Bound on connecting and authenticating (default 2s)'
-complete -c rlock -l timeout -x -d 'Bound on one Redis round trip (default 2s)'
-complete -c rlock -l json -d 'Machine-readable output on stdout'
-complete -c rlock -s q -l quiet -d 'Only errors on stderr'
-complete -c rlock -s v -l verbose -d 'Timestamped progress on stderr'
-complete -c rlock -s h -l help -d 'Show help and exit'
-complete -c rlock -s V -l version -d 'Show the version and exit'
+# Global options: valid before and after the command word (but not among
+# the words of the command that exec runs)
+complete -c rlock -n __rlock_not_in_exec_command -s u -l url -x -d 'Redis to use (default $RLOCK_URL, else redis://127.0.0.1:6379)'
+complete -c rlock -n __rlock_not_in_exec_command -l password-file -r -F -d "Read the password from FILE's first line"
+complete -c rlock -n __rlock_not_in_exec_command -l prefix -x -d 'Key prefix (default $RLOCK_PREFIX, else rlock:)'
+complete -c rlock -n __rlock_not_in_exec_command -l connect-timeout -x -d 'Bound on connecting and authenticating (default 2s)'
+complete -c rlock -n __rlock_not_in_exec_command -l timeout -x -d 'Bound on one Redis round trip (default 2s)'
+complete -c rlock -n __rlock_not_in_exec_command -l json -d 'Machine-readable output on stdout'
+complete -c rlock -n __rlock_not_in_exec_command -s q -l quiet -d 'Only errors on stderr'
+complete -c rlock -n __rlock_not_in_exec_command -s v -l verbose -d 'Timestamped progress on stderr'
+complete -c rlock -n __rlock_not_in_exec_command -s h -l help -d 'Show help and exit'
+complete -c rlock -n __rlock_not_in_exec_command -s V -l version -d 'Show the version and exit'
+complete -c rlock -n __rlock_not_in_exec_command -l tls-ca -r -F -d 'Verify rediss:// servers against this CA (default: system store)'
+complete -c rlock -n __rlock_not_in_exec_command -l tls-cert -r -F -d 'Client certificate for TLS'
+complete -c rlock -n __rlock_not_in_exec_command -l tls-key -r -F -d 'Private key of --tls-cert'
+complete -c rlock -n __rlock_not_in_exec_command -l tls-server-name -x -d "Name the server's certificate must carry (default: the URL's host)"
+complete -c rlock -n __rlock_not_in_exec_command -l tls-insecure -d "Do not verify the server's certificate (testing only)"
+complete -c rlock -n __rlock_not_in_exec_command -l config -r -F -d 'Read settings from FILE (default $RLOCK_CONFIG, else /etc/rlock.conf)'
 
 # acquire
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s t -l ttl -x -d 'Lock expiry (default 30s)'
@@ -46,5 +120,20 @@ complete -c rlock -n '__fish_seen_subcommand_from release' -l force -d 'Delete t
 complete -c rlock -n '__fish_seen_subcommand_from extend' -s t -l ttl -x -d 'New time to live from now (default: as acquired)'
 complete -c rlock -n '__fish_seen_subcommand_from extend' -l token -x -d "The owner's token (default \$RLOCK_TOKEN)"
 
+# exec: its options up to the command, then the command's own completions
+set -l exec_opt '__fish_seen_subcommand_from exec; and __rlock_not_in_exec_command'
+complete -c rlock -n $exec_opt -s t -l ttl -x -d 'Lock expiry (default 30s)'
+complete -c rlock -n $exec_opt -s w -l wait -x -d 'Wait at most DUR for a busy lock; 0: do not wait (default: forever)'
+complete -c rlock -n $exec_opt -s n -l no-wait -d 'Same as --wait 0'
+complete -c rlock -n $exec_opt -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'
+complete -c rlock -n $exec_opt -l token -x -d 'Take the lock with TOKEN instead of a random one'
+complete -c rlock -n $exec_opt -l heartbeat -x -d 'Extend the lock this often while the command runs (default TTL/3)'
+complete -c rlock -n $exec_opt -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2 ignore' -d 'Signal for the command if the lock is lost (default TERM)'
+complete -c rlock -n $exec_opt -l kill-after -x -d 'Then SIGKILL if it is still running after DUR (default 10s)'
+complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's process group (interactive commands)"
+complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
+complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'
+complete -c rlock -n '__rlock_exec_argv >/dev/null' -x -a '(__rlock_exec_complete)'
+
 # Lock names
-complete -c rlock -n '__fish_seen_subcommand_from release extend status' -a '(__rlock_names)' -d 'Held lock'
+complete -c rlock -n '__fish_seen_subcommand_from release extend status; and __rlock_not_in_exec_command' -a '(__rlock_names)' -d 'Held lock'

@@ -5,7 +5,8 @@ set -eu
 
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libhiredis-dev uuid-dev libssl-dev
-redis-server redis-tools bats bats-assert bats-support mandoc"
+redis-server redis-tools bats bats-assert bats-support mandoc
+openssl python3 tmux procps"
 
 missing=""
 for p in $PACKAGES; do

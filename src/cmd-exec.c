@@ -86,12 +86,37 @@ is_secret(const char *entry)
 }
 
 /*
+ * "RLOCK_URL=..." for the child: each URL of the list as its display form,
+ * which never holds the password; one that does not parse is left out.
+ */
+static char *
+url_without_passwords(const char *list)
+{
+	struct buf	 b;
+	struct url	 u;
+	char		*copy = xstrdup(list), *word, *save = NULL;
+
+	buf_init(&b);
+	buf_adds(&b, "RLOCK_URL=");
+	for (word = strtok_r(copy, " \t\n", &save); word != NULL;
+	    word = strtok_r(NULL, " \t\n", &save)) {
+		if (url_parse(word, &u, NULL, 0) == -1)
+			continue;
+		buf_printf(&b, "%s%s", b.p[b.len - 1] == '=' ? "" : " ",
+		    u.display);
+		url_free(&u);
+	}
+	free(copy);
+	return b.p;
+}
+
+/*
  * The child's environment: ours, without any password, plus the lock's
  * name, key, token and fence.  RLOCK_URL is passed on with its password
  * removed, so a child that runs rlock itself still finds the server.
  */
 static char **
-child_env(struct cmd_ctx *ctx, const struct lock *l)
+child_env(const struct lock *l)
 {
 	extern char	**environ;
 	const char	 *url = getenv("RLOCK_URL");
@@ -104,10 +129,8 @@ child_env(struct cmd_ctx *ctx, const struct lock *l)
 	for (p = environ; *p != NULL; p++)
 		if (!is_secret(*p))
 			env[k++] = xstrdup(*p);
-	if (url != NULL && ctx->o.nurl > 0 && ctx->o.url[0] == url)
-		xasprintf(&env[k++], "RLOCK_URL=%s", ctx->urls[0].display);
-	else if (url != NULL)
-		xasprintf(&env[k++], "RLOCK_URL=%s", url);
+	if (url != NULL)
+		env[k++] = url_without_passwords(url);
 	xasprintf(&env[k++], "RLOCK_NAME=%s", l->name);
 	xasprintf(&env[k++], "RLOCK_KEY=%s", l->key);
 	xasprintf(&env[k++], "RLOCK_TOKEN=%s", l->token);
@@ -152,7 +175,6 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 {
 	char	when[64];
 	int64_t	left;
-	time_t	t;
 
 	if (sv->lost) {
 		/*
@@ -160,16 +182,12 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		 * has run out on the server too (our validity ends before it
 		 * does), and the server may not even answer.
 		 */
-		t = (time_t)(sv->lost_at / 1000);
-		strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S",
-		    localtime(&t));
+		format_time(sv->lost_at, when, sizeof when);
 		if (sv->sent)
 			log_error("lock '%s' was lost at %s: %s; the command "
 			    "was sent SIG%s", l->name, when, sv->why,
 			    sigabbrev_np(sv->sent));
-		else
-			log_error("lock '%s' was lost at %s while the command "
-			    "ran: %s", l->name, when, sv->why);
+		/* With --on-lost ignore, the loss was reported as it came. */
 		return EXIT_LOST;
 	}
 	left = ctx->o.min_hold_ms - (now_mono_ms() - l->acquired_at);
@@ -277,7 +295,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		cmd_give_back(&l);
 		cmd_reraise();
 	}
-	env = child_env(ctx, &l);
+	env = child_env(&l);
+	sv.name = l.name;
 	sv.argv = argv;
 	sv.envp = env;
 	sv.foreground = ctx->o.foreground;

@@ -11,6 +11,7 @@
 
 #include "config.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "conffile.h"
 #include "duration.h"
 #include "log.h"
 #include "transport.h"
@@ -32,6 +34,7 @@
 
 #define DEFAULT_URL		"redis://127.0.0.1:6379"
 #define DEFAULT_PREFIX		"rlock:"
+#define DEFAULT_CONFIG		"/etc/rlock.conf"
 #define DEFAULT_TIMEOUT_MS	2000
 #define DEFAULT_TTL_MS		30000
 #define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
@@ -93,6 +96,17 @@ static const struct opt_def opt_defs[] = {
 	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING" },
 	{ O_MIN_HOLD, 0, "min-hold", "DUR",
 	  "keep the lock at least DUR after acquiring; let it expire then" },
+	{ O_TLS_CA, 0, "tls-ca", "FILE",
+	  "verify rediss:// servers against this CA (default: system store)" },
+	{ O_TLS_CERT, 0, "tls-cert", "FILE", "client certificate for TLS" },
+	{ O_TLS_KEY, 0, "tls-key", "FILE", "private key of --tls-cert" },
+	{ O_TLS_SERVER_NAME, 0, "tls-server-name", "NAME",
+	  "name the server's certificate must carry (default: the URL's host)" },
+	{ O_TLS_INSECURE, 0, "tls-insecure", NULL,
+	  "do not verify the server's certificate (testing only)" },
+	{ O_CONFIG, 0, "config", "FILE",
+	  "read settings from FILE (default $RLOCK_CONFIG, else "
+	  DEFAULT_CONFIG " if it exists)" },
 };
 #define N_OPTS	(sizeof opt_defs / sizeof opt_defs[0])
 
@@ -154,6 +168,9 @@ print_help(FILE *f, const struct cmd_entry *ce)
 
 /* ---------------------------------------------------------- utilities */
 
+/* Where the value being applied came from, when it was a config file. */
+static char	usage_where[300];
+
 int
 cmd_usage_error(const char *fmt, ...)
 {
@@ -163,7 +180,7 @@ cmd_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	log_error("%s", msg);
+	log_error("%s%s", usage_where, msg);
 	return EXIT_USAGE;
 }
 
@@ -441,6 +458,24 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 	case O_MIN_HOLD:
 		return parse_duration(d->longopt, v, &o->min_hold_ms, 1,
 		    MAX_TTL_MS);
+	case O_TLS_CA:
+		o->tls.ca = v;
+		return 0;
+	case O_TLS_CERT:
+		o->tls.cert = v;
+		return 0;
+	case O_TLS_KEY:
+		o->tls.key = v;
+		return 0;
+	case O_TLS_SERVER_NAME:
+		o->tls.server_name = v;
+		return 0;
+	case O_TLS_INSECURE:
+		o->tls.insecure = 1;
+		return 0;
+	case O_CONFIG:
+		o->config = v;
+		return 0;
 	case O__COUNT:
 		break;
 	}
@@ -588,6 +623,99 @@ parse_argv(int argc, char **argv, struct opts *o,
 	return 0;
 }
 
+/* A file that holds a password should be for its owner's eyes. */
+static void
+warn_if_readable(const char *path, const char *what)
+{
+	struct stat	st;
+
+	if (stat(path, &st) == 0 && (st.st_mode & S_IROTH))
+		log_warn("%s %s holds a password and is readable by anyone "
+		    "(chmod o-r %s)", what, path, path);
+}
+
+/*
+ * Read the config file into ctx: --config, else $RLOCK_CONFIG, else
+ * /etc/rlock.conf if it exists.  A setting given on the command line
+ * wins over the file's; the environment is weighed in settle().
+ */
+static int
+load_config(struct cmd_ctx *ctx)
+{
+	struct opts		*o = &ctx->o;
+	const struct opt_def	*d;
+	const char		*path = o->config, *why;
+	char			*line, *next, *key, *value;
+	uint64_t		 given = o->given, bit;
+	size_t			 cap = 0;
+	FILE			*f;
+	int			 lineno = 0, rc, explicit = 1, has_password = 0;
+
+	if (path == NULL && (path = getenv("RLOCK_CONFIG")) != NULL &&
+	    *path == '\0')
+		path = NULL;
+	if (path == NULL) {
+		path = DEFAULT_CONFIG;
+		explicit = 0;
+	}
+	if ((f = fopen(path, "r")) == NULL) {
+		if (!explicit && errno == ENOENT)
+			return 0;
+		return cmd_usage_error("cannot read the config file %s: %s",
+		    path, strerror(errno));
+	}
+	rc = getdelim(&ctx->config_text, &cap, '\0', f) < 0 && ferror(f);
+	fclose(f);
+	if (rc)
+		return cmd_usage_error("cannot read the config file %s", path);
+	if (ctx->config_text == NULL)
+		return 0;
+	for (line = ctx->config_text; line != NULL; line = next) {
+		lineno++;
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if ((rc = config_parse_line(line, &key, &value, &why)) == 0)
+			continue;
+		if (rc == -1)
+			return cmd_usage_error("%s:%d: %s", path, lineno, why);
+		d = find_long(key, strlen(key));
+		if (d == NULL || d->id == O_HELP || d->id == O_VERSION ||
+		    d->id == O_CONFIG || d->id == O_TOKEN || d->id == O_FORCE ||
+		    d->id == O_COMMAND)
+			return cmd_usage_error("%s:%d: unknown key '%s'; keys "
+			    "are long options such as url, password-file, "
+			    "prefix, ttl or tls-ca", path, lineno, key);
+		bit = 1ULL << d->id;
+		if (given & bit)
+			continue;	/* the command line wins */
+		if (d->arg == NULL) {
+			if ((rc = config_bool(value)) == -1)
+				return cmd_usage_error("%s:%d: %s wants yes "
+				    "or no, not '%s'", path, lineno, key,
+				    value);
+			if (rc == 0)
+				continue;
+			value = NULL;
+		}
+		/* A URL list in the file replaces the default, not adds. */
+		if (d->id == O_URL && !(o->from_file & bit))
+			o->nurl = 0;
+		if (d->id == O_URL && strchr(value, '@') != NULL)
+			has_password = 1;
+		snprintf(usage_where, sizeof usage_where, "%s:%d: ", path,
+		    lineno);
+		rc = apply(o, d, value);
+		usage_where[0] = '\0';
+		if (rc != 0)
+			return rc;
+		o->from_file |= bit;
+	}
+	o->given = given;
+	if (has_password)
+		warn_if_readable(path, "the config file");
+	return 0;
+}
+
 /* The password from --password-file: its first line, without the newline. */
 static int
 read_password_file(const char *path, char **out)
@@ -608,6 +736,7 @@ read_password_file(const char *path, char **out)
 	}
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
+	warn_if_readable(path, "--password-file");
 	*out = line;
 	return 0;
 }
@@ -629,22 +758,34 @@ check_prefix(const char *p)
 	return 0;
 }
 
-/* Environment and defaults under the flags; URLs and credentials checked. */
+static const char *
+env(const char *name)
+{
+	const char	*v = getenv(name);
+
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/*
+ * Weigh flag > environment > config file > default for each setting, and
+ * check what the URLs and credentials say.
+ */
 static int
 settle(struct cmd_ctx *ctx)
 {
 	struct opts	*o = &ctx->o;
-	const char	*env, *from = "--url";
+	const char	*v, *from = "--url";
 	char		 why[256];
-	int		 i, rc;
+	int		 i, rc, pw_flag;
 
-	if (o->nurl == 0) {
-		env = getenv("RLOCK_URL");
-		o->url[o->nurl++] = env != NULL && *env != '\0' ? env :
-		    DEFAULT_URL;
-		if (env != NULL && *env != '\0')
-			from = "RLOCK_URL";
-	}
+	if (!(o->given & OPT(URL)) && (v = env("RLOCK_URL")) != NULL) {
+		o->nurl = 0;
+		o->url[o->nurl++] = v;
+		from = "RLOCK_URL";
+	} else if (o->from_file & OPT(URL))
+		from = "url in the config file";
+	if (o->nurl == 0)
+		o->url[o->nurl++] = DEFAULT_URL;
 	if (o->nurl > 1)
 		return cmd_usage_error("several --url (quorum mode) are not "
 		    "supported yet; give one Redis URL");
@@ -653,13 +794,20 @@ settle(struct cmd_ctx *ctx)
 			return cmd_usage_error("invalid %s: %s", from, why);
 		ctx->nurls++;
 	}
-	if (o->prefix == NULL && (o->prefix = getenv("RLOCK_PREFIX")) == NULL)
+	if (!(o->given & OPT(PREFIX)) && (v = getenv("RLOCK_PREFIX")) != NULL)
+		o->prefix = v;
+	if (o->prefix == NULL)
 		o->prefix = DEFAULT_PREFIX;
 	if ((rc = check_prefix(o->prefix)) != 0)
 		return rc;
 
-	/* --password-file > password in the URL > environment. */
-	if (o->password_file != NULL) {
+	/*
+	 * --password-file on the command line > the URL's password >
+	 * RLOCK_PASSWORD > REDISCLI_AUTH > password-file in the config file.
+	 * (redis.c prefers the URL's password to ctx->password.)
+	 */
+	pw_flag = (o->given & OPT(PASSWORD_FILE)) != 0;
+	if (pw_flag) {
 		if ((rc = read_password_file(o->password_file,
 		    &ctx->password)) != 0)
 			return rc;
@@ -667,13 +815,19 @@ settle(struct cmd_ctx *ctx)
 			free(ctx->urls[i].password);
 			ctx->urls[i].password = NULL;
 		}
-	} else if ((env = getenv("RLOCK_PASSWORD")) != NULL && *env != '\0')
-		ctx->password = xstrdup(env);
-	else if ((env = getenv("REDISCLI_AUTH")) != NULL && *env != '\0')
-		ctx->password = xstrdup(env);
+	} else if ((v = env("RLOCK_PASSWORD")) != NULL ||
+	    (v = env("REDISCLI_AUTH")) != NULL)
+		ctx->password = xstrdup(v);
+	else if (o->password_file != NULL &&
+	    (rc = read_password_file(o->password_file, &ctx->password)) != 0)
+		return rc;
+	if (o->tls.insecure)
+		log_warn("--tls-insecure: the server's certificate is not "
+		    "checked, so anyone on the path can pose as the server");
 	ctx->ropts.password = ctx->password;
 	ctx->ropts.connect_timeout_ms = o->connect_timeout_ms;
 	ctx->ropts.timeout_ms = o->timeout_ms;
+	ctx->ropts.tls = &o->tls;
 	return 0;
 }
 
@@ -705,6 +859,7 @@ ctx_free(struct cmd_ctx *ctx)
 		free(ctx->password);
 	}
 	free(ctx->o.args);
+	free(ctx->config_text);
 }
 
 int
@@ -770,6 +925,9 @@ cmd_main(int argc, char **argv)
 			goto out;
 		}
 	ctx.entry = ce;
+	if ((rc = load_config(&ctx)) != 0)
+		goto out;
+	log_set_level(o->verbosity);
 	if ((rc = settle(&ctx)) != 0)
 		goto out;
 	catch_signals();

@@ -36,15 +36,24 @@ enum opt_id {
 	O_FOREGROUND,
 	O_COMMAND,
 	O_MIN_HOLD,
+	O_TLS_CA,
+	O_TLS_CERT,
+	O_TLS_KEY,
+	O_TLS_SERVER_NAME,
+	O_TLS_INSECURE,
+	O_CONFIG,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
 #define OPTS_GLOBAL	(OPT(URL) | OPT(PASSWORD_FILE) | OPT(PREFIX) | \
 			 OPT(CONNECT_TIMEOUT) | OPT(TIMEOUT) | OPT(JSON) | \
-			 OPT(QUIET) | OPT(VERBOSE) | OPT(HELP))
+			 OPT(QUIET) | OPT(VERBOSE) | OPT(HELP) | \
+			 OPT(TLS_CA) | OPT(TLS_CERT) | OPT(TLS_KEY) | \
+			 OPT(TLS_SERVER_NAME) | OPT(TLS_INSECURE) | OPT(CONFIG))
 
 struct opts {
 	uint64_t	 given;		/* OPT() bits seen on the command line */
+	uint64_t	 from_file;	/* OPT() bits set by the config file */
 	const char	*url[MAX_URLS];
 	int		 nurl;
 	const char	*password_file;
@@ -64,6 +73,8 @@ struct opts {
 	int		 foreground;
 	const char	*command;	/* -c */
 	int64_t		 min_hold_ms;
+	struct tls_opts	 tls;
+	const char	*config;
 
 	char		**args;		/* positional arguments */
 	int		 nargs;
@@ -100,6 +111,7 @@ struct cmd_ctx {
 	char			*password;
 	struct quorum		 q;
 	int			 connected;
+	char			*config_text;	/* the file values point into */
 	struct err		 err;
 };
 

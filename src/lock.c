@@ -97,6 +97,86 @@ granted(const struct redis_reply *r, long long *fence)
 	return 1;
 }
 
+static int
+count(const int *v, int n)
+{
+	int	i, c = 0;
+
+	for (i = 0; i < n; i++)
+		c += v[i] != 0;
+	return c;
+}
+
+/*
+ * The servers of a quorum each keep their own fence counter, so the
+ * winners of one acquisition may hand out different numbers.  The holder
+ * takes the greatest, F, and raises every winner below it to F: any later
+ * majority shares at least one server with this one, whose counter is
+ * then at least F, so its fence is greater.  A winner that cannot be
+ * raised does not count.
+ */
+static void
+align_fences(struct lock *l, int *won, const long long *fences, long long f)
+{
+	struct redis_reply	**rep;
+	const char		 *keys[3], *args[2];
+	char			  fs[24];
+	struct err		  e;
+	int			  i, *low, any = 0;
+
+	low = xcalloc(l->q->n, sizeof *low);
+	for (i = 0; i < l->q->n; i++)
+		any |= low[i] = won[i] && fences[i] < f;
+	if (any) {
+		keys[0] = l->fence_key;
+		keys[1] = l->info_key;
+		keys[2] = l->key;
+		snprintf(fs, sizeof fs, "%lld", f);
+		args[0] = l->token;
+		args[1] = fs;
+		rep = xcalloc(l->q->n, sizeof *rep);
+		quorum_script(l->q, low, &script_fence, 3, keys, 2, args, rep,
+		    &e);
+		for (i = 0; i < l->q->n; i++)
+			if (low[i] && (rep[i] == NULL ||
+			    rep[i]->type != REDIS_T_INTEGER ||
+			    rep[i]->integer != 1))
+				won[i] = 0;
+		quorum_free_replies(l->q, rep);
+		free(rep);
+	}
+	free(low);
+}
+
+/*
+ * --wait-replicas: WAIT on each server that took the write; one whose
+ * replicas did not all acknowledge within the timeout does not count.
+ */
+static void
+await_replicas(struct lock *l, int *won)
+{
+	struct redis_reply	**rep;
+	const char		 *argv[3];
+	char			  n[16], ms[24];
+	struct err		  e;
+	int			  i;
+
+	snprintf(n, sizeof n, "%d", l->wait_replicas);
+	snprintf(ms, sizeof ms, "%lld", (long long)l->wait_timeout_ms);
+	argv[0] = "WAIT";
+	argv[1] = n;
+	argv[2] = ms;
+	rep = xcalloc(l->q->n, sizeof *rep);
+	quorum_command(l->q, won, 3, argv, l->wait_timeout_ms, rep, &e);
+	for (i = 0; i < l->q->n; i++)
+		if (won[i] && (rep[i] == NULL ||
+		    rep[i]->type != REDIS_T_INTEGER ||
+		    rep[i]->integer < l->wait_replicas))
+			won[i] = 0;
+	quorum_free_replies(l->q, rep);
+	free(rep);
+}
+
 /* Give back what a failed quorum acquire took; errors do not matter here. */
 static void
 undo_partial(struct lock *l)
@@ -118,9 +198,9 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	struct redis_reply	**rep;
 	const char		 *keys[4], *args[6];
 	char			  ttl[24], pid[24];
-	long long		  fence = 0;
+	long long		  fence = 0, *fences;
 	int64_t			  start, validity;
-	int			  i, ok, got = 0;
+	int			  i, ok, got, *won, n = l->q->n;
 
 	keys[0] = l->key;
 	keys[1] = l->fence_key;
@@ -135,21 +215,43 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	args[4] = m->user;
 	args[5] = m->command;
 
-	rep = xcalloc(l->q->n, sizeof *rep);
+	rep = xcalloc(n, sizeof *rep);
+	won = xcalloc(n, sizeof *won);
+	fences = xcalloc(n, sizeof *fences);
 	*pttl_ms = -2;
 	/* Before sending: see the invariants at the top. */
 	start = now_mono_ms();
 	l->maybe_held = 1;
-	ok = quorum_script(l->q, &script_acquire, 4, keys, 6, args, rep, e);
-	for (i = 0; i < l->q->n; i++) {
-		if (granted(rep[i], &fence))
-			got++;
+	ok = quorum_script(l->q, NULL, &script_acquire, 4, keys, 6, args, rep,
+	    e);
+	for (i = 0; i < n; i++) {
+		if ((won[i] = granted(rep[i], &fences[i])))
+			fence = fences[i] > fence ? fences[i] : fence;
 		else if (rep[i] != NULL && rep[i]->elements >= 2 &&
 		    rep[i]->element[1]->integer > *pttl_ms)
 			*pttl_ms = rep[i]->element[1]->integer;
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);
+	if (count(won, n) >= quorum_majority(l->q) && n > 1)
+		align_fences(l, won, fences, fence);
+	if (count(won, n) >= quorum_majority(l->q) && l->wait_replicas > 0) {
+		await_replicas(l, won);
+		if (count(won, n) < quorum_majority(l->q)) {
+			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d replicas "
+			    "acknowledged the lock within %lldms "
+			    "(--wait-replicas); it was released",
+			    redis_display(l->q->conn[0]), l->wait_replicas,
+			    (long long)l->wait_timeout_ms);
+			undo_partial(l);
+			ok = -1;
+		}
+	}
+	got = count(won, n);
+	free(won);
+	free(fences);
+	if (ok == -1)
+		return -1;
 
 	validity = ttl_ms - (now_mono_ms() - start) - lock_drift(ttl_ms);
 	if (got >= quorum_majority(l->q) && validity > 0) {
@@ -163,11 +265,15 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	}
 	if (ok < quorum_majority(l->q))
 		return -1;	/* maybe_held stays set: release to be safe */
-	if (got > 0)
+	/*
+	 * Too few servers, or too late: give back what was taken, everywhere
+	 * (a server that timed out may have taken it too), and try again.
+	 */
+	if (got > 0 || ok < n)
 		undo_partial(l);
 	l->maybe_held = 0;
-	if (got > 0 && *pttl_ms == -2)
-		*pttl_ms = 0;	/* we held it on too few servers: retry soon */
+	if (*pttl_ms == -2)
+		*pttl_ms = 0;
 	return 0;
 }
 
@@ -221,7 +327,7 @@ lock_release(struct lock *l, struct err *e)
 	keys[2] = l->wake_key;
 	args[0] = l->token;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	ok = quorum_script(l->q, &script_release, 3, keys, 1, args, rep, e);
+	ok = quorum_script(l->q, NULL, &script_release, 3, keys, 1, args, rep, e);
 	for (i = 0; i < l->q->n; i++)
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
 		    rep[i]->integer == 1)
@@ -255,7 +361,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	args[2] = fallback;
 	rep = xcalloc(l->q->n, sizeof *rep);
 	start = now_mono_ms();
-	ok = quorum_script(l->q, &script_extend, 2, keys, 3, args, rep, e);
+	ok = quorum_script(l->q, NULL, &script_extend, 2, keys, 3, args, rep, e);
 	for (i = 0; i < l->q->n; i++) {
 		if (!granted(rep[i], &fence))
 			continue;
@@ -339,7 +445,7 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	keys[2] = l->fence_key;
 	keys[3] = l->wake_key;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	ok = quorum_script(l->q, s, s == &script_force ? 4 : 3, keys, 0, NULL,
+	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 3, keys, 0, NULL,
 	    rep, e);
 	for (i = 0; i < l->q->n; i++) {
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY) {

@@ -39,6 +39,10 @@ struct lock {
 	/* An acquire was sent but its outcome is unknown: release to be safe. */
 	int		 maybe_held;
 	int		 held;
+
+	/* --wait-replicas: acks wanted after each write, and how long for. */
+	int		 wait_replicas;
+	int64_t		 wait_timeout_ms;
 };
 
 /* What status shows about one lock. */

@@ -2,13 +2,16 @@
 
 /*
  * The contract: a request goes out on every connection before any reply
- * is read (each connection has its own deadline, fixed when it was sent),
- * so n servers cost one round trip.  A server that fails is remembered in
- * errs[] and reconnected on the next request; whether enough servers
- * answered is for lock.c to judge, since only it knows what the answers
- * mean.
+ * is read, so n servers cost one round trip.  A server that fails is
+ * remembered in errs[] and reconnected on the next request; whether enough
+ * servers answered, and what their answers mean, is for lock.c to judge.
+ * A server that says it cannot take writes now (a demoted master, one
+ * still loading) has its connection dropped, so the next request finds the
+ * new master (through the sentinels, for a sentinel URL).
  */
 
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,25 +34,60 @@ quorum_conn(struct quorum *q, int i, struct err *e)
 	return q->conn[i];
 }
 
+struct opener {
+	struct quorum	*q;
+	int		 i;
+};
+
+static void *
+open_one(void *arg)
+{
+	struct opener	*o = arg;
+
+	quorum_conn(o->q, o->i, &o->q->errs[o->i]);
+	return NULL;
+}
+
 int
 quorum_open(struct quorum *q, const struct url *urls, int n,
     const struct redis_opts *opts, struct err *e)
 {
-	int	i, ok = 0, first = -1;
+	struct opener	*op;
+	pthread_t	*th;
+	int		 i, ok = 0, first = -1, *started;
 
 	q->n = n;
 	q->urls = urls;
 	q->opts = opts;
 	q->conn = xcalloc(n, sizeof *q->conn);
 	q->errs = xcalloc(n, sizeof *q->errs);
-	/* TODO(quorum): connect in parallel when n > 1. */
+	if (n == 1)
+		quorum_conn(q, 0, &q->errs[0]);
+	else {
+		/* Connects block on their own deadlines: one thread each. */
+		op = xcalloc(n, sizeof *op);
+		th = xcalloc(n, sizeof *th);
+		started = xcalloc(n, sizeof *started);
+		for (i = 0; i < n; i++) {
+			op[i].q = q;
+			op[i].i = i;
+			started[i] = pthread_create(&th[i], NULL, open_one,
+			    &op[i]) == 0;
+			if (!started[i])
+				open_one(&op[i]);
+		}
+		for (i = 0; i < n; i++)
+			if (started[i])
+				pthread_join(th[i], NULL);
+		free(op);
+		free(th);
+		free(started);
+	}
 	for (i = 0; i < n; i++) {
-		if (quorum_conn(q, i, &q->errs[i]) != NULL)
+		if (q->conn[i] != NULL)
 			ok++;
-		else if (first == -1)
+		else if (first == -1 || q->errs[i].kind == ERR_INTERRUPTED)
 			first = i;
-		if (q->errs[i].kind == ERR_INTERRUPTED)
-			break;
 	}
 	if (ok >= quorum_majority(q))
 		return 0;
@@ -62,7 +100,7 @@ quorum_close(struct quorum *q)
 {
 	int	i;
 
-	for (i = 0; i < q->n; i++)
+	for (i = 0; q->conn != NULL && i < q->n; i++)
 		redis_close(q->conn[i]);
 	free(q->conn);
 	free(q->errs);
@@ -70,22 +108,47 @@ quorum_close(struct quorum *q)
 	q->errs = NULL;
 }
 
-int
-quorum_script(struct quorum *q, struct script *s, int nkeys, const char **keys,
-    int nargs, const char **args, struct redis_reply **replies, struct err *e)
+/* What to send on each connection: a script, or a plain command. */
+struct request {
+	struct script	 *script;
+	int		  nkeys, nargs;
+	const char	**keys, **args;
+	int		  argc;
+	const char	**argv;
+	int64_t		  extra_ms;
+};
+
+static int
+is_not_writable(const char *err)
+{
+	return strncmp(err, "READONLY", 8) == 0 ||
+	    strncmp(err, "MASTERDOWN", 10) == 0 ||
+	    strncmp(err, "LOADING", 7) == 0;
+}
+
+static int
+gather(struct quorum *q, const int *only, const struct request *rq,
+    struct redis_reply **replies, struct err *e)
 {
 	struct redis	*r;
-	int		 i, ok = 0, first = -1, *sent;
+	int		 i, rc, ok = 0, asked = 0, first = -1, *sent;
 
 	sent = xcalloc(q->n, sizeof *sent);
 	for (i = 0; i < q->n; i++) {
 		replies[i] = NULL;
+		if (only != NULL && !only[i])
+			continue;
+		asked++;
 		err_clear(&q->errs[i]);
 		if ((r = quorum_conn(q, i, &q->errs[i])) == NULL)
 			continue;
-		if (redis_send_script(r, s, nkeys, keys, nargs, args,
-		    &q->errs[i]) == 0)
-			sent[i] = 1;
+		if (rq->script != NULL)
+			rc = redis_send_script(r, rq->script, rq->nkeys,
+			    rq->keys, rq->nargs, rq->args, &q->errs[i]);
+		else
+			rc = redis_send(r, rq->argc, rq->argv, NULL,
+			    rq->extra_ms, &q->errs[i]);
+		sent[i] = rc == 0;
 	}
 	for (i = 0; i < q->n; i++) {
 		if (!sent[i])
@@ -95,35 +158,64 @@ quorum_script(struct quorum *q, struct script *s, int nkeys, const char **keys,
 		if (replies[i]->type == REDIS_T_ERROR) {
 			redis_reply_error(q->conn[i], replies[i], "",
 			    &q->errs[i]);
+			if (is_not_writable(replies[i]->str))
+				redis_abandon(q->conn[i]);
 			redis_reply_free(replies[i]);
 			replies[i] = NULL;
 		}
 	}
 	free(sent);
 	for (i = 0; i < q->n; i++) {
+		if (only != NULL && !only[i])
+			continue;
 		if (replies[i] != NULL)
 			ok++;
 		else if (first == -1 || q->errs[i].kind == ERR_INTERRUPTED)
 			first = i;
 	}
-	if (ok < quorum_majority(q))
+	if (ok < asked / 2 + 1 && first >= 0)
 		*e = q->errs[first];
 	return ok;
 }
 
 int
+quorum_script(struct quorum *q, const int *only, struct script *s, int nkeys,
+    const char **keys, int nargs, const char **args,
+    struct redis_reply **replies, struct err *e)
+{
+	struct request	rq = {
+		.script = s, .nkeys = nkeys, .keys = keys, .nargs = nargs,
+		.args = args,
+	};
+
+	return gather(q, only, &rq, replies, e);
+}
+
+int
+quorum_command(struct quorum *q, const int *only, int argc, const char **argv,
+    int64_t extra_ms, struct redis_reply **replies, struct err *e)
+{
+	struct request	rq = { .argc = argc, .argv = argv, .extra_ms = extra_ms };
+
+	return gather(q, only, &rq, replies, e);
+}
+
+/*
+ * BLPOP on every server that can be asked; the first to answer with an
+ * element wakes us.  The others' BLPOPs cannot be taken back, so their
+ * connections are dropped (and made again when next needed): a late pop
+ * there only wakes no one, and the element expires.
+ */
+int
 quorum_wait(struct quorum *q, const char *key, int64_t timeout_ms,
     struct err *e)
 {
 	struct redis_reply	*rr;
-	struct redis		*r;
+	struct pollfd		*pfd;
 	const char		*argv[3];
 	char			 secs[32];
-	int			 woken;
+	int			*sent, i, n, live = 0, woken = 0, done = 0;
 
-	/* TODO(quorum): block on every server and wake on the first. */
-	if ((r = quorum_conn(q, 0, e)) == NULL)
-		return -1;
 	if (timeout_ms < 1)
 		timeout_ms = 1;	/* BLPOP 0 would block forever */
 	snprintf(secs, sizeof secs, "%lld.%03lld",
@@ -131,16 +223,69 @@ quorum_wait(struct quorum *q, const char *key, int64_t timeout_ms,
 	argv[0] = "BLPOP";
 	argv[1] = key;
 	argv[2] = secs;
-	if (redis_send(r, 3, argv, NULL, timeout_ms, e) == -1 ||
-	    redis_recv(r, &rr, e) == -1)
-		return -1;
-	if (rr->type == REDIS_T_ERROR) {
-		redis_reply_error(r, rr, "", e);
-		redis_reply_free(rr);
+	sent = xcalloc(q->n, sizeof *sent);
+	pfd = xcalloc(q->n, sizeof *pfd);
+	for (i = 0; i < q->n; i++) {
+		err_clear(&q->errs[i]);
+		if (quorum_conn(q, i, &q->errs[i]) == NULL ||
+		    redis_send(q->conn[i], 3, argv, NULL, timeout_ms,
+		    &q->errs[i]) == -1) {
+			if (q->errs[i].kind == ERR_INTERRUPTED)
+				break;
+			continue;
+		}
+		sent[i] = 1;
+		live++;
+	}
+	if (live == 0) {
+		for (i = 0; i < q->n && q->errs[i].kind == ERR_NONE; i++)
+			;
+		*e = q->errs[i < q->n ? i : 0];
+		free(sent);
+		free(pfd);
 		return -1;
 	}
-	woken = rr->type == REDIS_T_ARRAY;
-	redis_reply_free(rr);
+	while (!done) {
+		if (q->n == 1 || live == 1) {
+			/* One to wait on: its own deadline bounds the wait. */
+			for (i = 0; !sent[i]; i++)
+				;
+		} else {
+			for (i = 0; i < q->n; i++) {
+				pfd[i].fd = sent[i] ? redis_fd(q->conn[i]) : -1;
+				pfd[i].events = POLLIN;
+				pfd[i].revents = 0;
+			}
+			n = poll(pfd, q->n, (int)(timeout_ms + 1000));
+			if (n <= 0)
+				break;
+			for (i = 0; i < q->n && !(sent[i] && pfd[i].revents);
+			    i++)
+				;
+			if (i == q->n)
+				break;
+		}
+		sent[i] = 0;
+		live--;
+		if (redis_recv(q->conn[i], &rr, &q->errs[i]) == -1) {
+			if (q->errs[i].kind == ERR_INTERRUPTED) {
+				*e = q->errs[i];
+				woken = -1;
+				done = 1;
+			}
+		} else {
+			woken = rr->type == REDIS_T_ARRAY;
+			redis_reply_free(rr);
+			done = woken || live == 0;
+		}
+		if (live == 0)
+			done = 1;
+	}
+	for (i = 0; i < q->n; i++)
+		if (sent[i])
+			redis_abandon(q->conn[i]);
+	free(sent);
+	free(pfd);
 	return woken;
 }
 

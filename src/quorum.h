@@ -11,8 +11,9 @@
 /*
  * One server is a quorum of one: every lock operation goes through here,
  * so that several independent masters (Redlock) only widen n.  A request
- * is sent to every server before any reply is read, so a round trip to n
- * servers costs the slowest one, not the sum.
+ * is sent to every server before any reply is read, and each connection's
+ * reply deadline is fixed when it was sent, so a round trip to n servers
+ * costs the slowest one (at most --timeout), not the sum.
  */
 struct quorum {
 	int			 n;
@@ -26,28 +27,33 @@ struct quorum {
 #define quorum_majority(q)	((q)->n / 2 + 1)
 
 /*
- * Connect to every server in parallel.  Fails (-1, e filled with the
- * first failure) unless a majority answered.
+ * Connect to every server, in parallel when there are several.  Fails
+ * (-1, e filled with the first failure) unless a majority answered.
  */
 int	quorum_open(struct quorum *, const struct url *urls, int n,
 	    const struct redis_opts *, struct err *e);
 void	quorum_close(struct quorum *);
 
 /*
- * Run a script on every server.  replies[i] is the reply of server i, or
- * NULL where it failed (errs[i] says why; error replies count as
- * failures).  Broken connections are reconnected first.  Returns how many
- * servers replied; when that is less than a majority, e holds the first
+ * Run a script on every server, or only on those with only[i] set (only
+ * may be NULL).  replies[i] is server i's reply, or NULL where it failed
+ * or was not asked (errs[i] says why; error replies count as failures).
+ * Broken connections are reconnected first.  Returns how many servers
+ * replied; when fewer than a majority of those asked, e holds the first
  * failure.
  */
-int	quorum_script(struct quorum *, struct script *, int nkeys,
-	    const char **keys, int nargs, const char **args,
+int	quorum_script(struct quorum *, const int *only, struct script *,
+	    int nkeys, const char **keys, int nargs, const char **args,
 	    struct redis_reply **replies, struct err *e);
+/* The same for a plain command; extra_ms for commands that block (WAIT). */
+int	quorum_command(struct quorum *, const int *only, int argc,
+	    const char **argv, int64_t extra_ms, struct redis_reply **replies,
+	    struct err *e);
 
 /*
- * Block for at most timeout_ms until key (a list) has an element, which
- * is popped.  Returns 1 when woken by an element, 0 on timeout, -1 on
- * failure.
+ * Block for at most timeout_ms until key (a list) has an element on any
+ * server, and pop it.  Returns 1 when woken by an element, 0 on timeout,
+ * -1 when no server could be asked.
  */
 int	quorum_wait(struct quorum *, const char *key, int64_t timeout_ms,
 	    struct err *e);

@@ -8,6 +8,11 @@
  * parallelism from one connection per server, not from pipelining.  Any
  * I/O failure or timeout marks the connection broken: a late reply to an
  * abandoned request must never be taken for the answer to the next one.
+ *
+ * Where the server is depends on the URL: a sentinel URL is resolved to
+ * the current master on every (re)connect, and a Cluster node's MOVED or
+ * ASK reply moves the connection to the node named, where the request is
+ * sent again.  The layers above see one connection that answers.
  */
 
 #include <openssl/sha.h>
@@ -24,23 +29,33 @@
 #include "transport.h"
 #include "util.h"
 
+/* How often one request may be redirected (MOVED/ASK) before giving up. */
+#define MAX_REDIRECTS	5
+
 struct redis {
-	const struct url	*url;
+	const struct url	*orig;	/* as configured */
+	const struct url	*url;	/* where we are: orig or &target */
+	struct url		 target; /* a sentinel's master, a MOVED node */
 	const struct redis_opts	*opts;
 	struct transport	*t;
 	redisReader		*reader;
 	int			 broken;
 
-	/* The request in flight. */
+	/* The request in flight, formatted, to send again if redirected. */
 	int			 pending;
+	char			*req;
+	size_t			 reqlen;
 	int64_t			 deadline;
-	int64_t			 budget;	/* for "timed out after" */
+	int64_t			 budget;	/* for "no reply within" */
 	struct script		*script;	/* EVALSHA to retry as EVAL */
 	int			 nkeys, nargs;
 	const char		**keys, **args;
 };
 
 static pthread_once_t	hash_once = PTHREAD_ONCE_INIT;
+
+static int	attach(struct redis *, const struct url *, int64_t,
+		    struct err *);
 
 /* EVALSHA needs each body's SHA1; the scripts are constant, hash them once. */
 static void
@@ -120,6 +135,19 @@ redis_broken(const struct redis *r)
 	return r->broken || (!r->pending && !transport_idle_ok(r->t));
 }
 
+void
+redis_abandon(struct redis *r)
+{
+	r->broken = 1;
+	r->pending = 0;
+}
+
+int
+redis_fd(const struct redis *r)
+{
+	return r->t != NULL ? r->t->fd : -1;
+}
+
 static int
 fail(struct redis *r, struct err *e)
 {
@@ -130,21 +158,93 @@ fail(struct redis *r, struct err *e)
 	return -1;
 }
 
+/* ------------------------------------------------------ sending, reading */
+
+/* Format argv as the request in flight (kept for a redirect) and send it. */
 static int
 send_argv(struct redis *r, int argc, const char **argv, const size_t *argvlen,
     struct err *e)
 {
 	char	*cmd;
-	int	 len, rc;
+	int	 len;
 
 	len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
 	if (len < 0) {
 		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
 		return -1;
 	}
-	rc = transport_write(r->t, cmd, len, r->deadline, e);
+	free(r->req);
+	r->req = cmd;
+	r->reqlen = (size_t)len;
+	return transport_write(r->t, r->req, r->reqlen, r->deadline, e);
+}
+
+static int
+read_reply(struct redis *r, struct redis_reply **out, struct err *e)
+{
+	redisReply	*reply = NULL;
+	char		 buf[16384], d[32];
+	ssize_t		 n;
+
+	for (;;) {
+		if (redisReaderGetReply(r->reader, (void **)&reply) != REDIS_OK) {
+			err_set(e, ERR_UNAVAILABLE, "protocol error: %s",
+			    r->reader->errstr);
+			return -1;
+		}
+		if (reply != NULL)
+			break;
+		n = transport_read(r->t, buf, sizeof buf, r->deadline, e);
+		if (n == 0) {
+			err_set(e, ERR_UNAVAILABLE,
+			    "connection closed by the server");
+			return -1;
+		}
+		if (n < 0) {
+			if (e->kind == ERR_UNAVAILABLE &&
+			    strcmp(e->msg, "timed out") == 0)
+				err_set(e, ERR_UNAVAILABLE,
+				    "no reply within %s (--timeout)",
+				    duration_format(r->budget, d, sizeof d));
+			return -1;
+		}
+		redisReaderFeed(r->reader, buf, n);
+	}
+	*out = convert(reply);
+	freeReplyObject(reply);
+	return 0;
+}
+
+/*
+ * One command outside the request-in-flight bookkeeping (handshakes,
+ * ASKING), bounded by deadline.  An error reply is returned as a reply.
+ */
+static struct redis_reply *
+roundtrip(struct redis *r, int64_t deadline, struct err *e, ...)
+{
+	struct redis_reply	*rr;
+	const char		*argv[8];
+	char			*cmd;
+	int64_t			 saved = r->deadline;
+	int			 argc = 0, len, rc;
+	va_list			 ap;
+
+	va_start(ap, e);
+	while (argc < 8 && (argv[argc] = va_arg(ap, const char *)) != NULL)
+		argc++;
+	va_end(ap);
+	if ((len = redisFormatCommandArgv(&cmd, argc, argv, NULL)) < 0) {
+		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
+		return NULL;
+	}
+	rc = transport_write(r->t, cmd, len, deadline, e);
 	free(cmd);
-	return rc;
+	if (rc == -1)
+		return NULL;
+	r->deadline = deadline;
+	rc = read_reply(r, &rr, e);
+	r->deadline = saved;
+	return rc == -1 ? NULL : rr;
 }
 
 int
@@ -213,63 +313,89 @@ redis_send_script(struct redis *r, struct script *s, int nkeys,
 	return 0;
 }
 
+/*
+ * "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381": move to that
+ * node (same credentials and TLS) and send the request there again; an
+ * ASK redirection is for this one request and wants ASKING first.
+ * 0 when resent, -1 on failure.
+ */
 static int
-read_reply(struct redis *r, struct redis_reply **out, struct err *e)
+redirect(struct redis *r, const char *text, struct err *e)
 {
-	redisReply	*reply = NULL;
-	char		 buf[16384], d[32];
-	ssize_t		 n;
+	struct redis_reply	*rr;
+	struct transport	*old = r->t;
+	struct url		 to;
+	const char		*addr, *colon;
+	char			*host;
+	int			 ask = strncmp(text, "ASK ", 4) == 0, rc;
 
-	for (;;) {
-		if (redisReaderGetReply(r->reader, (void **)&reply) != REDIS_OK) {
-			err_set(e, ERR_UNAVAILABLE, "protocol error: %s",
-			    r->reader->errstr);
-			return -1;
-		}
-		if (reply != NULL)
-			break;
-		n = transport_read(r->t, buf, sizeof buf, r->deadline, e);
-		if (n == 0) {
-			err_set(e, ERR_UNAVAILABLE,
-			    "connection closed by the server");
-			return -1;
-		}
-		if (n < 0) {
-			if (e->kind == ERR_UNAVAILABLE &&
-			    strcmp(e->msg, "timed out") == 0)
-				err_set(e, ERR_UNAVAILABLE,
-				    "no reply within %s (--timeout)",
-				    duration_format(r->budget, d, sizeof d));
-			return -1;
-		}
-		redisReaderFeed(r->reader, buf, n);
+	if ((addr = strchr(text + 4, ' ')) == NULL ||
+	    (colon = strrchr(++addr, ':')) == NULL || colon == addr) {
+		err_set(e, ERR_UNAVAILABLE, "bad redirection: %s", text);
+		return -1;
 	}
-	*out = convert(reply);
-	freeReplyObject(reply);
-	return 0;
+	host = xstrndup(addr, (size_t)(colon - addr));
+	url_retarget(&to, r->orig->scheme == URL_SENTINEL ? r->url : r->orig,
+	    host, atoi(colon + 1));
+	free(host);
+	/* Cluster has only db 0: a SELECT there would fail. */
+	to.db = -1;
+	r->t = NULL;
+	rc = attach(r, &to, r->deadline, e);
+	if (rc == -1) {
+		r->t = old;
+		url_free(&to);
+		return -1;
+	}
+	transport_close(old);
+	url_free(&r->target);
+	r->target = to;
+	r->url = &r->target;
+	if (ask) {
+		if ((rr = roundtrip(r, r->deadline, e, "ASKING", NULL)) == NULL)
+			return -1;
+		redis_reply_free(rr);
+	}
+	return transport_write(r->t, r->req, r->reqlen, r->deadline, e);
 }
 
 int
 redis_recv(struct redis *r, struct redis_reply **out, struct err *e)
 {
 	struct redis_reply	*rr;
+	int			 hops = 0;
 
 	*out = NULL;
 	if (!r->pending) {
 		err_set(e, ERR_SOFTWARE, "no request in flight");
 		return -1;
 	}
-	if (read_reply(r, &rr, e) == -1)
-		return fail(r, e);
-	/*
-	 * The script cache is empty after a restart, a failover or SCRIPT
-	 * FLUSH: send the body once, which also loads it for next time.
-	 */
-	if (r->script != NULL && rr->type == REDIS_T_ERROR &&
-	    strncmp(rr->str, "NOSCRIPT", 8) == 0) {
-		redis_reply_free(rr);
-		if (send_eval(r, 0, e) == -1 || read_reply(r, &rr, e) == -1)
+	for (;;) {
+		if (read_reply(r, &rr, e) == -1)
 			return fail(r, e);
+		if (rr->type != REDIS_T_ERROR)
+			break;
+		/*
+		 * The script cache is empty after a restart, a failover or
+		 * SCRIPT FLUSH: send the body once, which also loads it.
+		 */
+		if (r->script != NULL && strncmp(rr->str, "NOSCRIPT", 8) == 0) {
+			redis_reply_free(rr);
+			if (send_eval(r, 0, e) == -1)
+				return fail(r, e);
+			continue;
+		}
+		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
+		    strncmp(rr->str, "ASK ", 4) == 0) &&
+		    hops++ < MAX_REDIRECTS) {
+			if (redirect(r, rr->str, e) == -1) {
+				redis_reply_free(rr);
+				return fail(r, e);
+			}
+			redis_reply_free(rr);
+			continue;
+		}
+		break;
 	}
 	r->pending = 0;
 	*out = rr;
@@ -333,37 +459,163 @@ redis_commandv(struct redis *r, struct err *e, ...)
 	return redis_command(r, e, argc, argv, NULL);
 }
 
-/* AUTH and SELECT, during the connect budget. */
+/* ------------------------------------------------------------ connecting */
+
+/* AUTH and SELECT on r's fresh transport, within deadline. */
 static int
-handshake(struct redis *r, struct err *e)
+handshake(struct redis *r, const struct url *u, int64_t deadline,
+    struct err *e)
 {
-	const struct url	*u = r->url;
 	const char		*password = u->password ? u->password :
-				    r->opts->password, *argv[3];
+				    r->opts->password;
 	struct redis_reply	*rr;
 	char			 db[16];
-	int			 argc = 0;
+	const struct url	*was = r->url;
 
+	r->url = u;	/* for redis_reply_error's message */
 	if (password != NULL) {
-		argv[argc++] = "AUTH";
-		if (u->user != NULL)
-			argv[argc++] = u->user;
-		argv[argc++] = password;
-		if (redis_send(r, argc, argv, NULL, 0, e) == -1 ||
-		    redis_recv(r, &rr, e) == -1)
-			return -1;
+		rr = u->user != NULL ?
+		    roundtrip(r, deadline, e, "AUTH", u->user, password, NULL) :
+		    roundtrip(r, deadline, e, "AUTH", password, NULL);
+		if (rr == NULL)
+			goto fail;
 		if (rr->type == REDIS_T_ERROR) {
 			redis_reply_error(r, rr, "authentication failed: ", e);
 			redis_reply_free(rr);
-			return -1;
+			goto fail;
 		}
 		redis_reply_free(rr);
 	}
 	if (u->db > 0) {
 		snprintf(db, sizeof db, "%d", u->db);
-		if ((rr = redis_commandv(r, e, "SELECT", db, NULL)) == NULL)
-			return -1;
+		if ((rr = roundtrip(r, deadline, e, "SELECT", db, NULL)) == NULL)
+			goto fail;
+		if (rr->type == REDIS_T_ERROR) {
+			redis_reply_error(r, rr, "SELECT failed: ", e);
+			redis_reply_free(rr);
+			goto fail;
+		}
 		redis_reply_free(rr);
+	}
+	r->url = was;
+	return 0;
+fail:
+	r->url = was;
+	return -1;
+}
+
+/* Connect r to u and authenticate, within deadline; r->t is replaced. */
+static int
+attach(struct redis *r, const struct url *u, int64_t deadline, struct err *e)
+{
+	if (r->reader != NULL)
+		redisReaderFree(r->reader);
+	if ((r->reader = redisReaderCreate()) == NULL) {
+		err_set(e, ERR_SOFTWARE, "out of memory");
+		return -1;
+	}
+	if ((r->t = transport_connect(u, r->opts->tls, deadline, e)) == NULL) {
+		if (e->kind != ERR_INTERRUPTED)
+			err_prefix(e, "cannot connect to %s", u->display);
+		return -1;
+	}
+	if (handshake(r, u, deadline, e) == -1) {
+		transport_close(r->t);
+		r->t = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Ask the sentinels, in order, where the master is, and check that it
+ * says it is one (during a failover a sentinel can name a node that is
+ * not master yet).  Sentinels are asked without a password unless they
+ * demand one.  0 with r attached to the master, or -1.
+ */
+static int
+attach_sentinel(struct redis *r, const struct url *u, int64_t deadline,
+    struct err *e)
+{
+	struct redis_opts	 sopts = *r->opts;
+	struct redis		 s;
+	struct redis_reply	*rr = NULL;
+	struct url		 su, master;
+	int			 i, ok;
+
+	sopts.password = NULL;
+	sopts.tls = NULL;
+	for (i = 0; i < u->nsentinels; i++) {
+		memset(&s, 0, sizeof s);
+		s.opts = &sopts;
+		url_retarget(&su, u, u->sentinels[i].host,
+		    u->sentinels[i].port);
+		su.scheme = URL_TCP;
+		free(su.password);
+		su.password = NULL;
+		su.db = -1;
+		s.orig = s.url = &su;
+		ok = attach(&s, &su, deadline, e) == 0;
+		if (ok) {
+			rr = roundtrip(&s, deadline, e, "SENTINEL",
+			    "GET-MASTER-ADDR-BY-NAME", u->master, NULL);
+			if (rr != NULL && rr->type == REDIS_T_ERROR &&
+			    strncmp(rr->str, "NOAUTH", 6) == 0 &&
+			    (u->password || r->opts->password)) {
+				redis_reply_free(rr);
+				rr = roundtrip(&s, deadline, e, "AUTH",
+				    u->password ? u->password :
+				    r->opts->password, NULL);
+				redis_reply_free(rr);
+				rr = roundtrip(&s, deadline, e, "SENTINEL",
+				    "GET-MASTER-ADDR-BY-NAME", u->master,
+				    NULL);
+			}
+		}
+		transport_close(s.t);
+		if (s.reader != NULL)
+			redisReaderFree(s.reader);
+		if (ok && rr != NULL && rr->type == REDIS_T_ARRAY &&
+		    rr->elements == 2 &&
+		    rr->element[0]->type == REDIS_T_STRING) {
+			url_retarget(&master, u, rr->element[0]->str,
+			    atoi(rr->element[1]->str ? rr->element[1]->str :
+			    "0"));
+			redis_reply_free(rr);
+			url_free(&su);
+			goto found;
+		}
+		if (ok && rr != NULL)
+			err_set(e, ERR_UNAVAILABLE, "sentinel %s does not know "
+			    "master '%s'%s%s", su.display, u->master,
+			    rr->type == REDIS_T_ERROR ? ": " : "",
+			    rr->type == REDIS_T_ERROR ? rr->str : "");
+		redis_reply_free(rr);
+		rr = NULL;
+		url_free(&su);
+	}
+	err_prefix(e, "%s", u->display);
+	return -1;
+
+found:
+	if (attach(r, &master, deadline, e) == -1) {
+		url_free(&master);
+		return -1;
+	}
+	url_free(&r->target);
+	r->target = master;
+	r->url = &r->target;
+	rr = roundtrip(r, deadline, e, "ROLE", NULL);
+	ok = rr != NULL && rr->type == REDIS_T_ARRAY && rr->elements > 0 &&
+	    rr->element[0]->type == REDIS_T_STRING &&
+	    strcmp(rr->element[0]->str, "master") == 0;
+	redis_reply_free(rr);
+	if (!ok) {
+		err_set(e, ERR_UNAVAILABLE, "%s: the sentinels name %s as "
+		    "master '%s', but it is not a master (a failover may be "
+		    "under way; try again)", u->display, r->url->display,
+		    u->master);
+		return -1;
 	}
 	return 0;
 }
@@ -373,45 +625,29 @@ redis_connect(const struct url *u, const struct redis_opts *opts,
     struct err *e)
 {
 	struct redis		*r;
-	struct redis_opts	 hs;
 	int64_t			 deadline;
+	int			 rc;
 	char			 d[32];
 
 	deadline = now_mono_ms() + opts->connect_timeout_ms;
 	r = xcalloc(1, sizeof *r);
-	r->url = u;
+	r->orig = r->url = u;
 	r->opts = opts;
-	if ((r->reader = redisReaderCreate()) == NULL) {
-		free(r);
-		err_set(e, ERR_SOFTWARE, "out of memory");
-		return NULL;
-	}
-	r->t = transport_connect(u, deadline, e);
-	if (r->t == NULL) {
-		if (e->kind != ERR_INTERRUPTED)
-			err_prefix(e, "cannot connect to %s", u->display);
-		goto fail;
-	}
-	/* The handshake round trips count against the connect timeout. */
-	hs = *opts;
-	hs.timeout_ms = deadline - now_mono_ms();
-	if (hs.timeout_ms < 1)
-		hs.timeout_ms = 1;
-	r->opts = &hs;
-	if (handshake(r, e) == -1) {
+	r->budget = opts->connect_timeout_ms;
+	if (u->scheme == URL_SENTINEL)
+		rc = attach_sentinel(r, u, deadline, e);
+	else
+		rc = attach(r, u, deadline, e);
+	if (rc == -1) {
 		if (strstr(e->msg, "no reply within") != NULL)
 			err_set(e, ERR_UNAVAILABLE, "cannot connect to %s: "
 			    "no answer within %s (--connect-timeout)",
 			    u->display, duration_format(
 			    opts->connect_timeout_ms, d, sizeof d));
-		goto fail;
+		redis_close(r);
+		return NULL;
 	}
-	r->opts = opts;
 	return r;
-
-fail:
-	redis_close(r);
-	return NULL;
 }
 
 void
@@ -422,5 +658,7 @@ redis_close(struct redis *r)
 	transport_close(r->t);
 	if (r->reader != NULL)
 		redisReaderFree(r->reader);
+	url_free(&r->target);
+	free(r->req);
 	free(r);
 }

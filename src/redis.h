@@ -7,6 +7,7 @@
 
 #include "err.h"
 #include "scripts.h"
+#include "transport.h"
 #include "url.h"
 
 enum redis_type {
@@ -32,6 +33,7 @@ struct redis_opts {
 	int64_t		 connect_timeout_ms;	/* TCP connect + AUTH + SELECT */
 	int64_t		 timeout_ms;		/* one round trip */
 	const char	*password;		/* when the URL has none */
+	const struct tls_opts *tls;		/* for rediss:// */
 };
 
 struct redis;
@@ -45,6 +47,10 @@ struct redis;
 struct redis	*redis_connect(const struct url *u, const struct redis_opts *opts,
 		    struct err *e);
 void		 redis_close(struct redis *);
+/* Give up on the connection (a request that will not be waited for). */
+void		 redis_abandon(struct redis *);
+/* The socket, to poll for a reply on several connections at once. */
+int		 redis_fd(const struct redis *);
 /*
  * The URL for messages, and whether the connection is unusable: failed,
  * or closed by the server while idle.

@@ -13,6 +13,7 @@ extern struct script script_release;
 extern struct script script_extend;
 extern struct script script_force;
 extern struct script script_inspect;
+extern struct script script_fence;
 
 /* All of the above, NULL-terminated. */
 extern struct script *scripts_all[];

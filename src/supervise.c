@@ -186,15 +186,29 @@ supervise_kill(struct supervise *sv)
 	sv->pid = 0;
 }
 
+const char *
+format_time(int64_t wall_ms, char *buf, size_t len)
+{
+	time_t		t = (time_t)(wall_ms / 1000);
+	struct tm	tm;
+
+	strftime(buf, len, "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
+	return buf;
+}
+
 static void
 on_loss(struct supervise *sv, const char *why)
 {
+	char	when[64];
+
 	sv->lost = 1;
 	sv->lost_at = now_wall_ms();
 	snprintf(sv->why, sizeof sv->why, "%s", why);
 	if (sv->on_lost == 0) {
-		log_error("lock lost: %s; --on-lost ignore: the command runs "
-		    "on unguarded", why);
+		/* The one line: said now, while it can still be acted on. */
+		log_error("lock '%s' was lost at %s: %s; --on-lost ignore: the "
+		    "command runs on unguarded", sv->name,
+		    format_time(sv->lost_at, when, sizeof when), why);
 		return;
 	}
 	sv->sent = sv->on_lost;

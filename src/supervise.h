@@ -10,6 +10,8 @@
 #include "heartbeat.h"
 
 struct supervise {
+	const char	*name;		/* the lock's, for messages */
+
 	/* What to run. */
 	char *const	*argv;		/* argv[0] searched in PATH */
 	char *const	*envp;
@@ -52,6 +54,9 @@ int	supervise_spawn(struct supervise *, int *status, struct err *e);
  * Returns the child's exit status, or 128+S if it died of signal S.
  */
 int	supervise_wait(struct supervise *, struct heartbeat *);
+
+/* "2026-11-22 01:53:05", local time, for loss messages. */
+const char *format_time(int64_t wall_ms, char *buf, size_t len);
 
 /* Kill the child's group with SIGKILL and reap it (failure paths). */
 void	supervise_kill(struct supervise *);

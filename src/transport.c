@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "duration.h"
+#include "log.h"
+#include "tls.h"
 #include "transport.h"
 #include "util.h"
 
@@ -72,8 +74,8 @@ static const struct transport_ops plain_ops = {
  * Wait until fd is ready for events or the deadline passes.  Returns 1 when
  * ready, 0 on timeout, -1 on interruption (e filled).
  */
-static int
-wait_fd(int fd, short events, int64_t deadline, struct err *e)
+int
+transport_wait_fd(int fd, short events, int64_t deadline, struct err *e)
 {
 	struct pollfd	pfd = { .fd = fd, .events = events };
 	int64_t		left;
@@ -118,7 +120,7 @@ connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_t deadline,
 		err_set(e, ERR_UNAVAILABLE, "%s", reason(errno));
 		return -1;
 	}
-	switch (wait_fd(fd, POLLOUT, deadline, e)) {
+	switch (transport_wait_fd(fd, POLLOUT, deadline, e)) {
 	case 0:
 		err_set(e, ERR_UNAVAILABLE, "timed out after %s",
 		    duration_format(budget, d, sizeof d));
@@ -206,16 +208,13 @@ connect_tcp(const struct url *u, int64_t deadline, int64_t budget,
 }
 
 struct transport *
-transport_connect(const struct url *u, int64_t deadline, struct err *e)
+transport_connect(const struct url *u, const struct tls_opts *tls,
+    int64_t deadline, struct err *e)
 {
 	struct transport	*t;
 	int64_t			 budget = deadline - now_mono_ms();
 	int			 fd;
 
-	if (u->scheme == URL_TLS) {
-		err_set(e, ERR_USAGE, "TLS (rediss://) is not supported yet");
-		return NULL;
-	}
 	if (u->scheme == URL_UNIX)
 		fd = connect_unix(u, deadline, budget, e);
 	else
@@ -226,6 +225,11 @@ transport_connect(const struct url *u, int64_t deadline, struct err *e)
 	t->fd = fd;
 	t->ops = &plain_ops;
 	t->display = u->display;
+	if (u->scheme == URL_TLS && tls_start(t, u, tls, deadline, budget,
+	    e) == -1) {
+		transport_close(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -237,6 +241,7 @@ transport_write(struct transport *t, const void *buf, size_t len,
 	ssize_t		 n;
 
 	while (len > 0) {
+		t->want = 0;
 		n = t->ops->write(t, p, len);
 		if (n > 0) {
 			p += n;
@@ -246,7 +251,8 @@ transport_write(struct transport *t, const void *buf, size_t len,
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			switch (wait_fd(t->fd, POLLOUT, deadline, e)) {
+			switch (transport_wait_fd(t->fd, t->want ? t->want :
+			    POLLOUT, deadline, e)) {
 			case 1:
 				continue;
 			case 0:
@@ -257,7 +263,8 @@ transport_write(struct transport *t, const void *buf, size_t len,
 			}
 		}
 		err_set(e, ERR_UNAVAILABLE, "write: %s",
-		    n == 0 ? "connection closed" : reason(errno));
+		    n == 0 ? "connection closed" : errno == EPROTO &&
+		    t->tls_err[0] ? t->tls_err : reason(errno));
 		return -1;
 	}
 	return 0;
@@ -270,16 +277,19 @@ transport_read(struct transport *t, void *buf, size_t len, int64_t deadline,
 	ssize_t	n;
 
 	for (;;) {
+		t->want = 0;
 		n = t->ops->read(t, buf, len);
 		if (n >= 0)
 			return n;
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			err_set(e, ERR_UNAVAILABLE, "read: %s", reason(errno));
+			err_set(e, ERR_UNAVAILABLE, "read: %s", errno == EPROTO &&
+			    t->tls_err[0] ? t->tls_err : reason(errno));
 			return -1;
 		}
-		switch (wait_fd(t->fd, POLLIN, deadline, e)) {
+		switch (transport_wait_fd(t->fd, t->want ? t->want : POLLIN,
+		    deadline, e)) {
 		case 1:
 			continue;
 		case 0:
@@ -305,7 +315,18 @@ transport_idle_ok(struct transport *t)
 {
 	struct pollfd	pfd = { .fd = t->fd, .events = POLLIN };
 
+	char		c;
+
 	if (t->fd == -1)
 		return 0;
-	return poll(&pfd, 1, 0) == 0;
+	if (poll(&pfd, 1, 0) == 0)
+		return 1;
+	/*
+	 * TLS 1.3 servers send session tickets after the handshake: bytes
+	 * that are protocol, not a reply.  Let TLS read them; only a byte of
+	 * real data, or the end of the stream, means the connection is done.
+	 */
+	if (t->tls != NULL && !(pfd.revents & (POLLHUP | POLLERR)))
+		return t->ops->read(t, &c, 1) == -1 && errno == EAGAIN;
+	return 0;
 }

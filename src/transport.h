@@ -18,6 +18,15 @@
  */
 struct transport;
 
+/* TLS settings for rediss:// URLs. */
+struct tls_opts {
+	const char	*ca;		/* CA file; NULL: the system store */
+	const char	*cert;		/* client certificate (chain) */
+	const char	*key;		/* its private key */
+	const char	*server_name;	/* checked instead of the URL's host */
+	int		 insecure;	/* do not verify the server at all */
+};
+
 struct transport_ops {
 	ssize_t	(*read)(struct transport *, void *, size_t);
 	ssize_t	(*write)(struct transport *, const void *, size_t);
@@ -27,12 +36,22 @@ struct transport_ops {
 struct transport {
 	int				 fd;
 	const struct transport_ops	*ops;
-	void				*tls;	/* TLS state, when there is one */
+	void				*tls;	/* SSL *, when there is one */
+	void				*tls_ctx; /* its SSL_CTX */
+	short				 want;	/* poll event the last EAGAIN needs */
+	char				 tls_err[160]; /* why the last TLS call failed */
+	int				 tls_used;	/* a read has succeeded */
+	int				 tls_has_cert;	/* we sent a client certificate */
 	const char			*display; /* the URL, for messages */
 };
 
-/* Connect to u, within deadline.  NULL and e filled on failure. */
-struct transport	*transport_connect(const struct url *u, int64_t deadline,
+/*
+ * Connect to u, within deadline, and for rediss:// complete the TLS
+ * handshake (verifying the server unless tls->insecure) within it too.
+ * NULL and e filled on failure.
+ */
+struct transport	*transport_connect(const struct url *u,
+			    const struct tls_opts *tls, int64_t deadline,
 			    struct err *e);
 /* Write all of buf, or fail. */
 int			 transport_write(struct transport *, const void *, size_t,

@@ -21,7 +21,8 @@
 #include "util.h"
 
 #define URL_DEFAULT_PORT	6379
-#define URL_SCHEMES		"redis://, rediss:// or unix://"
+#define URL_SCHEMES		"redis://, rediss://, unix:// or redis-sentinel://"
+#define SENTINEL_DEFAULT_PORT	26379
 
 static void
 say(char *why, size_t whylen, const char *fmt, ...)
@@ -338,15 +339,109 @@ parse_unix(const char *s, struct url *u, char *why, size_t whylen)
 	return 0;
 }
 
+/* Does "host:port" or "[v6]:port" name a port? */
+static int
+has_port(const char *s, size_t len)
+{
+	const char	*close;
+
+	if (len > 0 && *s == '[') {
+		close = memchr(s, ']', len);
+		return close != NULL && close + 1 < s + len && close[1] == ':';
+	}
+	return memchr(s, ':', len) != NULL;
+}
+
+static int
+parse_sentinel(const char *s, struct url *u, char *why, size_t whylen)
+{
+	struct url	 node;
+	const char	*at, *slash, *p, *end, *q;
+	char		*piece;
+	size_t		 len;
+	int		 rc;
+
+	if (strncmp(s, "//", 2) != 0) {
+		say(why, whylen, "expected '//' after the scheme");
+		return -1;
+	}
+	s += 2;
+	if ((at = strrchr(s, '@')) != NULL) {
+		if (parse_userinfo(s, (size_t)(at - s), u, why, whylen) != 0)
+			return -1;
+		s = at + 1;
+	}
+	if ((slash = strchr(s, '/')) == NULL) {
+		say(why, whylen, "missing /MASTER after the sentinel addresses");
+		return -1;
+	}
+	for (p = s; p <= slash; p = end + 1) {
+		end = p + strcspn(p, ",/");
+		len = (size_t)(end - p);
+		if (len == 0) {
+			say(why, whylen, "empty sentinel address");
+			return -1;
+		}
+		xasprintf(&piece, "//%.*s", (int)len, p);
+		memset(&node, 0, sizeof node);
+		rc = parse_tcp(piece, &node, why, whylen);
+		free(piece);
+		if (rc == 0 && (node.user != NULL || node.password != NULL)) {
+			say(why, whylen, "credentials go before the first "
+			    "sentinel address");
+			rc = -1;
+		}
+		if (rc != 0) {
+			url_free(&node);
+			return -1;
+		}
+		u->sentinels = xrealloc(u->sentinels, (u->nsentinels + 1) *
+		    sizeof *u->sentinels);
+		u->sentinels[u->nsentinels].host = node.host;
+		u->sentinels[u->nsentinels].port = has_port(p, len) ?
+		    node.port : SENTINEL_DEFAULT_PORT;
+		u->nsentinels++;
+		node.host = NULL;
+		url_free(&node);
+		if (*end == '/')
+			break;
+	}
+	q = slash + 1;
+	len = strcspn(q, "?");
+	if (len == 0) {
+		say(why, whylen, "missing the master's name after '/'");
+		return -1;
+	}
+	u->master = xstrndup(q, len);
+	u->host = xstrdup(u->sentinels[0].host);
+	u->port = u->sentinels[0].port;
+	u->db = -1;
+	if (q[len] == '?')
+		return parse_unix_query(q + len + 1, u, why, whylen);
+	return 0;
+}
+
 static void
 build_display(struct url *u)
 {
 	struct buf	b;
 	const char	*scheme;
+	int		 i;
 
 	buf_init(&b);
 	if (u->scheme == URL_UNIX) {
 		buf_printf(&b, "unix://%s", u->path);
+		if (u->db >= 0)
+			buf_printf(&b, "?db=%d", u->db);
+	} else if (u->scheme == URL_SENTINEL) {
+		buf_adds(&b, "redis-sentinel://");
+		if (u->user != NULL)
+			buf_printf(&b, "%s@", u->user);
+		for (i = 0; i < u->nsentinels; i++)
+			buf_printf(&b, strchr(u->sentinels[i].host, ':') ?
+			    "%s[%s]:%d" : "%s%s:%d", i ? "," : "",
+			    u->sentinels[i].host, u->sentinels[i].port);
+		buf_printf(&b, "/%s", u->master);
 		if (u->db >= 0)
 			buf_printf(&b, "?db=%d", u->db);
 	} else {
@@ -398,6 +493,9 @@ url_parse(const char *s, struct url *u, char *why, size_t whylen)
 	} else if (n == 6 && strncasecmp(s, "rediss", 6) == 0) {
 		u->scheme = URL_TLS;
 		r = parse_tcp(p, u, why, whylen);
+	} else if (n == 14 && strncasecmp(s, "redis-sentinel", 14) == 0) {
+		u->scheme = URL_SENTINEL;
+		r = parse_sentinel(p, u, why, whylen);
 	} else if (n == 4 && strncasecmp(s, "unix", 4) == 0) {
 		u->scheme = URL_UNIX;
 		r = parse_unix(p, u, why, whylen);
@@ -428,6 +526,23 @@ url_free(struct url *u)
 	free(u->path);
 	free(u->user);
 	free(u->display);
+	free(u->master);
+	while (u->nsentinels > 0)
+		free(u->sentinels[--u->nsentinels].host);
+	free(u->sentinels);
 	memset(u, 0, sizeof *u);
 	u->db = -1;
+}
+
+void
+url_retarget(struct url *dst, const struct url *u, const char *host, int port)
+{
+	memset(dst, 0, sizeof *dst);
+	dst->scheme = u->scheme == URL_TLS ? URL_TLS : URL_TCP;
+	dst->host = xstrdup(host);
+	dst->port = port;
+	dst->user = u->user ? xstrdup(u->user) : NULL;
+	dst->password = u->password ? xstrdup(u->password) : NULL;
+	dst->db = u->db;
+	build_display(dst);
 }

@@ -8,6 +8,12 @@ enum url_scheme {
 	URL_TCP,		/* redis://  */
 	URL_TLS,		/* rediss:// */
 	URL_UNIX,		/* unix://   */
+	URL_SENTINEL,		/* redis-sentinel:// */
+};
+
+struct url_node {
+	char		*host;
+	int		 port;
 };
 
 struct url {
@@ -19,13 +25,26 @@ struct url {
 	char		*password;	/* percent-decoded; NULL if absent */
 	int		 db;		/* -1 when the URL names none */
 	char		*display;	/* for messages: never the password */
+	/* SENTINEL: the sentinels to ask, and the master's name. */
+	struct url_node	*sentinels;
+	int		 nsentinels;
+	char		*master;
 };
+
+/*
+ * A copy of u pointing at another server (a sentinel's answer, a Cluster
+ * redirection): same scheme family and credentials, new host and port.
+ */
+void	url_retarget(struct url *dst, const struct url *u, const char *host,
+	    int port);
 
 /*
  * Parse
  *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
  *   rediss://...                          (same shape, TLS)
  *   unix:///path/to/redis.sock[?db=N]
+ *   redis-sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[?db=N]
+ *                                         (sentinel port default 26379)
  * IPv6 hosts come in brackets ("redis://[::1]:6380").  USER and PASSWORD
  * are percent-decoded.  DB is 0..2147483647.  display is built as
  * "redis://[USER@]HOST:PORT[/DB]" or "unix:///path[?db=N]" -- the password

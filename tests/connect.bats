@@ -7,7 +7,8 @@ load helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() { default_setup; }
+# Password files are made private, as they should be: a readable one gets a warning.
+setup() { default_setup; umask 077; }
 teardown() {
 	cleanup_test
 	rcli ACL DELUSER alice bob >/dev/null 2>&1 || true

@@ -1,11 +1,11 @@
-/* unit.c: TAP unit tests for the pure leaves: durations, URLs, names, JSON. */
+/* unit.c: TAP unit tests for the pure leaves: durations, URLs, names, JSON, config lines. */
 
 /*
  * One program, run by make check, printing TAP.  The plan has to come
  * first, but its size is only known once every check has run, so the
  * results are gathered in a memory stream and printed after the plan.
- * Exits 1 if any check fails.  Calls nothing outside duration.h, url.h and
- * util.h, so it links against librlock.a without the network layers.
+ * Exits 1 if any check fails.  Calls nothing outside duration.h, url.h, util.h and
+ * conffile.h, so it links against librlock.a without the network layers.
  */
 
 #include <stdarg.h>
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conffile.h"
 #include "duration.h"
 #include "url.h"
 #include "util.h"
@@ -343,8 +344,14 @@ static const struct url_bad url_bad[] = {
 	{ "db1", "missing scheme" },
 	{ "://db1", "missing scheme" },
 	{ "http://db1", "unknown scheme 'http'" },
-	{ "http://db1", "redis://, rediss:// or unix://" },
-	{ "redis-sentinel://h:26379/m", "unknown scheme 'redis-sentinel'" },
+	{ "http://db1", "redis://, rediss://, unix:// or redis-sentinel://" },
+	{ "redis-sentinel://h:26379", "missing /MASTER" },
+	{ "redis-sentinel://h:26379/", "missing the master's name" },
+	{ "redis-sentinel://h1,,h2/m", "empty sentinel address" },
+	{ "redis-sentinel://h:0/m", "bad port" },
+	{ "redis-sentinel://h/m?db=x", "bad db" },
+	{ "redis-sentinel://h/m?x=1", "unknown query parameter" },
+	{ "redis-sentinel:h/m", "expected '//'" },
 	{ "redis:db1", "expected '//'" },
 	{ "redis://", "missing host" },
 	{ "redis://:6379", "missing host" },
@@ -734,6 +741,85 @@ test_clock(void)
 	    "now_wall_ms: milliseconds since the epoch");
 }
 
+/* One config line: want 0/1/-1, and for 1 the key and value. */
+static void
+check_config(const char *text, int want, const char *key, const char *value)
+{
+	char		 line[256], *k = NULL, *v = NULL;
+	const char	*why = NULL;
+	int		 rc;
+
+	snprintf(line, sizeof line, "%s", text);
+	rc = config_parse_line(line, &k, &v, &why);
+	if (want != 1) {
+		CHECK(rc == want && (rc == 0 || why != NULL),
+		    "config line '%s' gives %d", text, want);
+		return;
+	}
+	CHECK(rc == 1 && strcmp(k, key) == 0 && strcmp(v, value) == 0,
+	    "config line '%s' is %s = '%s'", text, key, value);
+}
+
+static void
+test_sentinel_url(void)
+{
+	struct url	u;
+	char		why[256];
+	int		rc;
+
+	rc = url_parse("redis-sentinel://s1,s2:26380,[::1]:5000/mymaster",
+	    &u, why, sizeof why);
+	CHECK(rc == 0 && u.scheme == URL_SENTINEL && u.nsentinels == 3 &&
+	    strcmp(u.sentinels[0].host, "s1") == 0 &&
+	    u.sentinels[0].port == 26379 && u.sentinels[1].port == 26380 &&
+	    strcmp(u.sentinels[2].host, "::1") == 0 &&
+	    u.sentinels[2].port == 5000 && strcmp(u.master, "mymaster") == 0 &&
+	    u.db == -1, "url_parse: a sentinel list with default and given "
+	    "ports and the master's name");
+	CHECK(rc == 0 && strcmp(u.display, "redis-sentinel://s1:26379,"
+	    "s2:26380,[::1]:5000/mymaster") == 0,
+	    "url_parse: sentinel display is %s", rc == 0 ? u.display : "-");
+	url_free(&u);
+	rc = url_parse("redis-sentinel://al:s3cret@s1:1/m?db=4", &u, why,
+	    sizeof why);
+	CHECK(rc == 0 && strcmp(u.user, "al") == 0 &&
+	    strcmp(u.password, "s3cret") == 0 && u.db == 4 &&
+	    strstr(u.display, "s3cret") == NULL,
+	    "url_parse: sentinel credentials and db; display without the "
+	    "password");
+	url_free(&u);
+}
+
+static void
+test_config(void)
+{
+	check_config("", 0, NULL, NULL);
+	check_config("   \t", 0, NULL, NULL);
+	check_config("# a comment", 0, NULL, NULL);
+	check_config("   # indented comment = x", 0, NULL, NULL);
+	check_config("url = redis://h:6379", 1, "url", "redis://h:6379");
+	check_config("url=redis://h", 1, "url", "redis://h");
+	check_config("  ttl   =   5s  ", 1, "ttl", "5s");
+	check_config("--prefix = app:", 1, "prefix", "app:");
+	check_config("url = redis://:p#w@h", 1, "url", "redis://:p#w@h");
+	check_config("tls-ca = /etc/ssl/ca.pem", 1, "tls-ca",
+	    "/etc/ssl/ca.pem");
+	check_config("json = ", 1, "json", "");
+	check_config("a = b = c", 1, "a", "b = c");
+	check_config("no equals sign", -1, NULL, NULL);
+	check_config(" = value", -1, NULL, NULL);
+	check_config("URL = x", -1, NULL, NULL);
+	check_config("tls_ca = x", -1, NULL, NULL);
+	CHECK(config_bool("yes") == 1 && config_bool("TRUE") == 1 &&
+	    config_bool("on") == 1 && config_bool("1") == 1,
+	    "config_bool: yes, TRUE, on, 1 are true");
+	CHECK(config_bool("no") == 0 && config_bool("False") == 0 &&
+	    config_bool("off") == 0 && config_bool("0") == 0,
+	    "config_bool: no, False, off, 0 are false");
+	CHECK(config_bool("") == -1 && config_bool("2") == -1 &&
+	    config_bool("yess") == -1, "config_bool: anything else is -1");
+}
+
 int
 main(void)
 {
@@ -748,6 +834,8 @@ main(void)
 	test_name();
 	test_buf();
 	test_clock();
+	test_config();
+	test_sentinel_url();
 	fclose(out);
 
 	printf("1..%d\n", tests);

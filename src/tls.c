@@ -1,0 +1,334 @@
+/* tls.c: TLS over OpenSSL for rediss://, with the transport's deadlines. */
+
+/*
+ * Debian 12's hiredis has no TLS, so it is done here, under the same
+ * transport struct: the handshake runs on the non-blocking socket, waiting
+ * with poll() for what remains of the connect deadline, and afterwards the
+ * transport's read/write/close go through SSL_read/SSL_write.  A call that
+ * cannot go on says which way it waits (t->want): TLS may need to write
+ * while reading.  The server is verified by default: its chain against
+ * --tls-ca or the system store, and its name (or IP address) against the
+ * URL's host or --tls-server-name.  Each failure gets its own message,
+ * since "handshake failed" tells a person nothing.
+ */
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "log.h"
+#include "tls.h"
+#include "util.h"
+
+/* The last OpenSSL error as text, in the lower case of our messages. */
+static void
+ssl_reason(char *buf, size_t len)
+{
+	unsigned long	code = ERR_peek_last_error();
+	const char	*r = code ? ERR_reason_error_string(code) : NULL;
+
+	snprintf(buf, len, "%s", r != NULL ? r : "TLS error");
+	ERR_clear_error();
+}
+
+/* A TLS failure after the handshake, as a person should read it. */
+static void
+io_reason(struct transport *t)
+{
+	ssl_reason(t->tls_err, sizeof t->tls_err);
+	if (strstr(t->tls_err, "certificate required") != NULL ||
+	    strstr(t->tls_err, "handshake failure") != NULL)
+		snprintf(t->tls_err, sizeof t->tls_err, "the server requires "
+		    "a client certificate (give --tls-cert and --tls-key)");
+}
+
+static ssize_t
+tls_io_result(struct transport *t, int n)
+{
+	switch (SSL_get_error(t->tls, n)) {
+	case SSL_ERROR_WANT_READ:
+		t->want = POLLIN;
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_WANT_WRITE:
+		t->want = POLLOUT;
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		/*
+		 * A TLS 1.3 server checks the client's certificate only after
+		 * the client thinks the handshake is done: a server that
+		 * wants one and got none just drops the connection.
+		 */
+		if (!t->tls_used && !t->tls_has_cert) {
+			snprintf(t->tls_err, sizeof t->tls_err, "the server "
+			    "closed the connection after the TLS handshake (it "
+			    "may require a client certificate: give --tls-cert "
+			    "and --tls-key)");
+			errno = EPROTO;
+			return -1;
+		}
+		if (errno == 0)
+			return 0;	/* EOF without close_notify */
+		return -1;
+	default:
+		io_reason(t);
+		errno = EPROTO;
+		return -1;
+	}
+}
+
+static ssize_t
+tls_read(struct transport *t, void *buf, size_t len)
+{
+	int	n;
+
+	ERR_clear_error();
+	errno = 0;
+	if ((n = SSL_read(t->tls, buf, len > INT32_MAX ? INT32_MAX : len)) > 0) {
+		t->tls_used = 1;
+		return n;
+	}
+	return tls_io_result(t, n);
+}
+
+static ssize_t
+tls_write(struct transport *t, const void *buf, size_t len)
+{
+	int	n;
+
+	ERR_clear_error();
+	errno = 0;
+	if ((n = SSL_write(t->tls, buf, len > INT32_MAX ? INT32_MAX : len)) > 0)
+		return n;
+	if (tls_io_result(t, n) == 0) {
+		errno = EPIPE;
+		return -1;
+	}
+	return -1;
+}
+
+static void
+tls_close(struct transport *t)
+{
+	if (t->tls != NULL) {
+		/* One non-blocking try at close_notify: never wait for it. */
+		SSL_shutdown(t->tls);
+		SSL_free(t->tls);
+		t->tls = NULL;
+	}
+	if (t->tls_ctx != NULL) {
+		SSL_CTX_free(t->tls_ctx);
+		t->tls_ctx = NULL;
+	}
+	if (t->fd != -1)
+		close(t->fd);
+	t->fd = -1;
+}
+
+static const struct transport_ops tls_ops = {
+	.read = tls_read,
+	.write = tls_write,
+	.close = tls_close,
+};
+
+static SSL_CTX *
+make_ctx(const struct tls_opts *o, struct err *e)
+{
+	SSL_CTX	*ctx;
+	char	 why[160];
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		ssl_reason(why, sizeof why);
+		err_set(e, ERR_SOFTWARE, "cannot set up TLS: %s", why);
+		return NULL;
+	}
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (o->ca != NULL) {
+		if (SSL_CTX_load_verify_locations(ctx, o->ca, NULL) != 1) {
+			ssl_reason(why, sizeof why);
+			err_set(e, ERR_USAGE, "cannot load --tls-ca %s: %s",
+			    o->ca, why);
+			goto fail;
+		}
+	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		ssl_reason(why, sizeof why);
+		err_set(e, ERR_SOFTWARE, "cannot load the system CA store: %s",
+		    why);
+		goto fail;
+	}
+	if (o->cert != NULL &&
+	    SSL_CTX_use_certificate_chain_file(ctx, o->cert) != 1) {
+		ssl_reason(why, sizeof why);
+		err_set(e, ERR_USAGE, "cannot load --tls-cert %s: %s", o->cert,
+		    why);
+		goto fail;
+	}
+	if (o->key != NULL || o->cert != NULL) {
+		if (SSL_CTX_use_PrivateKey_file(ctx, o->key ? o->key : o->cert,
+		    SSL_FILETYPE_PEM) != 1) {
+			ssl_reason(why, sizeof why);
+			err_set(e, ERR_USAGE, "cannot load --tls-key %s: %s",
+			    o->key ? o->key : o->cert, why);
+			goto fail;
+		}
+		if (SSL_CTX_check_private_key(ctx) != 1) {
+			err_set(e, ERR_USAGE, "--tls-key %s does not belong to "
+			    "--tls-cert %s", o->key ? o->key : o->cert,
+			    o->cert ? o->cert : "(none)");
+			goto fail;
+		}
+	}
+	SSL_CTX_set_verify(ctx, o->insecure ? SSL_VERIFY_NONE :
+	    SSL_VERIFY_PEER, NULL);
+	return ctx;
+fail:
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+static int
+is_ip(const char *s)
+{
+	unsigned char	a[16];
+
+	return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
+}
+
+/* Which name the certificate must carry, and SNI. */
+static int
+set_name(SSL *ssl, const char *name, struct err *e)
+{
+	X509_VERIFY_PARAM	*param = SSL_get0_param(ssl);
+
+	if (is_ip(name)) {
+		if (X509_VERIFY_PARAM_set1_ip_asc(param, name) != 1)
+			goto fail;
+		return 0;
+	}
+	X509_VERIFY_PARAM_set_hostflags(param,
+	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	if (SSL_set1_host(ssl, name) != 1 ||
+	    SSL_set_tlsext_host_name(ssl, name) != 1)
+		goto fail;
+	return 0;
+fail:
+	err_set(e, ERR_USAGE, "cannot check the certificate against '%s'",
+	    name);
+	return -1;
+}
+
+static void
+handshake_error(SSL *ssl, const char *name, struct err *e)
+{
+	long	v = SSL_get_verify_result(ssl);
+	char	why[160];
+
+	switch (v) {
+	case X509_V_OK:
+		break;
+	case X509_V_ERR_HOSTNAME_MISMATCH:
+	case X509_V_ERR_IP_ADDRESS_MISMATCH:
+		ERR_clear_error();
+		err_set(e, ERR_UNAVAILABLE, "the server's certificate does not "
+		    "match '%s' (set --tls-server-name to the name it was "
+		    "issued for)", name);
+		return;
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+		ERR_clear_error();
+		err_set(e, ERR_UNAVAILABLE, "the server's certificate is not "
+		    "trusted: %s (give its CA with --tls-ca)",
+		    X509_verify_cert_error_string(v));
+		return;
+	default:
+		ERR_clear_error();
+		err_set(e, ERR_UNAVAILABLE, "the server's certificate failed "
+		    "verification: %s", X509_verify_cert_error_string(v));
+		return;
+	}
+	ssl_reason(why, sizeof why);
+	if (strstr(why, "certificate required") != NULL ||
+	    strstr(why, "handshake failure") != NULL)
+		err_set(e, ERR_UNAVAILABLE, "TLS handshake failed: %s (the "
+		    "server may require a client certificate: give --tls-cert "
+		    "and --tls-key)", why);
+	else if (strstr(why, "wrong version number") != NULL ||
+	    strstr(why, "packet length too long") != NULL)
+		err_set(e, ERR_UNAVAILABLE, "TLS handshake failed: %s (is this "
+		    "a TLS port? use redis:// for plain connections)", why);
+	else
+		err_set(e, ERR_UNAVAILABLE, "TLS handshake failed: %s", why);
+}
+
+int
+tls_start(struct transport *t, const struct url *u, const struct tls_opts *o,
+    int64_t deadline, int64_t budget, struct err *e)
+{
+	static const struct tls_opts	 none;
+	const char			*name;
+	SSL				*ssl;
+	char				 d[32];
+	int				 n, rc;
+
+	if (o == NULL)
+		o = &none;
+	name = o->server_name != NULL ? o->server_name : u->host;
+	if ((t->tls_ctx = make_ctx(o, e)) == NULL)
+		return -1;
+	if ((ssl = SSL_new(t->tls_ctx)) == NULL ||
+	    SSL_set_fd(ssl, t->fd) != 1) {
+		err_set(e, ERR_SOFTWARE, "cannot set up TLS");
+		SSL_free(ssl);
+		return -1;
+	}
+	t->tls = ssl;
+	t->ops = &tls_ops;
+	t->tls_has_cert = o->cert != NULL;
+	if (!o->insecure && set_name(ssl, name, e) == -1)
+		return -1;
+	for (;;) {
+		ERR_clear_error();
+		if ((n = SSL_connect(ssl)) == 1)
+			return 0;
+		switch (SSL_get_error(ssl, n)) {
+		case SSL_ERROR_WANT_READ:
+			rc = transport_wait_fd(t->fd, POLLIN, deadline, e);
+			break;
+		case SSL_ERROR_WANT_WRITE:
+			rc = transport_wait_fd(t->fd, POLLOUT, deadline, e);
+			break;
+		case SSL_ERROR_SYSCALL:
+			err_set(e, ERR_UNAVAILABLE, "TLS handshake failed: %s",
+			    errno ? strerror(errno) :
+			    "the server closed the connection");
+			return -1;
+		default:
+			handshake_error(ssl, name, e);
+			return -1;
+		}
+		if (rc == 0) {
+			err_set(e, ERR_UNAVAILABLE, "TLS handshake timed out "
+			    "after %s (--connect-timeout; is that port TLS?)",
+			    duration_format(budget, d, sizeof d));
+			return -1;
+		}
+		if (rc == -1)
+			return -1;
+	}
+}
