@@ -37,7 +37,7 @@ function __rlock_exec_argv
                 case -c --command '--command=*'
                     test "$cmd" = exec; and return 1
                     continue
-                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --min-hold --tls-ca --tls-cert --tls-key --tls-server-name --config
+                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --min-hold --wait-replicas --tls-ca --tls-cert --tls-key --tls-server-name --config
                     set skip 1
                     continue
                 case '-*'
@@ -101,7 +101,7 @@ complete -c rlock -n __rlock_not_in_exec_command -s V -l version -d 'Show the ve
 complete -c rlock -n __rlock_not_in_exec_command -l tls-ca -r -F -d 'Verify rediss:// servers against this CA (default: system store)'
 complete -c rlock -n __rlock_not_in_exec_command -l tls-cert -r -F -d 'Client certificate for TLS'
 complete -c rlock -n __rlock_not_in_exec_command -l tls-key -r -F -d 'Private key of --tls-cert'
-complete -c rlock -n __rlock_not_in_exec_command -l tls-server-name -x -d "Name the server's certificate must carry (default: the URL's host)"
+complete -c rlock -n __rlock_not_in_exec_command -l tls-server-name -x -a '(__fish_print_hostnames)' -d "Name the server's certificate must carry (default: the URL's host)"
 complete -c rlock -n __rlock_not_in_exec_command -l tls-insecure -d "Do not verify the server's certificate (testing only)"
 complete -c rlock -n __rlock_not_in_exec_command -l config -r -F -d 'Read settings from FILE (default $RLOCK_CONFIG, else /etc/rlock.conf)'
 
@@ -111,6 +111,7 @@ complete -c rlock -n '__fish_seen_subcommand_from acquire' -s w -l wait -x -d 'W
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s n -l no-wait -d 'Same as --wait 0'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l token -x -d 'Use TOKEN instead of a random one'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
 
 # release
 complete -c rlock -n '__fish_seen_subcommand_from release' -l token -x -d "The owner's token (default \$RLOCK_TOKEN)"
@@ -119,6 +120,7 @@ complete -c rlock -n '__fish_seen_subcommand_from release' -l force -d 'Delete t
 # extend
 complete -c rlock -n '__fish_seen_subcommand_from extend' -s t -l ttl -x -d 'New time to live from now (default: as acquired)'
 complete -c rlock -n '__fish_seen_subcommand_from extend' -l token -x -d "The owner's token (default \$RLOCK_TOKEN)"
+complete -c rlock -n '__fish_seen_subcommand_from extend' -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
 
 # exec: its options up to the command, then the command's own completions
 set -l exec_opt '__fish_seen_subcommand_from exec; and __rlock_not_in_exec_command'
@@ -133,6 +135,7 @@ complete -c rlock -n $exec_opt -l kill-after -x -d 'Then SIGKILL if it is still 
 complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's process group (interactive commands)"
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'
+complete -c rlock -n $exec_opt -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
 complete -c rlock -n '__rlock_exec_argv >/dev/null' -x -a '(__rlock_exec_complete)'
 
 # Lock names

@@ -19,7 +19,8 @@ const struct cmd_entry cmd_acquire_entry = {
 	.args = "NAME",
 	.summary = "Take the lock and print its token",
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
-	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN),
+	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) |
+	    OPT(WAIT_REPLICAS),
 	.min_args = 1,
 	.max_args = 1,
 	.exec = cmd_acquire_exec,
@@ -45,7 +46,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
-	lock_init(&l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
+	cmd_lock_init(ctx, &l, token);
 	start = now_mono_ms();
 	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
 	if (rc == 1 && transport_interrupted) {

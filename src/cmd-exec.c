@@ -40,7 +40,8 @@ const struct cmd_entry cmd_exec_entry = {
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) | OPT(HEARTBEAT) |
 	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |
-	    OPT(MIN_HOLD),
+	    OPT(MIN_HOLD) |
+	    OPT(WAIT_REPLICAS),
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -270,7 +271,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		free(cmdline);
 		return cmd_fail(ctx);
 	}
-	lock_init(&l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
+	cmd_lock_init(ctx, &l, token);
 	start = now_mono_ms();
 	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
 	if (rc == 0) {

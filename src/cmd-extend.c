@@ -10,7 +10,8 @@ const struct cmd_entry cmd_extend_entry = {
 	.name = "extend",
 	.args = "NAME",
 	.summary = "Push the lock's expiry out (owner only)",
-	.options = OPT(TOKEN) | OPT(TTL),
+	.options = OPT(TOKEN) | OPT(TTL) |
+	    OPT(WAIT_REPLICAS),
 	.min_args = 1,
 	.max_args = 1,
 	.opt_help = {
@@ -33,7 +34,7 @@ cmd_extend_exec(struct cmd_ctx *ctx)
 		    "--token TOKEN or set RLOCK_TOKEN");
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
-	lock_init(&l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
+	cmd_lock_init(ctx, &l, token);
 	/* Without -t, the script uses the TTL the lock was acquired with. */
 	rc = lock_extend(&l, ctx->o.given & OPT(TTL) ? ctx->o.ttl_ms : 0,
 	    &ctx->err);

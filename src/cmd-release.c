@@ -57,7 +57,7 @@ cmd_release_exec(struct cmd_ctx *ctx)
 		    "--token TOKEN or set RLOCK_TOKEN (or use --force)");
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
-	lock_init(&l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
+	cmd_lock_init(ctx, &l, token);
 	if (ctx->o.force)
 		rc = force(ctx, &l);
 	else if ((rc = lock_release(&l, &ctx->err)) == -1)

@@ -104,6 +104,8 @@ static const struct opt_def opt_defs[] = {
 	  "name the server's certificate must carry (default: the URL's host)" },
 	{ O_TLS_INSECURE, 0, "tls-insecure", NULL,
 	  "do not verify the server's certificate (testing only)" },
+	{ O_WAIT_REPLICAS, 0, "wait-replicas", "N",
+	  "after each write, wait (up to --timeout) for N replicas to have it" },
 	{ O_CONFIG, 0, "config", "FILE",
 	  "read settings from FILE (default $RLOCK_CONFIG, else "
 	  DEFAULT_CONFIG " if it exists)" },
@@ -233,6 +235,14 @@ cmd_token(struct cmd_ctx *ctx)
 	if (t == NULL && (t = getenv("RLOCK_TOKEN")) != NULL && *t == '\0')
 		t = NULL;
 	return t;
+}
+
+void
+cmd_lock_init(struct cmd_ctx *ctx, struct lock *l, const char *token)
+{
+	lock_init(l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
+	l->wait_replicas = ctx->o.wait_replicas;
+	l->wait_timeout_ms = ctx->o.timeout_ms;
 }
 
 void
@@ -382,6 +392,52 @@ parse_signal(const char *v, int *sig)
 	    "name such as TERM, INT or KILL, a number, or 'ignore'", v);
 }
 
+static int
+check_prefix(const char *p)
+{
+	const unsigned char	*s;
+
+	if (strlen(p) > 200)
+		return cmd_usage_error("invalid --prefix: longer than 200 "
+		    "bytes");
+	for (s = (const unsigned char *)p; *s != '\0'; s++)
+		if (*s <= ' ' || *s == 0x7f || *s == '{' || *s == '}')
+			return cmd_usage_error("invalid --prefix '%s': byte "
+			    "%zu (0x%02x) is whitespace, a control character "
+			    "or a brace", p, (size_t)(s -
+			    (const unsigned char *)p) + 1, *s);
+	return 0;
+}
+
+/*
+ * Append the URLs of v: one, or several separated by whitespace (commas
+ * cannot separate them: a sentinel URL has its own).
+ */
+static int
+add_urls(struct opts *o, const char *v)
+{
+	size_t	n;
+
+	if (v[strspn(v, " \t\n")] == '\0')
+		return cmd_usage_error("invalid --url: empty URL");
+	for (v += strspn(v, " \t\n"); *v != '\0'; v += strspn(v, " \t\n")) {
+		if (o->nurl == MAX_URLS)
+			return cmd_usage_error("too many URLs (at most %d)",
+			    MAX_URLS);
+		n = strcspn(v, " \t\n");
+		o->url[o->nurl++] = xstrndup(v, n);
+		v += n;
+	}
+	return 0;
+}
+
+static void
+clear_urls(struct opts *o)
+{
+	while (o->nurl > 0)
+		free(o->url[--o->nurl]);
+}
+
 /* Store one option's value; 0, or the exit status of a usage error. */
 static int
 apply(struct opts *o, const struct opt_def *d, const char *v)
@@ -392,17 +448,13 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 	o->given |= 1ULL << d->id;
 	switch (d->id) {
 	case O_URL:
-		if (o->nurl == MAX_URLS)
-			return cmd_usage_error("too many --url (at most %d)",
-			    MAX_URLS);
-		o->url[o->nurl++] = v;
-		return 0;
+		return add_urls(o, v);
 	case O_PASSWORD_FILE:
 		o->password_file = v;
 		return 0;
 	case O_PREFIX:
 		o->prefix = v;
-		return 0;
+		return check_prefix(v);
 	case O_CONNECT_TIMEOUT:
 		return parse_duration(d->longopt, v, &o->connect_timeout_ms, 0,
 		    0);
@@ -475,6 +527,15 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 		return 0;
 	case O_CONFIG:
 		o->config = v;
+		return 0;
+	case O_WAIT_REPLICAS:
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || errno != 0 || n < 0 ||
+		    n > 1000)
+			return cmd_usage_error("invalid --wait-replicas '%s': "
+			    "use a number of replicas from 0 to 1000", v);
+		o->wait_replicas = (int)n;
 		return 0;
 	case O__COUNT:
 		break;
@@ -623,6 +684,25 @@ parse_argv(int argc, char **argv, struct opts *o,
 	return 0;
 }
 
+/* Does any URL of the list v carry a password? */
+static int
+url_has_password(const char *v)
+{
+	struct url	 u;
+	char		*copy = xstrdup(v), *w, *save = NULL;
+	int		 found = 0;
+
+	for (w = strtok_r(copy, " \t", &save); w != NULL && !found;
+	    w = strtok_r(NULL, " \t", &save)) {
+		if (url_parse(w, &u, NULL, 0) == 0) {
+			found = u.password != NULL;
+			url_free(&u);
+		}
+	}
+	free(copy);
+	return found;
+}
+
 /* A file that holds a password should be for its owner's eyes. */
 static void
 warn_if_readable(const char *path, const char *what)
@@ -699,8 +779,8 @@ load_config(struct cmd_ctx *ctx)
 		}
 		/* A URL list in the file replaces the default, not adds. */
 		if (d->id == O_URL && !(o->from_file & bit))
-			o->nurl = 0;
-		if (d->id == O_URL && strchr(value, '@') != NULL)
+			clear_urls(o);
+		if (d->id == O_URL && url_has_password(value))
 			has_password = 1;
 		snprintf(usage_where, sizeof usage_where, "%s:%d: ", path,
 		    lineno);
@@ -741,20 +821,18 @@ read_password_file(const char *path, char **out)
 	return 0;
 }
 
+/* A file option names a file we can read, or it is a usage error now. */
 static int
-check_prefix(const char *p)
+check_readable(const char *opt, const char *path)
 {
-	const unsigned char	*s;
+	FILE	*f;
 
-	if (strlen(p) > 200)
-		return cmd_usage_error("invalid --prefix: longer than 200 "
-		    "bytes");
-	for (s = (const unsigned char *)p; *s != '\0'; s++)
-		if (*s <= ' ' || *s == 0x7f || *s == '{' || *s == '}')
-			return cmd_usage_error("invalid --prefix '%s': byte "
-			    "%zu (0x%02x) is whitespace, a control character "
-			    "or a brace", p, (size_t)(s -
-			    (const unsigned char *)p) + 1, *s);
+	if (path == NULL)
+		return 0;
+	if ((f = fopen(path, "r")) == NULL)
+		return cmd_usage_error("cannot read %s %s: %s", opt, path,
+		    strerror(errno));
+	fclose(f);
 	return 0;
 }
 
@@ -779,19 +857,20 @@ settle(struct cmd_ctx *ctx)
 	int		 i, rc, pw_flag;
 
 	if (!(o->given & OPT(URL)) && (v = env("RLOCK_URL")) != NULL) {
-		o->nurl = 0;
-		o->url[o->nurl++] = v;
+		clear_urls(o);
+		if ((rc = add_urls(o, v)) != 0)
+			return rc;
 		from = "RLOCK_URL";
 	} else if (o->from_file & OPT(URL))
 		from = "url in the config file";
 	if (o->nurl == 0)
-		o->url[o->nurl++] = DEFAULT_URL;
-	if (o->nurl > 1)
-		return cmd_usage_error("several --url (quorum mode) are not "
-		    "supported yet; give one Redis URL");
+		add_urls(o, DEFAULT_URL);
 	for (i = 0; i < o->nurl; i++) {
 		if (url_parse(o->url[i], &ctx->urls[i], why, sizeof why) == -1)
-			return cmd_usage_error("invalid %s: %s", from, why);
+			return o->nurl == 1 ?
+			    cmd_usage_error("invalid %s: %s", from, why) :
+			    cmd_usage_error("invalid %s (URL %d of %d): %s",
+			    from, i + 1, o->nurl, why);
 		ctx->nurls++;
 	}
 	if (!(o->given & OPT(PREFIX)) && (v = getenv("RLOCK_PREFIX")) != NULL)
@@ -820,6 +899,10 @@ settle(struct cmd_ctx *ctx)
 		ctx->password = xstrdup(v);
 	else if (o->password_file != NULL &&
 	    (rc = read_password_file(o->password_file, &ctx->password)) != 0)
+		return rc;
+	if ((rc = check_readable("--tls-ca", o->tls.ca)) != 0 ||
+	    (rc = check_readable("--tls-cert", o->tls.cert)) != 0 ||
+	    (rc = check_readable("--tls-key", o->tls.key)) != 0)
 		return rc;
 	if (o->tls.insecure)
 		log_warn("--tls-insecure: the server's certificate is not "
@@ -859,6 +942,7 @@ ctx_free(struct cmd_ctx *ctx)
 		free(ctx->password);
 	}
 	free(ctx->o.args);
+	clear_urls(&ctx->o);
 	free(ctx->config_text);
 }
 

@@ -42,6 +42,7 @@ enum opt_id {
 	O_TLS_SERVER_NAME,
 	O_TLS_INSECURE,
 	O_CONFIG,
+	O_WAIT_REPLICAS,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -54,7 +55,7 @@ enum opt_id {
 struct opts {
 	uint64_t	 given;		/* OPT() bits seen on the command line */
 	uint64_t	 from_file;	/* OPT() bits set by the config file */
-	const char	*url[MAX_URLS];
+	char		*url[MAX_URLS];	/* owned copies */
 	int		 nurl;
 	const char	*password_file;
 	const char	*prefix;
@@ -75,6 +76,7 @@ struct opts {
 	int64_t		 min_hold_ms;
 	struct tls_opts	 tls;
 	const char	*config;
+	int		 wait_replicas;
 
 	char		**args;		/* positional arguments */
 	int		 nargs;
@@ -136,6 +138,8 @@ const char *cmd_printable(const char *s, char *buf, size_t len);
 int	cmd_check_name(const char *);
 /* The token for release/extend: --token, else $RLOCK_TOKEN; NULL if none. */
 const char *cmd_token(struct cmd_ctx *);
+/* A lock named NAME on ctx's servers, with ctx's --wait-replicas. */
+void	cmd_lock_init(struct cmd_ctx *, struct lock *, const char *token);
 /* Fill meta with this host, user and the given pid and command. */
 void	cmd_meta(struct lock_meta *, long long pid, const char *command);
 /*

@@ -160,6 +160,8 @@ heartbeat_start(struct heartbeat *hb, const struct lock *l, const char *prefix,
 	hb->l.fence = l->fence;
 	hb->l.valid_until = l->valid_until;
 	hb->l.acquired_at = l->acquired_at;
+	hb->l.wait_replicas = l->wait_replicas;
+	hb->l.wait_timeout_ms = l->wait_timeout_ms;
 	hb->l.held = 1;
 
 	pthread_mutex_init(&hb->mu, NULL);

@@ -349,7 +349,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	char			  ttl[24], fallback[24];
 	long long		  fence = 0, new_ttl = 0;
 	int64_t			  start;
-	int			  i, ok, got = 0;
+	int			  i, ok, got, *won, n = l->q->n;
 
 	keys[0] = l->key;
 	keys[1] = l->info_key;
@@ -359,18 +359,32 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	args[0] = l->token;
 	args[1] = ttl;
 	args[2] = fallback;
-	rep = xcalloc(l->q->n, sizeof *rep);
+	rep = xcalloc(n, sizeof *rep);
+	won = xcalloc(n, sizeof *won);
 	start = now_mono_ms();
-	ok = quorum_script(l->q, NULL, &script_extend, 2, keys, 3, args, rep, e);
-	for (i = 0; i < l->q->n; i++) {
-		if (!granted(rep[i], &fence))
+	ok = quorum_script(l->q, NULL, &script_extend, 2, keys, 3, args, rep,
+	    e);
+	for (i = 0; i < n; i++) {
+		if (!(won[i] = granted(rep[i], &fence)))
 			continue;
-		got++;
 		if (rep[i]->elements >= 3)
 			new_ttl = rep[i]->element[2]->integer;
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);
+	if (ok >= quorum_majority(l->q) && l->wait_replicas > 0 &&
+	    count(won, n) >= quorum_majority(l->q)) {
+		await_replicas(l, won);
+		if (count(won, n) < quorum_majority(l->q)) {
+			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d replicas "
+			    "acknowledged the extend within %lldms "
+			    "(--wait-replicas)", redis_display(l->q->conn[0]),
+			    l->wait_replicas, (long long)l->wait_timeout_ms);
+			ok = -1;
+		}
+	}
+	got = count(won, n);
+	free(won);
 	if (ok < quorum_majority(l->q))
 		return -1;
 	if (got < quorum_majority(l->q))
@@ -425,18 +439,30 @@ parse_status(const struct redis_reply *r, struct lock_status *st)
 	st->fence = to_ll(el[10]);
 }
 
+static void	lock_status_clear_holder(struct lock_status *);
+
+static const char *
+token_of(const struct redis_reply *r)
+{
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 12 ||
+	    r->element[11]->type != REDIS_T_STRING)
+		return NULL;
+	return r->element[11]->str;
+}
+
 /*
- * Run inspect or force and describe the lock from the first server that
- * answered.
- * TODO(quorum): with several servers, show what the majority says.
+ * Run inspect or force on every server.  With one server, its answer is
+ * the lock.  With several, the lock is held when a majority hold the same
+ * token, and is described by one of them; each server's view is kept for
+ * status to show.
  */
 static int
 status_script(struct lock *l, struct script *s, struct lock_status *st,
     struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[4];
-	int			  i, ok;
+	const char		 *keys[4], *tok, *best = NULL;
+	int			  i, j, ok, n = l->q->n, votes, most = 0, pick = -1;
 
 	memset(st, 0, sizeof *st);
 	st->name = xstrdup(l->name);
@@ -444,13 +470,56 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	keys[1] = l->info_key;
 	keys[2] = l->fence_key;
 	keys[3] = l->wake_key;
-	rep = xcalloc(l->q->n, sizeof *rep);
-	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 3, keys, 0, NULL,
-	    rep, e);
-	for (i = 0; i < l->q->n; i++) {
-		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY) {
-			parse_status(rep[i], st);
-			break;
+	rep = xcalloc(n, sizeof *rep);
+	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 3, keys, 0,
+	    NULL, rep, e);
+	for (i = 0; i < n; i++) {
+		if ((tok = token_of(rep[i])) == NULL)
+			continue;
+		for (votes = 0, j = 0; j < n; j++)
+			votes += token_of(rep[j]) != NULL &&
+			    strcmp(token_of(rep[j]), tok) == 0;
+		if (votes > most) {
+			most = votes;
+			best = tok;
+			pick = i;
+		}
+	}
+	if (n == 1 || most >= quorum_majority(l->q)) {
+		for (i = 0; pick == -1 && i < n; i++)
+			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY)
+				pick = i;
+		if (pick >= 0)
+			parse_status(rep[pick], st);
+	} else {
+		/* No majority: free, whatever a minority says. */
+		for (i = 0; i < n; i++)
+			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY) {
+				parse_status(rep[i], st);
+				break;
+			}
+		lock_status_clear_holder(st);
+		best = NULL;
+	}
+	if (n > 1) {
+		st->nservers = n;
+		st->nodes = xcalloc(n, sizeof *st->nodes);
+		for (i = 0; i < n; i++) {
+			st->nodes[i].url = l->q->urls[i].display;
+			if (rep[i] == NULL || rep[i]->type != REDIS_T_ARRAY) {
+				st->nodes[i].state = NODE_UNREACHABLE;
+				st->nodes[i].error = xstrdup(l->q->errs[i].msg);
+			} else if ((tok = token_of(rep[i])) == NULL)
+				st->nodes[i].state = NODE_FREE;
+			else if (best != NULL && strcmp(tok, best) == 0) {
+				st->nodes[i].state = NODE_HOLDS;
+				st->nholding++;
+			} else
+				st->nodes[i].state = NODE_OTHER;
+			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY &&
+			    rep[i]->elements >= 3 &&
+			    to_ll(rep[i]->element[2]) > st->last_fence)
+				st->last_fence = to_ll(rep[i]->element[2]);
 		}
 	}
 	quorum_free_replies(l->q, rep);
@@ -472,13 +541,28 @@ lock_force_release(struct lock *l, struct lock_status *st, struct err *e)
 	return st->held;
 }
 
-void
-lock_status_free(struct lock_status *st)
+/* Forget who holds it: the lock is free. */
+static void
+lock_status_clear_holder(struct lock_status *st)
 {
-	free(st->name);
 	free(st->host);
 	free(st->user);
 	free(st->command);
+	st->host = st->user = st->command = NULL;
+	st->held = 0;
+	st->pid = st->acquired_ms = st->ttl_ms = st->fence = 0;
+}
+
+void
+lock_status_free(struct lock_status *st)
+{
+	int	i;
+
+	lock_status_clear_holder(st);
+	free(st->name);
+	for (i = 0; i < st->nservers; i++)
+		free(st->nodes[i].error);
+	free(st->nodes);
 	memset(st, 0, sizeof *st);
 }
 
@@ -504,23 +588,37 @@ scan_pattern(const char *prefix)
 	return b.p;
 }
 
-/*
- * TODO(quorum): with several servers, list the union of what they hold.
- */
-int
-lock_list(struct quorum *q, const char *prefix, char ***names, size_t *count,
+/* Names that look like locks: PREFIX{NAME} with no brace in NAME. */
+struct names {
+	char	**v;
+	size_t	  n, cap;
+	size_t	  plen;
+};
+
+static void
+add_name(struct names *nm, const struct redis_reply *key)
+{
+	if (key->type != REDIS_T_STRING || key->len < nm->plen + 3 ||
+	    memchr(key->str + nm->plen + 1, '}', key->len - nm->plen - 2) !=
+	    NULL)
+		return;
+	if (nm->n == nm->cap)
+		nm->v = xrealloc(nm->v, (nm->cap = nm->cap ? 2 * nm->cap : 16) *
+		    sizeof *nm->v);
+	nm->v[nm->n++] = xstrndup(key->str + nm->plen + 1,
+	    key->len - nm->plen - 2);
+}
+
+/* SCAN one server for the lock keys. */
+static int
+scan_server(struct redis *r, const char *pattern, struct names *nm,
     struct err *e)
 {
-	struct redis_reply	*rr = NULL, *keys;
-	struct redis		*r;
-	char			*pattern, *cursor = xstrdup("0");
-	size_t			 i, plen = strlen(prefix), klen, n = 0, cap = 0;
-	char			**v = NULL;
+	struct redis_reply	*rr;
+	char			*cursor = xstrdup("0");
+	size_t			 i;
 	int			 rc = -1;
 
-	pattern = scan_pattern(prefix);
-	if ((r = quorum_conn(q, 0, e)) == NULL)
-		goto out;
 	do {
 		rr = redis_commandv(r, e, "SCAN", cursor, "MATCH", pattern,
 		    "COUNT", "1000", NULL);
@@ -531,46 +629,112 @@ lock_list(struct quorum *q, const char *prefix, char ***names, size_t *count,
 		    rr->element[1]->type != REDIS_T_ARRAY) {
 			err_set(e, ERR_UNAVAILABLE, "%s: unexpected reply to "
 			    "SCAN", redis_display(r));
+			redis_reply_free(rr);
 			goto out;
 		}
 		free(cursor);
 		cursor = xstrdup(rr->element[0]->str);
-		keys = rr->element[1];
-		for (i = 0; i < keys->elements; i++) {
-			klen = keys->element[i]->len;
-			if (klen < plen + 3 ||
-			    memchr(keys->element[i]->str + plen + 1, '}',
-			    klen - plen - 2) != NULL)
-				continue;
-			if (n == cap)
-				v = xrealloc(v, (cap = cap ? 2 * cap : 16) *
-				    sizeof *v);
-			v[n++] = xstrndup(keys->element[i]->str + plen + 1,
-			    klen - plen - 2);
-		}
+		for (i = 0; i < rr->element[1]->elements; i++)
+			add_name(nm, rr->element[1]->element[i]);
 		redis_reply_free(rr);
-		rr = NULL;
 	} while (strcmp(cursor, "0") != 0);
-	qsort(v, n, sizeof *v, cmp_names);
-	/* SCAN may return a key twice; keep one of each. */
-	for (i = 1, klen = n ? 1 : 0; i < n; i++) {
-		if (strcmp(v[i], v[klen - 1]) == 0)
-			free(v[i]);
-		else
-			v[klen++] = v[i];
-	}
-	*names = v;
-	*count = klen;
-	v = NULL;
 	rc = 0;
 out:
-	if (v != NULL) {
-		for (i = 0; i < n; i++)
-			free(v[i]);
-		free(v);
-	}
-	redis_reply_free(rr);
-	free(pattern);
 	free(cursor);
 	return rc;
+}
+
+/*
+ * A Cluster node holds only its own slots' keys: scan every master the
+ * node knows of.  A server that is not in a cluster (or may not ask) is
+ * scanned alone.
+ */
+static int
+scan_servers(struct quorum *q, int i, const char *pattern, struct names *nm,
+    struct err *e)
+{
+	struct redis_reply	*rr;
+	struct redis		*r = q->conn[i], *m;
+	struct url		 u;
+	char			*line, *next, *f[4], *at, *colon;
+	int			 k, rc = 0;
+
+	if ((rr = redis_commandv(r, e, "CLUSTER", "NODES", NULL)) == NULL) {
+		if (redis_broken(r))
+			return -1;
+		return scan_server(r, pattern, nm, e);
+	}
+	if (rr->type != REDIS_T_STRING) {
+		redis_reply_free(rr);
+		return scan_server(r, pattern, nm, e);
+	}
+	for (line = rr->str; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		for (k = 0; k < 4 && line != NULL; k++)
+			f[k] = strsep(&line, " ");
+		if (k < 4 || f[2] == NULL || strstr(f[2], "master") == NULL ||
+		    strstr(f[2], "fail") != NULL)
+			continue;
+		if ((at = strchr(f[1], '@')) != NULL)
+			*at = '\0';
+		if ((colon = strrchr(f[1], ':')) == NULL)
+			continue;
+		*colon = '\0';
+		url_retarget(&u, &q->urls[i], *f[1] != '\0' ? f[1] :
+		    q->urls[i].host, atoi(colon + 1));
+		u.db = -1;
+		if ((m = redis_connect(&u, q->opts, e)) == NULL ||
+		    scan_server(m, pattern, nm, e) == -1)
+			rc = -1;
+		redis_close(m);
+		url_free(&u);
+	}
+	redis_reply_free(rr);
+	return rc;
+}
+
+/*
+ * Every server is asked (a lock may live on any majority of a quorum),
+ * and the names are merged.
+ */
+int
+lock_list(struct quorum *q, const char *prefix, char ***names, size_t *count,
+    struct err *e)
+{
+	struct names	 nm;
+	char		*pattern;
+	size_t		 i, k;
+	int		 j, reached = 0;
+
+	memset(&nm, 0, sizeof nm);
+	nm.plen = strlen(prefix);
+	pattern = scan_pattern(prefix);
+	for (j = 0; j < q->n; j++) {
+		if (quorum_conn(q, j, &q->errs[j]) == NULL)
+			continue;
+		if (scan_servers(q, j, pattern, &nm, &q->errs[j]) == 0)
+			reached++;
+	}
+	free(pattern);
+	if (reached < quorum_majority(q)) {
+		for (j = 0; j < q->n && q->errs[j].kind == ERR_NONE; j++)
+			;
+		*e = q->errs[j < q->n ? j : 0];
+		for (i = 0; i < nm.n; i++)
+			free(nm.v[i]);
+		free(nm.v);
+		return -1;
+	}
+	qsort(nm.v, nm.n, sizeof *nm.v, cmp_names);
+	/* SCAN may return a key twice, and servers share names: one each. */
+	for (i = 1, k = nm.n ? 1 : 0; i < nm.n; i++) {
+		if (strcmp(nm.v[i], nm.v[k - 1]) == 0)
+			free(nm.v[i]);
+		else
+			nm.v[k++] = nm.v[i];
+	}
+	*names = nm.v;
+	*count = k;
+	return 0;
 }

@@ -45,6 +45,17 @@ struct lock {
 	int64_t		 wait_timeout_ms;
 };
 
+/* One server's view of a lock, in quorum mode. */
+struct lock_node {
+	const char	*url;		/* display form */
+	int		 state;		/* NODE_* */
+	char		*error;		/* NODE_UNREACHABLE: why */
+};
+#define NODE_FREE		0
+#define NODE_HOLDS		1	/* the holder's token */
+#define NODE_OTHER		2	/* another token (a partial acquire) */
+#define NODE_UNREACHABLE	3
+
 /* What status shows about one lock. */
 struct lock_status {
 	char		*name;
@@ -59,6 +70,10 @@ struct lock_status {
 	long long	 acquired_ms;	/* server's wall clock, 0 if unknown */
 	long long	 ttl_ms;
 	long long	 fence;
+	/* Quorum mode (nservers > 1): each server's view. */
+	int		 nservers;
+	int		 nholding;
+	struct lock_node *nodes;
 };
 
 /* The drift margin for a TTL: 1% plus 2ms, as Redlock. */

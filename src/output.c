@@ -28,6 +28,58 @@ or_unknown(const char *s)
 	return s != NULL && *s != '\0' ? s : "?";
 }
 
+static const char *const node_state[] = {
+	[NODE_FREE] = "free",
+	[NODE_HOLDS] = "holds it",
+	[NODE_OTHER] = "holds another token",
+	[NODE_UNREACHABLE] = "unreachable",
+};
+
+static const char *const node_state_json[] = {
+	[NODE_FREE] = "free",
+	[NODE_HOLDS] = "holds",
+	[NODE_OTHER] = "other",
+	[NODE_UNREACHABLE] = "unreachable",
+};
+
+/* Quorum mode: one indented line per server. */
+static void
+nodes_text(struct buf *b, const struct lock_status *st)
+{
+	int	i;
+
+	for (i = 0; i < st->nservers; i++) {
+		buf_printf(b, "  %s: %s", st->nodes[i].url,
+		    node_state[st->nodes[i].state]);
+		if (st->nodes[i].error != NULL && *st->nodes[i].error != '\0')
+			buf_printf(b, " (%s)", st->nodes[i].error);
+		buf_adds(b, "\n");
+	}
+}
+
+static void
+nodes_json(struct buf *b, const struct lock_status *st)
+{
+	const char	*err;
+	int		 i;
+
+	if (st->nservers == 0)
+		return;
+	buf_adds(b, ",\"servers\":[");
+	for (i = 0; i < st->nservers; i++) {
+		buf_adds(b, i ? ",{\"url\":" : "{\"url\":");
+		json_string(b, st->nodes[i].url, strlen(st->nodes[i].url));
+		buf_printf(b, ",\"state\":\"%s\"",
+		    node_state_json[st->nodes[i].state]);
+		if ((err = st->nodes[i].error) != NULL && *err != '\0') {
+			buf_adds(b, ",\"error\":");
+			json_string(b, err, strlen(err));
+		}
+		buf_adds(b, "}");
+	}
+	buf_adds(b, "]");
+}
+
 void
 output_status_text(struct buf *b, const struct lock_status *st)
 {
@@ -39,6 +91,7 @@ output_status_text(struct buf *b, const struct lock_status *st)
 		if (st->last_fence > 0)
 			buf_printf(b, ", last fence %lld", st->last_fence);
 		buf_adds(b, "\n");
+		nodes_text(b, st);
 		return;
 	}
 	buf_printf(b, "held by %s@%s pid %lld", or_unknown(st->user),
@@ -53,7 +106,12 @@ output_status_text(struct buf *b, const struct lock_status *st)
 		    duration_format(st->pttl_ms, left, sizeof left));
 	else
 		buf_adds(b, ", never expires");
-	buf_printf(b, ", fence %lld\n", st->fence);
+	buf_printf(b, ", fence %lld", st->fence);
+	if (st->nservers > 0)
+		buf_printf(b, " (on %d of %d servers)", st->nholding,
+		    st->nservers);
+	buf_adds(b, "\n");
+	nodes_text(b, st);
 }
 
 void
@@ -62,7 +120,9 @@ output_status_json(struct buf *b, const struct lock_status *st)
 	buf_adds(b, "{\"name\":");
 	json_string(b, st->name, strlen(st->name));
 	if (!st->held) {
-		buf_printf(b, ",\"held\":false,\"fence\":%lld}", st->last_fence);
+		buf_printf(b, ",\"held\":false,\"fence\":%lld", st->last_fence);
+		nodes_json(b, st);
+		buf_adds(b, "}");
 		return;
 	}
 	buf_adds(b, ",\"held\":true,\"host\":");
@@ -72,10 +132,12 @@ output_status_json(struct buf *b, const struct lock_status *st)
 	buf_adds(b, ",\"command\":");
 	json_str_or_null(b, st->command);
 	buf_printf(b, ",\"acquired_ms\":%lld,\"held_ms\":%lld,"
-	    "\"expires_in_ms\":%lld,\"ttl_ms\":%lld,\"fence\":%lld}",
+	    "\"expires_in_ms\":%lld,\"ttl_ms\":%lld,\"fence\":%lld",
 	    st->acquired_ms, st->acquired_ms > 0 ?
 	    st->now_ms - st->acquired_ms : 0, st->pttl_ms, st->ttl_ms,
 	    st->fence);
+	nodes_json(b, st);
+	buf_adds(b, "}");
 }
 
 void

@@ -173,8 +173,12 @@ gather(struct quorum *q, const int *only, const struct request *rq,
 		else if (first == -1 || q->errs[i].kind == ERR_INTERRUPTED)
 			first = i;
 	}
-	if (ok < asked / 2 + 1 && first >= 0)
+	if (ok < asked / 2 + 1 && first >= 0) {
 		*e = q->errs[first];
+		if (asked > 1 && e->kind != ERR_INTERRUPTED)
+			err_prefix(e, "only %d of %d servers answered, and a "
+			    "lock needs %d", ok, asked, asked / 2 + 1);
+	}
 	return ok;
 }
 

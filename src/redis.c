@@ -329,7 +329,9 @@ redirect(struct redis *r, const char *text, struct err *e)
 	char			*host;
 	int			 ask = strncmp(text, "ASK ", 4) == 0, rc;
 
-	if ((addr = strchr(text + 4, ' ')) == NULL ||
+	/* Past the word and the slot number. */
+	if ((addr = strchr(text, ' ')) == NULL ||
+	    (addr = strchr(addr + 1, ' ')) == NULL ||
 	    (colon = strrchr(++addr, ':')) == NULL || colon == addr) {
 		err_set(e, ERR_UNAVAILABLE, "bad redirection: %s", text);
 		return -1;
@@ -515,7 +517,8 @@ attach(struct redis *r, const struct url *u, int64_t deadline, struct err *e)
 		return -1;
 	}
 	if ((r->t = transport_connect(u, r->opts->tls, deadline, e)) == NULL) {
-		if (e->kind != ERR_INTERRUPTED)
+		/* A bad certificate file is the user's to fix, not the net's. */
+		if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE)
 			err_prefix(e, "cannot connect to %s", u->display);
 		return -1;
 	}

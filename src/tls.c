@@ -159,7 +159,7 @@ make_ctx(const struct tls_opts *o, struct err *e)
 	if (o->ca != NULL) {
 		if (SSL_CTX_load_verify_locations(ctx, o->ca, NULL) != 1) {
 			ssl_reason(why, sizeof why);
-			err_set(e, ERR_USAGE, "cannot load --tls-ca %s: %s",
+			err_set(e, ERR_USAGE, "cannot use --tls-ca %s: %s",
 			    o->ca, why);
 			goto fail;
 		}
@@ -172,7 +172,7 @@ make_ctx(const struct tls_opts *o, struct err *e)
 	if (o->cert != NULL &&
 	    SSL_CTX_use_certificate_chain_file(ctx, o->cert) != 1) {
 		ssl_reason(why, sizeof why);
-		err_set(e, ERR_USAGE, "cannot load --tls-cert %s: %s", o->cert,
+		err_set(e, ERR_USAGE, "cannot use --tls-cert %s: %s", o->cert,
 		    why);
 		goto fail;
 	}
@@ -180,7 +180,7 @@ make_ctx(const struct tls_opts *o, struct err *e)
 		if (SSL_CTX_use_PrivateKey_file(ctx, o->key ? o->key : o->cert,
 		    SSL_FILETYPE_PEM) != 1) {
 			ssl_reason(why, sizeof why);
-			err_set(e, ERR_USAGE, "cannot load --tls-key %s: %s",
+			err_set(e, ERR_USAGE, "cannot use --tls-key %s: %s",
 			    o->key ? o->key : o->cert, why);
 			goto fail;
 		}

@@ -12,6 +12,7 @@ local r = {1, redis.call('PTTL', KEYS[1]),
 local h = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command',
 	'acquired_ms', 'ttl_ms', 'fence')
 for i = 1, 7 do r[4 + i] = h[i] end
+r[12] = redis.call('GET', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
 redis.call('RPUSH', KEYS[4], '1')
 redis.call('PEXPIRE', KEYS[4], 10000)
