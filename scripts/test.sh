@@ -1,6 +1,7 @@
 #!/bin/sh
-# test.sh: install what is missing, build, run the whole test suite, and end
-# with one line "N passed, N failed".  Exits non-zero on any failure.
+# test.sh: install what is missing, build, run the whole test suite (once
+# plainly, once under ASan+UBSan), check the release tarball, and end with
+# one line "N passed, N failed".  Exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh || exit 1
@@ -15,16 +16,34 @@ check=$?
 make -j"$jobs" distcheck TESTS=tests/unit >distcheck.log 2>&1
 distcheck=$?
 
-pass=$(cat tests/*.trs 2>/dev/null | grep -c '^:test-result: \(PASS\|XFAIL\)')
-fail=$(cat tests/*.trs 2>/dev/null | grep -c '^:test-result: \(FAIL\|XPASS\|ERROR\)')
-if [ "$check" -ne 0 ] && [ "$fail" -eq 0 ]; then
-	fail=1	# make check failed without a failing test: say so
+# The whole suite once more, built from that tarball with AddressSanitizer
+# and UndefinedBehaviorSanitizer: any report fails the test that hit it.
+rm -rf .sanitize && mkdir .sanitize &&
+    tar -xzf "$(ls -t rlock-*.tar.gz | head -n 1)" -C .sanitize --strip-components=1 &&
+    (cd .sanitize && ./configure --enable-werror --enable-sanitizers >/dev/null &&
+    make -j"$jobs" >/dev/null 2>&1 &&
+    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:exitcode=86 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    make -j"$jobs" check >/dev/null 2>&1)
+sanitize=$?
+
+count() {	# $1: a directory with tests/*.trs; $2: the results to count
+	cat "$1"/tests/*.trs 2>/dev/null | grep -c "^:test-result: \($2\)"
+}
+report() {	# print the logs of failed tests under $1
+	for t in "$1"/tests/*.trs; do
+		grep -q '^:test-result: \(FAIL\|XPASS\|ERROR\)' "$t" 2>/dev/null || continue
+		echo "==== ${t%.trs}.log"
+		grep -v '^ok ' "${t%.trs}.log"
+	done
+}
+pass=$(( $(count . 'PASS\|XFAIL') + $(count .sanitize 'PASS\|XFAIL') ))
+fail=$(( $(count . 'FAIL\|XPASS\|ERROR') + $(count .sanitize 'FAIL\|XPASS\|ERROR') ))
+if { [ "$check" -ne 0 ] || [ "$sanitize" -ne 0 ]; } && [ "$fail" -eq 0 ]; then
+	fail=1	# a suite failed without a failing test: say so
 fi
-for t in tests/*.trs; do
-	grep -q '^:test-result: \(FAIL\|XPASS\|ERROR\)' "$t" 2>/dev/null || continue
-	echo "==== ${t%.trs}.log"
-	grep -v '^ok ' "${t%.trs}.log"
-done
+report .
+report .sanitize
 if [ "$distcheck" -eq 0 ]; then
 	pass=$((pass + 1))
 	echo "make distcheck: ok"
@@ -33,4 +52,5 @@ else
 	echo "make distcheck: FAILED"; tail -30 distcheck.log
 fi
 echo "$pass passed, $fail failed"
-[ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$fail" -eq 0 ]
+[ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$sanitize" -eq 0 ] &&
+    [ "$fail" -eq 0 ]

@@ -42,10 +42,9 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 		lock_new_token(token, sizeof token);
 	/* rlock exits at once: the holder is the script that ran it. */
 	cmd_meta(&meta, (long long)getppid(), "");
-	buf_init(&out);
-
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
+	buf_init(&out);
 	cmd_lock_init(ctx, &l, token);
 	start = now_mono_ms();
 	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);

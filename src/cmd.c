@@ -58,7 +58,8 @@ struct opt_def {
 
 static const struct opt_def opt_defs[] = {
 	{ O_URL, 'u', "url", "URL",
-	  "Redis to use (default $RLOCK_URL, else " DEFAULT_URL ")" },
+	  "Redis to use; repeat it, or separate URLs with spaces, for a "
+	  "quorum (default $RLOCK_URL, else " DEFAULT_URL ")" },
 	{ O_PASSWORD_FILE, 0, "password-file", "FILE",
 	  "read the password from FILE's first line "
 	  "(default $RLOCK_PASSWORD, then $REDISCLI_AUTH)" },
@@ -867,7 +868,11 @@ settle(struct cmd_ctx *ctx)
 		add_urls(o, DEFAULT_URL);
 	for (i = 0; i < o->nurl; i++) {
 		if (url_parse(o->url[i], &ctx->urls[i], why, sizeof why) == -1)
-			return o->nurl == 1 ?
+			return strchr(o->url[i], ',') != NULL &&
+			    strncmp(o->url[i], "redis-sentinel:", 15) != 0 ?
+			    cmd_usage_error("invalid %s: %s (to give several "
+			    "servers, separate URLs with spaces or repeat -u)",
+			    from, why) : o->nurl == 1 ?
 			    cmd_usage_error("invalid %s: %s", from, why) :
 			    cmd_usage_error("invalid %s (URL %d of %d): %s",
 			    from, i + 1, o->nurl, why);

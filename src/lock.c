@@ -238,10 +238,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	if (count(won, n) >= quorum_majority(l->q) && l->wait_replicas > 0) {
 		await_replicas(l, won);
 		if (count(won, n) < quorum_majority(l->q)) {
-			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d replicas "
-			    "acknowledged the lock within %lldms "
+			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d "
+			    "replica%s acknowledged the lock within %lldms "
 			    "(--wait-replicas); it was released",
-			    redis_display(l->q->conn[0]), l->wait_replicas,
+			    l->q->urls[0].display, l->wait_replicas,
+			    l->wait_replicas == 1 ? "" : "s",
 			    (long long)l->wait_timeout_ms);
 			undo_partial(l);
 			ok = -1;
@@ -376,10 +377,11 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	    count(won, n) >= quorum_majority(l->q)) {
 		await_replicas(l, won);
 		if (count(won, n) < quorum_majority(l->q)) {
-			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d replicas "
-			    "acknowledged the extend within %lldms "
-			    "(--wait-replicas)", redis_display(l->q->conn[0]),
-			    l->wait_replicas, (long long)l->wait_timeout_ms);
+			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d "
+			    "replica%s acknowledged the extend within %lldms "
+			    "(--wait-replicas)", l->q->urls[0].display,
+			    l->wait_replicas, l->wait_replicas == 1 ? "" : "s",
+			    (long long)l->wait_timeout_ms);
 			ok = -1;
 		}
 	}
@@ -726,7 +728,8 @@ lock_list(struct quorum *q, const char *prefix, char ***names, size_t *count,
 		free(nm.v);
 		return -1;
 	}
-	qsort(nm.v, nm.n, sizeof *nm.v, cmp_names);
+	if (nm.n > 1)
+		qsort(nm.v, nm.n, sizeof *nm.v, cmp_names);
 	/* SCAN may return a key twice, and servers share names: one each. */
 	for (i = 1, k = nm.n ? 1 : 0; i < nm.n; i++) {
 		if (strcmp(nm.v[i], nm.v[k - 1]) == 0)

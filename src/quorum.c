@@ -92,6 +92,9 @@ quorum_open(struct quorum *q, const struct url *urls, int n,
 	if (ok >= quorum_majority(q))
 		return 0;
 	*e = q->errs[first];
+	if (n > 1 && e->kind != ERR_INTERRUPTED)
+		err_prefix(e, "only %d of %d servers answered, and a lock "
+		    "needs %d", ok, n, quorum_majority(q));
 	return -1;
 }
 

@@ -1,0 +1,359 @@
+#!/usr/bin/env bats
+# quorum.bats: quorum (Redlock) mode over five independent servers: writes
+# on all of them, frozen minorities and majorities, locks already held on a
+# minority or a majority, fences across servers with skewed counters, mutual
+# exclusion under contention, exec's heartbeat and a node restarted empty,
+# waiters, the ways of naming several servers, and status.
+
+load helpers
+load exec-helpers
+load dist-helpers
+
+setup_file() { start_quorum 5; }
+teardown_file() { stop_all_redis; }
+
+setup() {
+	require_rlock
+	unset RLOCK_TOKEN RLOCK_PREFIX RLOCK_PASSWORD REDISCLI_AUTH RLOCK_CONFIG RLOCK_URL
+	qflushall
+	# Every test starts with no scripts cached (as after a restart).
+	local i
+	for ((i = 1; i <= QUORUM_N; i++)); do qcli "$i" SCRIPT FLUSH >/dev/null; done
+	cd "$BATS_TEST_TMPDIR"
+}
+
+# warm_scripts: one acquire/status/extend/release cycle with every server up,
+# so that the scripts are cached everywhere.
+warm_scripts() {
+	local tok
+	tok=$(rlockq acquire warm-up) || return 1
+	rlockq status warm-up >/dev/null || return 1
+	rlockq extend --token "$tok" warm-up || return 1
+	rlockq release --token "$tok" warm-up || return 1
+}
+
+teardown() {
+	# A frozen server must never outlive its test frozen.
+	thaw_all
+	exec_teardown
+}
+
+# ---------------------------------------------------------------------------
+# Acquire and release
+# ---------------------------------------------------------------------------
+
+@test "quorum: acquire writes the same token on all five servers and release clears all five" {
+	run --separate-stderr rlockq acquire job
+	assert_success
+	assert_output --regexp "$UUID_RE"
+	local tok=$output
+	assert_equal "$(nodes_with_token job "$tok")" 5
+	assert_equal "$(nodes_with_key 'rlock:{job}:info')" 5
+
+	run --separate-stderr rlockq release --token "$tok" job
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+	assert_equal "$(nodes_with_key 'rlock:{job}:info')" 0
+}
+
+@test "quorum: with two servers frozen acquire still succeeds within one --timeout, status shows 3 of 5 with 2 unreachable, and release works" {
+	warm_scripts
+	freeze_node 1
+	freeze_node 2
+	local t0 t1
+	t0=$(now_ms)
+	run --separate-stderr rlockq --timeout 500ms acquire job
+	t1=$(now_ms)
+	assert_success
+	local tok=$output
+	# One --timeout (500 ms) for the frozen ones, not one per server.
+	assert_between $((t1 - t0)) 0 1900 "acquire took (ms)"
+	assert_equal "$(nodes_with_token job "$tok" 3 4 5)" 3
+
+	run --separate-stderr rlockq --timeout 500ms status job
+	assert_success
+	assert_line --index 0 --regexp '^job: held by .* \(on 3 of 5 servers\)$'
+	assert_line --index 1 "  $Q1_URL: unreachable (redis://127.0.0.1:$Q1_PORT: no reply within 500ms (--timeout))"
+	assert_line --index 2 --regexp "^  $Q2_URL: unreachable \(.+\)$"
+	assert_line --index 3 "  $Q3_URL: holds it"
+	assert_line --index 4 "  $Q4_URL: holds it"
+	assert_line --index 5 "  $Q5_URL: holds it"
+
+	run --separate-stderr rlockq --timeout 500ms --json status job
+	assert_success
+	json_check 'd["held"] and [s["state"] for s in d["servers"]] == ["unreachable", "unreachable", "holds", "holds", "holds"]' <<<"$output"
+	json_check 'all(s.get("error") for s in d["servers"][:2]) and not any("error" in s for s in d["servers"][2:])' <<<"$output"
+
+	run --separate-stderr rlockq --timeout 500ms release --token "$tok" job
+	assert_success
+	assert_equal "$(nodes_with_key 'rlock:{job}' 3 4 5)" 0
+}
+
+@test "quorum: with one server frozen acquire succeeds even when the live servers have no scripts cached" {
+	# After a restart (or SCRIPT FLUSH) EVALSHA answers NOSCRIPT and rlock
+	# falls back to EVAL; a frozen server must still cost only one --timeout
+	# and must not make the answers of the others count as missing.
+	freeze_node 3
+	local t0 t1
+	t0=$(now_ms)
+	run --separate-stderr rlockq --timeout 500ms acquire job
+	t1=$(now_ms)
+	assert_success
+	assert_equal "$stderr" ""
+	assert_between $((t1 - t0)) 0 1900 "acquire took (ms)"
+	assert_equal "$(nodes_with_token job "$output" 1 2 4 5)" 4
+}
+
+@test "quorum: with three servers frozen acquire exits 69 saying only 2 of 5 answered and leaves nothing held on the live two" {
+	freeze_node 1
+	freeze_node 2
+	freeze_node 3
+	run --separate-stderr rlockq --timeout 500ms acquire job
+	assert_equal "$status" 69
+	assert_equal "$output" ""
+	assert_one_error_line
+	assert_equal "${stderr_lines[0]%%:*}" "rlock"
+	[[ "$stderr" == *"only 2 of 5 servers answered, and a lock needs 3"* ]] ||
+		fail "unexpected message: $stderr"
+	assert_equal "$(nodes_with_key 'rlock:{job}' 4 5)" 0
+	assert_equal "$(nodes_with_key 'rlock:{job}:info' 4 5)" 0
+}
+
+@test "quorum: a minority holding the lock with another token does not block, and the status line says on 3 of 5" {
+	qcli 1 SET 'rlock:{job}' other-token PX 30000 >/dev/null
+	qcli 2 SET 'rlock:{job}' other-token PX 30000 >/dev/null
+	run --separate-stderr rlockq acquire -n job
+	assert_success
+	local tok=$output
+	assert_equal "$(nodes_with_token job "$tok" 3 4 5)" 3
+	assert_equal "$(nodes_with_token job other-token 1 2)" 2
+
+	run --separate-stderr rlockq status job
+	assert_success
+	assert_line --index 0 --regexp '^job: held by .* \(on 3 of 5 servers\)$'
+	assert_line --index 1 "  $Q1_URL: holds another token"
+	assert_line --index 3 "  $Q3_URL: holds it"
+}
+
+@test "quorum: a majority holding the lock with another token blocks (exit 1 with -n) and the partial writes on the other two are undone" {
+	local i
+	for i in 1 2 3; do qcli "$i" SET 'rlock:{job}' other-token PX 30000 >/dev/null; done
+	run --separate-stderr rlockq acquire -n job
+	assert_equal "$status" 1
+	assert_equal "$output" ""
+	assert_equal "$stderr" ""
+	assert_equal "$(nodes_with_key 'rlock:{job}' 4 5)" 0
+	assert_equal "$(nodes_with_key 'rlock:{job}:info' 4 5)" 0
+	assert_equal "$(nodes_with_token job other-token 1 2 3)" 3
+
+	# The lock is held (by the other token) on a majority.
+	run --separate-stderr rlockq status job
+	assert_success
+	assert_line --index 0 --regexp '^job: held.*\(on 3 of 5 servers\)$'
+	assert_line --index 1 "  $Q1_URL: holds another token"
+	assert_line --index 4 "  $Q4_URL: free"
+}
+
+# ---------------------------------------------------------------------------
+# Fences
+# ---------------------------------------------------------------------------
+
+@test "quorum: fences increase across holders even when the servers' counters are skewed" {
+	qcli 1 SET 'rlock:{job}:fence' 100 >/dev/null
+	qcli 2 SET 'rlock:{job}:fence' 5 >/dev/null
+	run --separate-stderr rlockq --json acquire job
+	assert_success
+	local f1 tok i c
+	f1=$(json_eval 'd["fence"]' <<<"$output")
+	tok=$(json_eval 'd["token"]' <<<"$output" | tr -d '"')
+	assert_between "$f1" 101 1000000 "first fence"
+	for i in 1 2 3 4 5; do
+		[[ "$(qcli "$i" GET 'rlock:{job}')" == "$tok" ]] || continue
+		c=$(qcli "$i" GET 'rlock:{job}:fence')
+		assert_between "$c" "$f1" 1000000 "fence counter on server $i"
+		assert_equal "$(qcli "$i" HGET 'rlock:{job}:info' fence)" "$f1"
+	done
+	assert_equal "$(nodes_with_token job "$tok")" 5
+
+	run --separate-stderr rlockq release --token "$tok" job
+	assert_success
+	run --separate-stderr rlockq --json acquire job
+	assert_success
+	local f2
+	f2=$(json_eval 'd["fence"]' <<<"$output")
+	assert_between "$f2" $((f1 + 1)) 1000000 "second fence"
+
+	# The holder's environment in exec gets the quorum fence too.
+	tok=$(json_eval 'd["token"]' <<<"$output" | tr -d '"')
+	rlockq release --token "$tok" job
+	run --separate-stderr rlockq exec job -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_success
+	assert_between "$output" $((f2 + 1)) 1000000 "exec's RLOCK_FENCE"
+}
+
+# ---------------------------------------------------------------------------
+# Mutual exclusion, exec
+# ---------------------------------------------------------------------------
+
+@test "quorum: four workers times fifteen exec cycles around a non-atomic increment end at exactly 60" {
+	echo 0 >f
+	cat >worker.sh <<-EOF
+		#!/bin/bash
+		for i in \$(seq 15); do
+			"$RLOCK" $(for u in $QUORUM_URLS; do printf -- '-u %s ' "$u"; done) exec -w 60s -t 5s ctr -- \\
+				sh -c 'n=\$(cat f); sleep 0.01; echo \$((n+1)) > f' || exit 1
+		done
+	EOF
+	chmod +x worker.sh
+	local w1 w2 w3 w4
+	bg_start w1 ./worker.sh
+	bg_start w2 ./worker.sh
+	bg_start w3 ./worker.sh
+	bg_start w4 ./worker.sh
+	local p
+	for p in "$w1" "$w2" "$w3" "$w4"; do
+		bg_wait "$p" 50000 || fail "a worker did not finish within 50 s"
+		assert_equal "$BG_STATUS" 0
+	done
+	assert_equal "$(cat f)" 60
+	assert_equal "$(nodes_with_key 'rlock:{ctr}')" 0
+}
+
+@test "quorum: exec's heartbeat keeps a 1s lock held on a majority through a 2.5s command and releases it after" {
+	local ex
+	bg_start ex "$RLOCK" $(for u in $QUORUM_URLS; do printf -- '-u %s ' "$u"; done) \
+		exec -t 1s job -- sleep 2.5
+	sleep 1.8
+	# Long past the TTL: only the heartbeat can have kept the key alive.
+	local held
+	held=$(nodes_with_key 'rlock:{job}')
+	assert_between "$held" 3 5 "servers holding the lock at 1.8 s"
+	bg_wait "$ex" 10000 || fail "exec did not finish"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+}
+
+@test "quorum: a node killed and restarted empty mid-exec does not stop the command while the majority holds" {
+	# Servers of this test only (the restarted one must not replace the file's).
+	start_quorum 5
+	local ex
+	bg_start ex "$RLOCK" $(for u in $QUORUM_URLS; do printf -- '-u %s ' "$u"; done) \
+		exec -t 1500ms job -- sh -c 'sleep 3.5; echo done > finished'
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ "$(nodes_with_key 'rlock:{job}')" == 5 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 5
+	sleep 0.5
+	kill -KILL "$Q2_PID"
+	wait_gone "$Q2_PID" 3000
+	restart_redis_empty Q2
+	assert_equal "$(qcli 2 EXISTS 'rlock:{job}')" 0
+	bg_wait "$ex" 15000 || fail "exec did not finish"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat finished)" done
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/ex.err")" ""
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+}
+
+# ---------------------------------------------------------------------------
+# Waiting
+# ---------------------------------------------------------------------------
+
+@test "quorum: a waiter gets a lock released by another client promptly, well under the TTL" {
+	local tok
+	tok=$(rlockq acquire -t 20s job)
+	local wt
+	bg_start wt "$RLOCK" $(for u in $QUORUM_URLS; do printf -- '-u %s ' "$u"; done) \
+		acquire -w 10s job
+	# Wait (bounded) until the waiter blocks on the wake list on every server.
+	local i j n
+	for ((i = 0; i < 150; i++)); do
+		n=0
+		for j in 1 2 3 4 5; do
+			qcli "$j" CLIENT LIST | grep -q 'cmd=blpop' && n=$((n + 1))
+		done
+		((n == 5)) && break
+		sleep 0.02
+	done
+	_proc_alive "$wt" || fail "the waiter ended early: $(cat wt.err)"
+	local t0 t1
+	t0=$(now_ms)
+	rlockq release --token "$tok" job
+	bg_wait "$wt" 10000 || fail "the waiter did not get the lock"
+	t1=$(now_ms)
+	assert_equal "$BG_STATUS" 0
+	assert_between $((t1 - t0)) 0 2000 "waiter woke after (ms)"
+	local wtok
+	wtok=$(cat wt.out)
+	[[ "$wtok" =~ $UUID_RE ]] || fail "waiter printed '$wtok'"
+	assert_equal "$(nodes_with_token job "$wtok")" 5
+}
+
+# ---------------------------------------------------------------------------
+# Naming the servers
+# ---------------------------------------------------------------------------
+
+@test "quorum: RLOCK_URL with five URLs separated by spaces works like five -u" {
+	run --separate-stderr env RLOCK_URL="$QUORUM_URLS" "$RLOCK" acquire job
+	assert_success
+	local tok=$output
+	assert_equal "$(nodes_with_token job "$tok")" 5
+	run --separate-stderr env RLOCK_URL="$QUORUM_URLS" "$RLOCK" status job
+	assert_success
+	assert_line --index 0 --regexp '\(on 5 of 5 servers\)$'
+	run --separate-stderr env RLOCK_URL="$QUORUM_URLS" "$RLOCK" release --token "$tok" job
+	assert_success
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+}
+
+@test "quorum: a config file with one url line holding several URLs works like several -u" {
+	printf 'url = %s\n' "$QUORUM_URLS" >rlock.conf
+	chmod 600 rlock.conf
+	run --separate-stderr "$RLOCK" --config rlock.conf acquire job
+	assert_success
+	local tok=$output
+	assert_equal "$(nodes_with_token job "$tok")" 5
+	run --separate-stderr "$RLOCK" --config rlock.conf status job
+	assert_success
+	assert_line --index 0 --regexp '\(on 5 of 5 servers\)$'
+	run --separate-stderr "$RLOCK" --config rlock.conf release --token "$tok" job
+	assert_success
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+}
+
+# ---------------------------------------------------------------------------
+# Status
+# ---------------------------------------------------------------------------
+
+@test "quorum: status --json has a servers array of five with their states" {
+	local tok
+	tok=$(rlockq acquire job)
+	qcli 5 SET 'rlock:{job}' other-token PX 30000 >/dev/null
+	qcli 4 DEL 'rlock:{job}' 'rlock:{job}:info' >/dev/null
+	run --separate-stderr rlockq --json status job
+	assert_success
+	json_check 'd["name"] == "job" and d["held"] is True' <<<"$output"
+	json_check 'len(d["servers"]) == 5' <<<"$output"
+	json_check '[s["state"] for s in d["servers"]] == ["holds", "holds", "holds", "free", "other"]' <<<"$output"
+	json_check '[s["url"] for s in d["servers"]] == "'"$QUORUM_URLS"'".split()' <<<"$output"
+	json_check 'not any("error" in s for s in d["servers"])' <<<"$output"
+}
+
+@test "quorum: status with no NAME lists a lock held on every server once" {
+	rlockq acquire job >/dev/null
+	rlockq acquire other >/dev/null
+	run --separate-stderr rlockq status
+	assert_success
+	local n_job n_other
+	n_job=$(grep -c '^job: held' <<<"$output" || true)
+	n_other=$(grep -c '^other: held' <<<"$output" || true)
+	assert_equal "$n_job" 1
+	assert_equal "$n_other" 1
+
+	run --separate-stderr rlockq --json status
+	assert_success
+	json_check 'sorted(x["name"] for x in d) == ["job", "other"]' <<<"$output"
+}
