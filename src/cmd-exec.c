@@ -303,21 +303,22 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	sv.foreground = ctx->o.foreground;
 	sv.on_lost = ctx->o.on_lost;
 	sv.kill_after_ms = ctx->o.kill_after_ms;
+	cmd_ignored_signals(&sv.ignored);
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);
 		log_error("%s", ctx->err.msg);
 		rc = status;
 		goto out;
 	}
-	if (heartbeat_start(&hb, &l, ctx->o.prefix, ctx->urls, ctx->nurls,
-	    &ctx->ropts, ctx->o.heartbeat_ms, SUPERVISE_WAKE, &ctx->err) == -1) {
-		supervise_kill(&sv);
+	heartbeat_init(&hb, &l, ctx->o.prefix, ctx->urls, ctx->nurls,
+	    &ctx->ropts, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
+	status = supervise_wait(&sv, &hb, &ctx->err);
+	heartbeat_stop(&hb);
+	if (status == -1) {
 		cmd_give_back(&l);
 		rc = cmd_fail(ctx);
 		goto out;
 	}
-	status = supervise_wait(&sv, &hb);
-	heartbeat_stop(&hb);
 	/* The heartbeat moved the lock's validity on: the release needs none. */
 	rc = finish(ctx, &l, &sv, status);
 out:

@@ -256,10 +256,16 @@ cmd_meta(struct lock_meta *m, long long pid, const char *command)
 	if (host[0] == '\0' && gethostname(host, sizeof host - 1) == -1)
 		snprintf(host, sizeof host, "unknown");
 	if (user[0] == '\0') {
-		if ((pw = getpwuid(geteuid())) != NULL)
-			snprintf(user, sizeof user, "%s", pw->pw_name);
-		else if ((env = getenv("USER")) != NULL)
+		/*
+		 * The environment first: it is only shown, and asking NSS
+		 * (nscd, /etc/passwd, LDAP...) costs more than the lock.
+		 */
+		if ((env = getenv("LOGNAME")) != NULL && *env != '\0')
 			snprintf(user, sizeof user, "%s", env);
+		else if ((env = getenv("USER")) != NULL && *env != '\0')
+			snprintf(user, sizeof user, "%s", env);
+		else if ((pw = getpwuid(geteuid())) != NULL)
+			snprintf(user, sizeof user, "%s", pw->pw_name);
 		else
 			snprintf(user, sizeof user, "%u", geteuid());
 	}
@@ -308,19 +314,35 @@ on_signal(int sig)
  * progress gives up, the command gives back what it holds, and then dies
  * of the signal (cmd_reraise).
  */
+/* The signals that were ignored when rlock started (see catch_signals). */
+static sigset_t	ignored_at_start;
+
+void
+cmd_ignored_signals(sigset_t *set)
+{
+	*set = ignored_at_start;
+}
+
 static void
 catch_signals(void)
 {
-	struct sigaction	sa;
+	struct sigaction	sa, old;
 	const int		sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	size_t			i;
 
+	sigemptyset(&ignored_at_start);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		sigaction(sigs[i], &sa, &old);
+		if (old.sa_handler == SIG_IGN)
+			sigaddset(&ignored_at_start, sigs[i]);
+	}
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &old);
+	if (old.sa_handler == SIG_IGN)
+		sigaddset(&ignored_at_start, SIGPIPE);
 }
 
 /* ------------------------------------------------------------ parsing */

@@ -2,6 +2,7 @@
 #ifndef RLOCK_CMD_H
 #define RLOCK_CMD_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -147,6 +148,8 @@ void	cmd_meta(struct lock_meta *, long long pid, const char *command);
  * raise it again, so the caller sees rlock die of it, as a shell would.
  */
 void	cmd_reraise(void);
+/* The signals rlock found ignored at start, for exec's child. */
+void	cmd_ignored_signals(sigset_t *);
 /* Best-effort release on a failure path, even after a signal. */
 void	cmd_give_back(struct lock *);
 

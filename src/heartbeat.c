@@ -134,13 +134,12 @@ run(void *arg)
 	return NULL;
 }
 
-int
-heartbeat_start(struct heartbeat *hb, const struct lock *l, const char *prefix,
+void
+heartbeat_init(struct heartbeat *hb, const struct lock *l, const char *prefix,
     const struct url *urls, int nurls, const struct redis_opts *opts,
-    int64_t interval_ms, int notify_sig, struct err *e)
+    int64_t interval_ms, int notify_sig)
 {
 	pthread_condattr_t	ca;
-	int			rc;
 
 	memset(hb, 0, sizeof *hb);
 	hb->base = *opts;
@@ -169,13 +168,28 @@ heartbeat_start(struct heartbeat *hb, const struct lock *l, const char *prefix,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&hb->cv, &ca);
 	pthread_condattr_destroy(&ca);
+}
+
+int64_t
+heartbeat_due(const struct heartbeat *hb)
+{
+	/* Half an interval before the first extend is due. */
+	return hb->l.acquired_at + hb->interval_ms / 2;
+}
+
+int
+heartbeat_start(struct heartbeat *hb, struct err *e)
+{
+	int	rc;
+
+	if (hb->started)
+		return 0;
 	if ((rc = pthread_create(&hb->thread, NULL, run, hb)) != 0) {
 		err_set(e, ERR_SOFTWARE, "cannot start the heartbeat thread: "
 		    "%s", strerror(rc));
-		quorum_close(&hb->q);
-		lock_free(&hb->l);
 		return -1;
 	}
+	hb->started = 1;
 	return 0;
 }
 
@@ -186,7 +200,8 @@ heartbeat_stop(struct heartbeat *hb)
 	hb->stop = 1;
 	pthread_cond_signal(&hb->cv);
 	pthread_mutex_unlock(&hb->mu);
-	pthread_join(hb->thread, NULL);
+	if (hb->started)
+		pthread_join(hb->thread, NULL);
 	quorum_close(&hb->q);
 	lock_free(&hb->l);
 	pthread_cond_destroy(&hb->cv);

@@ -29,6 +29,7 @@ struct heartbeat {
 	char			 why[256];
 	int64_t			 valid_until;	/* CLOCK_MONOTONIC ms */
 	unsigned		 extends;
+	int			 started;
 
 	/* Woken with notify_sig when the lock is lost. */
 	pthread_t		 notify;
@@ -36,16 +37,22 @@ struct heartbeat {
 };
 
 /*
- * Start extending l (held, with l->ttl_ms and l->valid_until set) every
- * interval_ms on new connections to the same servers.  On loss the
+ * Get ready to extend l (held, with l->ttl_ms and l->valid_until set)
+ * every interval_ms, on new connections to the same servers.  On loss the
  * thread records why, sends notify_sig to the calling thread (which must
- * have it blocked and wait for it), and stops.  0, or -1 with e filled.
+ * have it blocked and wait for it), and stops.
  */
-int	heartbeat_start(struct heartbeat *, const struct lock *l,
+void	heartbeat_init(struct heartbeat *, const struct lock *l,
 	    const char *prefix, const struct url *urls, int nurls,
-	    const struct redis_opts *opts, int64_t interval_ms, int notify_sig,
-	    struct err *e);
-/* Stop the thread and wait for it; safe to call once after start. */
+	    const struct redis_opts *opts, int64_t interval_ms, int notify_sig);
+/*
+ * The monotonic time by which the thread must be running.  A command that
+ * is over before then (`rlock exec job -- true`) never costs a thread.
+ */
+int64_t	heartbeat_due(const struct heartbeat *);
+/* Start the thread (once).  0, or -1 with e filled. */
+int	heartbeat_start(struct heartbeat *, struct err *e);
+/* Stop the thread, if it started, wait for it, and free what init made. */
 void	heartbeat_stop(struct heartbeat *);
 /* Whether the lock is lost (why filled), and until when it is valid. */
 int	heartbeat_state(struct heartbeat *, int64_t *valid_until, char *why,

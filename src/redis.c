@@ -15,10 +15,8 @@
  * sent again.  The layers above see one connection that answers.
  */
 
-#include <openssl/sha.h>
 #include <hiredis/hiredis.h>
 
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,25 +50,8 @@ struct redis {
 	const char		**keys, **args;
 };
 
-static pthread_once_t	hash_once = PTHREAD_ONCE_INIT;
-
 static int	attach(struct redis *, const struct url *, int64_t,
 		    struct err *);
-
-/* EVALSHA needs each body's SHA1; the scripts are constant, hash them once. */
-static void
-hash_scripts(void)
-{
-	unsigned char	 md[SHA_DIGEST_LENGTH];
-	struct script	**s;
-	int		 i;
-
-	for (s = scripts_all; *s != NULL; s++) {
-		SHA1((const unsigned char *)(*s)->body, strlen((*s)->body), md);
-		for (i = 0; i < SHA_DIGEST_LENGTH; i++)
-			sprintf((*s)->sha + 2 * i, "%02x", md[i]);
-	}
-}
 
 static struct redis_reply *
 convert(const redisReply *r)
@@ -299,7 +280,6 @@ redis_send_script(struct redis *r, struct script *s, int nkeys,
 		    r->url->display);
 		return -1;
 	}
-	pthread_once(&hash_once, hash_scripts);
 	r->budget = r->opts->timeout_ms;
 	r->deadline = now_mono_ms() + r->budget;
 	r->script = s;

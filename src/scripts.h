@@ -4,8 +4,8 @@
 
 struct script {
 	const char	*name;
+	const char	*sha;	/* hex SHA1 of body, computed at build time */
 	const char	*body;
-	char		 sha[41];	/* hex SHA1 of body, filled on first use */
 };
 
 extern struct script script_acquire;

@@ -35,6 +35,11 @@ const int supervise_forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0
 };
 
+/* What rlock changes for itself (cmd.c), and gives the child back. */
+const int supervise_restored[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, 0
+};
+
 static void
 waited_set(sigset_t *set)
 {
@@ -62,12 +67,20 @@ child(struct supervise *sv, pid_t parent, int errfd)
 {
 	struct sigaction	sa;
 	sigset_t		none;
-	int			s, err;
+	const int		*s;
+	int			err;
 
+	/*
+	 * Caught signals go back to their default at exec by themselves; the
+	 * ones rlock ignores, or caught, go back to how rlock found them
+	 * (a nohup'ed rlock runs a nohup'ed command).
+	 */
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = SIG_DFL;
-	for (s = 1; s < NSIG; s++)
-		sigaction(s, &sa, NULL);
+	for (s = supervise_restored; *s != 0; s++) {
+		sa.sa_handler = sigismember(&sv->ignored, *s) ? SIG_IGN :
+		    SIG_DFL;
+		sigaction(*s, &sa, NULL);
+	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (!sv->foreground)
@@ -218,20 +231,27 @@ on_loss(struct supervise *sv, const char *why)
 }
 
 int
-supervise_wait(struct supervise *sv, struct heartbeat *hb)
+supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 {
 	struct timespec	ts;
 	siginfo_t	info;
 	sigset_t	set;
-	int64_t		valid_until, wake, kill_at = -1, now;
+	int64_t		valid_until, wake, kill_at = -1, now, due;
 	char		why[256];
 	int		sig, status, killed = 0;
 
 	waited_set(&set);
+	due = heartbeat_due(hb);
 	for (;;) {
 		if (exited(sv->pid))
 			break;
 		now = now_mono_ms();
+		if (!hb->started && !sv->lost && now >= due &&
+		    heartbeat_start(hb, e) == -1) {
+			/* Unguarded is not an option: stop the command. */
+			supervise_kill(sv);
+			return -1;
+		}
 		if (!sv->lost) {
 			if (heartbeat_state(hb, &valid_until, why, sizeof why))
 				on_loss(sv, why);
@@ -249,6 +269,8 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb)
 		}
 		/* Sleep until a signal, the end of validity, or kill time. */
 		wake = sv->lost ? (killed ? -1 : kill_at) : valid_until;
+		if (!hb->started && !sv->lost && due < wake)
+			wake = due;
 		if (wake < 0)
 			wake = now + 60000;
 		if (wake <= now)

@@ -18,6 +18,7 @@ struct supervise {
 	int		 foreground;	/* stay in rlock's process group */
 	int		 on_lost;	/* signal, or 0 to only report */
 	int64_t		 kill_after_ms;
+	sigset_t	 ignored;	/* ignored when rlock started */
 
 	/* What happened. */
 	pid_t		 pid;
@@ -29,6 +30,7 @@ struct supervise {
 
 /* The signals exec forwards, and the one the heartbeat wakes us with. */
 extern const int	supervise_forwarded[];
+extern const int	supervise_restored[];
 #define SUPERVISE_WAKE	(SIGRTMIN)
 
 /*
@@ -48,12 +50,14 @@ void	supervise_block_signals(void);
 int	supervise_spawn(struct supervise *, int *status, struct err *e);
 
 /*
- * Wait for the child, forwarding signals, and acting on loss of the lock
- * (from the heartbeat, or seen here when its validity runs out): send
- * on_lost to the child's group, then SIGKILL after kill_after_ms.
- * Returns the child's exit status, or 128+S if it died of signal S.
+ * Wait for the child, forwarding signals, starting the heartbeat thread
+ * when it is due, and acting on loss of the lock (from the heartbeat, or
+ * seen here when its validity runs out): send on_lost to the child's
+ * group, then SIGKILL after kill_after_ms.  Returns the child's exit
+ * status, or 128+S if it died of signal S; -1 (e filled, child killed)
+ * if the heartbeat could not be started.
  */
-int	supervise_wait(struct supervise *, struct heartbeat *);
+int	supervise_wait(struct supervise *, struct heartbeat *, struct err *e);
 
 /* "2026-11-22 01:53:05", local time, for loss messages. */
 const char *format_time(int64_t wall_ms, char *buf, size_t len);

@@ -17,7 +17,9 @@
 #include <openssl/x509v3.h>
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +29,90 @@
 #include "log.h"
 #include "tls.h"
 #include "util.h"
+
+/*
+ * libssl and libcrypto are loaded when the first rediss:// connection is
+ * made, not linked: mapping and relocating them costs every rlock process
+ * over a millisecond, which is most of what a plain `rlock exec` costs on
+ * top of fork and exec.  The OpenSSL headers still give the types and the
+ * prototypes, and each function below is called through a pointer of the
+ * very type its prototype declares.
+ */
+#if OPENSSL_VERSION_MAJOR >= 3
+#define LIBSSL	"libssl.so.3"
+#else
+#define LIBSSL	"libssl.so.1.1"
+#endif
+
+#define TLS_FUNCTIONS(X)						\
+	X(ERR_clear_error) X(ERR_peek_last_error)			\
+	X(ERR_reason_error_string) X(SSL_CTX_check_private_key)		\
+	X(SSL_CTX_ctrl) X(SSL_CTX_free) X(SSL_CTX_load_verify_locations)	\
+	X(SSL_CTX_new) X(SSL_CTX_set_default_verify_paths)		\
+	X(SSL_CTX_set_verify) X(SSL_CTX_use_PrivateKey_file)		\
+	X(SSL_CTX_use_certificate_chain_file) X(SSL_connect) X(SSL_ctrl)	\
+	X(SSL_free) X(SSL_get0_param) X(SSL_get_error)			\
+	X(SSL_get_verify_result) X(SSL_new) X(SSL_read) X(SSL_set1_host)	\
+	X(SSL_set_fd) X(SSL_shutdown) X(SSL_write) X(TLS_client_method)	\
+	X(X509_VERIFY_PARAM_set1_ip_asc) X(X509_VERIFY_PARAM_set_hostflags) \
+	X(X509_verify_cert_error_string)
+
+#define DECLARE(f)	static __typeof__(f) *p_##f;
+TLS_FUNCTIONS(DECLARE)
+
+/* From here on, a call to an OpenSSL function goes through its pointer. */
+#define ERR_clear_error			(*p_ERR_clear_error)
+#define ERR_peek_last_error		(*p_ERR_peek_last_error)
+#define ERR_reason_error_string		(*p_ERR_reason_error_string)
+#define SSL_CTX_check_private_key	(*p_SSL_CTX_check_private_key)
+#define SSL_CTX_ctrl			(*p_SSL_CTX_ctrl)
+#define SSL_CTX_free			(*p_SSL_CTX_free)
+#define SSL_CTX_load_verify_locations	(*p_SSL_CTX_load_verify_locations)
+#define SSL_CTX_new			(*p_SSL_CTX_new)
+#define SSL_CTX_set_default_verify_paths (*p_SSL_CTX_set_default_verify_paths)
+#define SSL_CTX_set_verify		(*p_SSL_CTX_set_verify)
+#define SSL_CTX_use_PrivateKey_file	(*p_SSL_CTX_use_PrivateKey_file)
+#define SSL_CTX_use_certificate_chain_file \
+					(*p_SSL_CTX_use_certificate_chain_file)
+#define SSL_connect			(*p_SSL_connect)
+#define SSL_ctrl			(*p_SSL_ctrl)
+#define SSL_free			(*p_SSL_free)
+#define SSL_get0_param			(*p_SSL_get0_param)
+#define SSL_get_error			(*p_SSL_get_error)
+#define SSL_get_verify_result		(*p_SSL_get_verify_result)
+#define SSL_new				(*p_SSL_new)
+#define SSL_read			(*p_SSL_read)
+#define SSL_set1_host			(*p_SSL_set1_host)
+#define SSL_set_fd			(*p_SSL_set_fd)
+#define SSL_shutdown			(*p_SSL_shutdown)
+#define SSL_write			(*p_SSL_write)
+#define TLS_client_method		(*p_TLS_client_method)
+#define X509_VERIFY_PARAM_set1_ip_asc	(*p_X509_VERIFY_PARAM_set1_ip_asc)
+#define X509_VERIFY_PARAM_set_hostflags	(*p_X509_VERIFY_PARAM_set_hostflags)
+#define X509_verify_cert_error_string	(*p_X509_verify_cert_error_string)
+
+static pthread_once_t	load_once = PTHREAD_ONCE_INIT;
+static char		load_error[256];
+
+static void
+load(void)
+{
+	void	*h;
+
+	if ((h = dlopen(LIBSSL, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		snprintf(load_error, sizeof load_error, "cannot load %s for "
+		    "TLS: %s (install OpenSSL's library)", LIBSSL, dlerror());
+		return;
+	}
+#define LOAD(f)								\
+	if ((*(void **)&p_##f = dlsym(h, #f)) == NULL) {		\
+		snprintf(load_error, sizeof load_error, "cannot use %s "	\
+		    "for TLS: it lacks %s", LIBSSL, #f);			\
+		return;							\
+	}
+	TLS_FUNCTIONS(LOAD)
+#undef LOAD
+}
 
 /* The last OpenSSL error as text, in the lower case of our messages. */
 static void
@@ -288,6 +374,11 @@ tls_start(struct transport *t, const struct url *u, const struct tls_opts *o,
 
 	if (o == NULL)
 		o = &none;
+	pthread_once(&load_once, load);
+	if (load_error[0] != '\0') {
+		err_set(e, ERR_SOFTWARE, "%s", load_error);
+		return -1;
+	}
 	name = o->server_name != NULL ? o->server_name : u->host;
 	if ((t->tls_ctx = make_ctx(o, e)) == NULL)
 		return -1;

@@ -1,31 +1,16 @@
-# embed.awk: turn src/lua/NAME.lua files into C strings: struct script script_NAME.
-# Comment lines (starting with --) are dropped so the server sees only code.
-FNR == 1 {
-	if (name != "")
-		finish()
-	name = FILENAME
-	sub(/.*\//, "", name)
-	sub(/\.lua$/, "", name)
-	if (NR == 1)
-		print "/* Generated from the src/lua scripts by embed.awk: do not edit. */\n#include \"scripts.h\"\n"
-	names[++count] = name
-	printf "struct script script_%s = { .name = \"%s\", .body =\n", name, name
-}
+# embed.awk: one src/lua/NAME.lua script, as the server will see it.
+# mode=body prints the script without its comment lines (-- ...), which is
+# what is sent and hashed; mode=c prints it as a C struct script, with
+# -v name=NAME -v sha=SHA1-OF-BODY.
 /^[ \t]*--/ { next }
+mode == "body" { print; next }
 {
 	line = $0
 	gsub(/\\/, "\\\\", line)
 	gsub(/"/, "\\\"", line)
-	printf "\t\"%s\\n\"\n", line
-}
-function finish() {
-	print "};\n"
+	body = body "\t\"" line "\\n\"\n"
 }
 END {
-	if (name != "")
-		finish()
-	print "struct script *scripts_all[] = {"
-	for (i = 1; i <= count; i++)
-		printf "\t&script_%s,\n", names[i]
-	print "\t0\n};"
+	if (mode == "c")
+		printf "struct script script_%s = {\n\t.name = \"%s\",\n\t.sha = \"%s\",\n\t.body =\n%s};\n\n", name, name, sha, body
 }
