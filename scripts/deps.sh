@@ -6,7 +6,7 @@ set -eu
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libhiredis-dev uuid-dev libssl-dev
 redis-server redis-tools bats bats-assert bats-support mandoc
-openssl python3 tmux procps"
+openssl python3 tmux procps clang libclang-rt-14-dev"
 
 missing=""
 for p in $PACKAGES; do

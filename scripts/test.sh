@@ -1,7 +1,8 @@
 #!/bin/sh
 # test.sh: install what is missing, build, run the whole test suite (once
-# plainly, once under ASan+UBSan), check the release tarball, and end with
-# one line "N passed, N failed".  Exits non-zero on any failure.
+# plainly, once under ASan+UBSan), check the release tarball, run each
+# fuzz target briefly, and end with one line "N passed, N failed".  Exits
+# non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh || exit 1
@@ -27,6 +28,12 @@ rm -rf .sanitize && mkdir .sanitize &&
     make -j"$jobs" check >/dev/null 2>&1)
 sanitize=$?
 
+# Each fuzz target for a bounded time (FUZZ_SECONDS, default 20).
+./tests/fuzz/run.sh "${FUZZ_SECONDS:-20}" >fuzz.log 2>&1
+fuzz=$?
+fuzz_pass=$(grep -c ': ok,' fuzz.log)
+fuzz_fail=$(grep -c ': \(FAILED\|build failed\)' fuzz.log)
+
 count() {	# $1: a directory with tests/*.trs; $2: the results to count
 	cat "$1"/tests/*.trs 2>/dev/null | grep -c "^:test-result: \($2\)"
 }
@@ -44,6 +51,10 @@ if { [ "$check" -ne 0 ] || [ "$sanitize" -ne 0 ]; } && [ "$fail" -eq 0 ]; then
 fi
 report .
 report .sanitize
+cat fuzz.log | grep -v '^ *#' | head -n 60
+pass=$((pass + fuzz_pass))
+fail=$((fail + fuzz_fail))
+[ "$fuzz" -eq 0 ] || [ "$fuzz_fail" -gt 0 ] || fail=$((fail + 1))
 if [ "$distcheck" -eq 0 ]; then
 	pass=$((pass + 1))
 	echo "make distcheck: ok"
@@ -53,4 +64,4 @@ else
 fi
 echo "$pass passed, $fail failed"
 [ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$sanitize" -eq 0 ] &&
-    [ "$fail" -eq 0 ]
+    [ "$fuzz" -eq 0 ] && [ "$fail" -eq 0 ]

@@ -86,8 +86,8 @@ jitter(void)
 }
 
 /* Is r the array {1, fence, ttl} that acquire and extend answer with? */
-static int
-granted(const struct redis_reply *r, long long *fence)
+int
+lock_reply_granted(const struct redis_reply *r, long long *fence)
 {
 	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 1 ||
 	    r->element[0]->integer != 1)
@@ -225,7 +225,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	ok = quorum_script(l->q, NULL, &script_acquire, 4, keys, 6, args, rep,
 	    e);
 	for (i = 0; i < n; i++) {
-		if ((won[i] = granted(rep[i], &fences[i])))
+		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
 		else if (rep[i] != NULL && rep[i]->elements >= 2 &&
 		    rep[i]->element[1]->integer > *pttl_ms)
@@ -366,7 +366,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	ok = quorum_script(l->q, NULL, &script_extend, 2, keys, 3, args, rep,
 	    e);
 	for (i = 0; i < n; i++) {
-		if (!(won[i] = granted(rep[i], &fence)))
+		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
 			continue;
 		if (rep[i]->elements >= 3)
 			new_ttl = rep[i]->element[2]->integer;
@@ -419,8 +419,8 @@ to_ll(const struct redis_reply *r)
 }
 
 /* Fill st from the reply shape inspect.lua and force.lua share. */
-static void
-parse_status(const struct redis_reply *r, struct lock_status *st)
+void
+lock_reply_status(const struct redis_reply *r, struct lock_status *st)
 {
 	struct redis_reply	*const *el = r->element;
 
@@ -492,12 +492,12 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY)
 				pick = i;
 		if (pick >= 0)
-			parse_status(rep[pick], st);
+			lock_reply_status(rep[pick], st);
 	} else {
 		/* No majority: free, whatever a minority says. */
 		for (i = 0; i < n; i++)
 			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY) {
-				parse_status(rep[i], st);
+				lock_reply_status(rep[i], st);
 				break;
 			}
 		lock_status_clear_holder(st);

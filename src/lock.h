@@ -110,4 +110,13 @@ int	lock_list(struct quorum *, const char *prefix, char ***names,
 	    size_t *count, struct err *);
 void	lock_status_free(struct lock_status *);
 
+/*
+ * How the scripts' replies are read (exposed for the tests and the
+ * fuzzer): whether an acquire/extend reply grants the lock (raising
+ * *fence to its fence), and the status an inspect/force reply describes.
+ * Neither trusts the reply's shape.
+ */
+int	lock_reply_granted(const struct redis_reply *, long long *fence);
+void	lock_reply_status(const struct redis_reply *, struct lock_status *);
+
 #endif

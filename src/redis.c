@@ -104,6 +104,25 @@ redis_reply_free(struct redis_reply *rr)
 	free(rr);
 }
 
+struct redis_reply *
+redis_parse(const char *buf, size_t len)
+{
+	redisReader		*rd;
+	redisReply		*reply = NULL;
+	struct redis_reply	*rr = NULL;
+
+	if ((rd = redisReaderCreate()) == NULL)
+		return NULL;
+	if (redisReaderFeed(rd, buf, len) == REDIS_OK &&
+	    redisReaderGetReply(rd, (void **)&reply) == REDIS_OK &&
+	    reply != NULL) {
+		rr = convert(reply);
+		freeReplyObject(reply);
+	}
+	redisReaderFree(rd);
+	return rr;
+}
+
 const char *
 redis_display(const struct redis *r)
 {

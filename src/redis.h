@@ -88,6 +88,11 @@ struct redis_reply *redis_command(struct redis *, struct err *,
 struct redis_reply *redis_commandv(struct redis *, struct err *, ...);
 
 void		 redis_reply_free(struct redis_reply *);
+/*
+ * The first reply in buf, or NULL if buf holds no whole, valid one (for
+ * the tests and the fuzzer: what the server says goes through here too).
+ */
+struct redis_reply *redis_parse(const char *buf, size_t len);
 /* Fill e from an error reply: "URL: WHAT TEXT", never with the password. */
 void		 redis_reply_error(struct redis *, const struct redis_reply *,
 		    const char *what, struct err *);

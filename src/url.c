@@ -421,13 +421,14 @@ parse_sentinel(const char *s, struct url *u, char *why, size_t whylen)
 	return 0;
 }
 
-static void
-build_display(struct url *u)
+void
+url_build_display(struct url *u)
 {
 	struct buf	b;
 	const char	*scheme;
 	int		 i;
 
+	free(u->display);
 	buf_init(&b);
 	if (u->scheme == URL_UNIX) {
 		buf_printf(&b, "unix://%s", u->path);
@@ -472,6 +473,14 @@ url_parse(const char *s, struct url *u, char *why, size_t whylen)
 		say(why, whylen, "empty URL");
 		return -1;
 	}
+	/* Raw spaces and control bytes belong nowhere in a URL (%XX them). */
+	for (p = s; *p != '\0'; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+			say(why, whylen, "byte %zu (0x%02x) is a space or a "
+			    "control character; percent-encode it",
+			    (size_t)(p - s) + 1, (unsigned char)*p);
+			return -1;
+		}
 
 	/* A scheme is a letter, then letters, digits, '+', '-' or '.'. */
 	p = s;
@@ -506,7 +515,7 @@ url_parse(const char *s, struct url *u, char *why, size_t whylen)
 	}
 	if (r != 0)
 		goto fail;
-	build_display(u);
+	url_build_display(u);
 	return 0;
 
 fail:
@@ -544,5 +553,5 @@ url_retarget(struct url *dst, const struct url *u, const char *host, int port)
 	dst->user = u->user ? xstrdup(u->user) : NULL;
 	dst->password = u->password ? xstrdup(u->password) : NULL;
 	dst->db = u->db;
-	build_display(dst);
+	url_build_display(dst);
 }

@@ -54,5 +54,7 @@ void	url_retarget(struct url *dst, const struct url *u, const char *host,
  */
 int	url_parse(const char *s, struct url *u, char *why, size_t whylen);
 void	url_free(struct url *u);
+/* (Re)build u->display from everything in u but the password. */
+void	url_build_display(struct url *u);
 
 #endif

@@ -377,7 +377,10 @@ static const struct url_bad url_bad[] = {
 	{ "redis://db1/0?db=1", "query parameters" },
 	{ "redis://db1?db=1", "query parameters" },
 	{ "redis://db1#frag", "unexpected '#' after the host" },
-	{ "redis://db 1", "unexpected ' ' after the host" },
+	{ "redis://db 1", "byte 11 (0x20) is a space" },
+	/* Found by fuzzing: raw control bytes reached the display form. */
+	{ "redis://\x01secret\x01p%40:p%40ss@h", "control character" },
+	{ "redis://h\x7f", "byte 10 (0x7f)" },
 	{ "redis://user:pw%4@db1", "bad percent-escape in the password" },
 	{ "redis://user:pw%zz@db1", "bad percent-escape in the password" },
 	{ "redis://user:pw%00x@db1", "bad percent-escape in the password" },

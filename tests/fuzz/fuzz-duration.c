@@ -1,0 +1,30 @@
+/* fuzz-duration.c: libFuzzer target for duration_parse and duration_format. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char	*why;
+	char		*s, buf[64];
+	int64_t		 ms;
+
+	if ((s = malloc(size + 1)) == NULL)
+		return 0;
+	memcpy(s, data, size);
+	s[size] = '\0';
+	if (duration_parse(s, &ms, &why) == 0) {
+		/* What parses is never negative and prints back. */
+		if (ms < 0)
+			abort();
+		duration_format(ms, buf, sizeof buf);
+	} else if (why == NULL)
+		abort();
+	free(s);
+	return 0;
+}

@@ -1,0 +1,38 @@
+/*
+ * fuzz-resp.c: libFuzzer target for what rlock makes of a server's reply:
+ * arbitrary RESP, parsed as a reply and read as the answer of each script
+ * (acquire/extend grant, inspect/force status), then printed as status.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock.h"
+#include "output.h"
+#include "redis.h"
+#include "util.h"
+
+int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct redis_reply	*r;
+	struct lock_status	 st;
+	struct buf		 b;
+	long long		 fence = 0;
+
+	if ((r = redis_parse((const char *)data, size)) == NULL)
+		return 0;
+	lock_reply_granted(r, &fence);
+	memset(&st, 0, sizeof st);
+	st.name = strdup("job");
+	lock_reply_status(r, &st);
+	buf_init(&b);
+	output_status_text(&b, &st);
+	output_status_json(&b, &st);
+	buf_free(&b);
+	lock_status_free(&st);
+	redis_reply_free(r);
+	return 0;
+}
