@@ -65,9 +65,10 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 		rc = ctx->o.conflict_exit_code;
 		goto out;
 	}
-	log_verbose("acquired %s in %s (fence %lld, ttl %s)", l.name,
-	    duration_format(now_mono_ms() - start, d, sizeof d), l.fence,
-	    duration_format(l.ttl_ms, t, sizeof t));
+	/* Taking a lock that was busy is worth a line in syslog. */
+	(l.waited ? log_notice : log_verbose)("acquired %s in %s (fence %lld, "
+	    "ttl %s)", l.name, duration_format(now_mono_ms() - start, d,
+	    sizeof d), l.fence, duration_format(l.ttl_ms, t, sizeof t));
 	if (ctx->o.json)
 		output_acquire_json(&out, &l);
 	else

@@ -287,8 +287,9 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		rc = cmd_fail(ctx);
 		goto out;
 	}
-	log_verbose("acquired %s in %s (fence %lld)", l.name,
-	    duration_format(now_mono_ms() - start, d, sizeof d), l.fence);
+	(l.waited ? log_notice : log_verbose)("acquired %s in %s (fence %lld)",
+	    l.name, duration_format(now_mono_ms() - start, d, sizeof d),
+	    l.fence);
 
 	supervise_block_signals();
 	if (transport_interrupted) {

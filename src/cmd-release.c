@@ -1,6 +1,7 @@
 /* cmd-release.c: rlock release NAME: give the lock back (owner only, or --force). */
 
 #include <stdio.h>
+#include <string.h>
 
 #include "cmd.h"
 #include "log.h"
@@ -39,6 +40,7 @@ force(struct cmd_ctx *ctx, struct lock *l)
 	buf_init(&out);
 	buf_adds(&out, "removed ");
 	output_status_text(&out, &st);
+	log_notice("release --force: %.*s", (int)strcspn(out.p, "\n"), out.p);
 	rc = output_flush(&out) == -1 ? EXIT_SOFTWARE : 0;
 	buf_free(&out);
 	lock_status_free(&st);

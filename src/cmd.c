@@ -45,6 +45,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_extend_entry,
 	&cmd_status_entry,
 	&cmd_exec_entry,
+	&cmd_doctor_entry,
 	NULL
 };
 
@@ -107,6 +108,8 @@ static const struct opt_def opt_defs[] = {
 	  "do not verify the server's certificate (testing only)" },
 	{ O_WAIT_REPLICAS, 0, "wait-replicas", "N",
 	  "after each write, wait (up to --timeout) for N replicas to have it" },
+	{ O_SYSLOG, 0, "syslog", NULL,
+	  "also log errors and notable events to syslog (daemon facility)" },
 	{ O_CONFIG, 0, "config", "FILE",
 	  "read settings from FILE (default $RLOCK_CONFIG, else "
 	  DEFAULT_CONFIG " if it exists)" },
@@ -550,6 +553,9 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 		return 0;
 	case O_CONFIG:
 		o->config = v;
+		return 0;
+	case O_SYSLOG:
+		o->syslog = 1;
 		return 0;
 	case O_WAIT_REPLICAS:
 		errno = 0;
@@ -1039,6 +1045,8 @@ cmd_main(int argc, char **argv)
 	if ((rc = load_config(&ctx)) != 0)
 		goto out;
 	log_set_level(o->verbosity);
+	if (o->syslog)
+		log_open_syslog();
 	if ((rc = settle(&ctx)) != 0)
 		goto out;
 	catch_signals();

@@ -44,6 +44,7 @@ enum opt_id {
 	O_TLS_INSECURE,
 	O_CONFIG,
 	O_WAIT_REPLICAS,
+	O_SYSLOG,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -51,7 +52,8 @@ enum opt_id {
 			 OPT(CONNECT_TIMEOUT) | OPT(TIMEOUT) | OPT(JSON) | \
 			 OPT(QUIET) | OPT(VERBOSE) | OPT(HELP) | \
 			 OPT(TLS_CA) | OPT(TLS_CERT) | OPT(TLS_KEY) | \
-			 OPT(TLS_SERVER_NAME) | OPT(TLS_INSECURE) | OPT(CONFIG))
+			 OPT(TLS_SERVER_NAME) | OPT(TLS_INSECURE) | OPT(CONFIG) | \
+			 OPT(SYSLOG))
 
 struct opts {
 	uint64_t	 given;		/* OPT() bits seen on the command line */
@@ -78,6 +80,7 @@ struct opts {
 	struct tls_opts	 tls;
 	const char	*config;
 	int		 wait_replicas;
+	int		 syslog;
 
 	char		**args;		/* positional arguments */
 	int		 nargs;
@@ -123,6 +126,7 @@ extern const struct cmd_entry	cmd_release_entry;
 extern const struct cmd_entry	cmd_extend_entry;
 extern const struct cmd_entry	cmd_status_entry;
 extern const struct cmd_entry	cmd_exec_entry;
+extern const struct cmd_entry	cmd_doctor_entry;
 
 /* Parse argv, run the command, return the exit status. */
 int	cmd_main(int argc, char **argv);

@@ -311,6 +311,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 			sleep = 1 + jitter();
 		if (sleep > left)
 			sleep = left;
+		l->waited++;
 		if (quorum_wait(l->q, l->wake_key, sleep, e) == -1)
 			return -1;
 	}

@@ -39,6 +39,7 @@ struct lock {
 	/* An acquire was sent but its outcome is unknown: release to be safe. */
 	int		 maybe_held;
 	int		 held;
+	int		 waited;	/* times lock_acquire slept */
 
 	/* --wait-replicas: acks wanted after each write, and how long for. */
 	int		 wait_replicas;

@@ -1,12 +1,22 @@
-/* log.c: one line per message on stderr; timestamps only when verbose. */
+/* log.c: one line per message on stderr (timestamps when verbose), and syslog. */
+
+/*
+ * Errors and warnings go to stderr (warnings not with -q), progress only
+ * with -v.  With --syslog, errors, warnings and the notable events
+ * (log_notice: a lock taken after waiting, lost, forcibly released) also
+ * go to syslog as "rlock[PID]", facility daemon, whatever -q and -v say:
+ * cron has no terminal, and a quiet success should not fill the log.
+ */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <syslog.h>
 #include <time.h>
 
 #include "log.h"
 
 static int		level = LOG_LEVEL_NORMAL;
+static int		to_syslog;
 /* The heartbeat thread logs too: keep each line whole. */
 static pthread_mutex_t	lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -22,13 +32,26 @@ log_level(void)
 	return level;
 }
 
+void
+log_open_syslog(void)
+{
+	openlog("rlock", LOG_PID, LOG_DAEMON);
+	to_syslog = 1;
+}
+
 static void
-emit(const char *tag, int stamp, const char *fmt, va_list ap)
+emit(const char *tag, int stamp, int tty, int prio, const char *fmt,
+    va_list ap)
 {
 	struct timespec	ts;
 	struct tm	tm;
-	char		when[32] = "";
+	char		when[32] = "", msg[1024];
 
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (to_syslog && prio >= 0)
+		syslog(prio, "%s%s", tag, msg);
+	if (!tty)
+		return;
 	if (stamp) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gmtime_r(&ts.tv_sec, &tm);
@@ -38,9 +61,7 @@ emit(const char *tag, int stamp, const char *fmt, va_list ap)
 	fputs("rlock: ", stderr);
 	if (stamp)
 		fprintf(stderr, "%s.%03ldZ ", when, ts.tv_nsec / 1000000);
-	fputs(tag, stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "%s%s\n", tag, msg);
 	fflush(stderr);
 	pthread_mutex_unlock(&lock);
 }
@@ -51,7 +72,7 @@ log_error(const char *fmt, ...)
 	va_list	ap;
 
 	va_start(ap, fmt);
-	emit("", level >= LOG_LEVEL_VERBOSE, fmt, ap);
+	emit("", level >= LOG_LEVEL_VERBOSE, 1, LOG_ERR, fmt, ap);
 	va_end(ap);
 }
 
@@ -60,10 +81,19 @@ log_warn(const char *fmt, ...)
 {
 	va_list	ap;
 
-	if (level < LOG_LEVEL_NORMAL)
-		return;
 	va_start(ap, fmt);
-	emit("warning: ", level >= LOG_LEVEL_VERBOSE, fmt, ap);
+	emit("warning: ", level >= LOG_LEVEL_VERBOSE, level >= LOG_LEVEL_NORMAL,
+	    LOG_WARNING, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_notice(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	emit("", 1, level >= LOG_LEVEL_VERBOSE, LOG_NOTICE, fmt, ap);
 	va_end(ap);
 }
 
@@ -75,6 +105,6 @@ log_verbose(const char *fmt, ...)
 	if (level < LOG_LEVEL_VERBOSE)
 		return;
 	va_start(ap, fmt);
-	emit("", 1, fmt, ap);
+	emit("", 1, 1, -1, fmt, ap);
 	va_end(ap);
 }

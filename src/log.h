@@ -1,4 +1,4 @@
-/* log.h: messages on stderr (and, later, syslog). */
+/* log.h: messages on stderr, and to syslog with --syslog. */
 #ifndef RLOCK_LOG_H
 #define RLOCK_LOG_H
 
@@ -14,6 +14,10 @@ int	log_level(void);
 void	log_error(const char *, ...) __attribute__((format(printf, 1, 2)));
 /* "rlock: warning: MESSAGE" -- not with -q. */
 void	log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
+/* A notable event: to syslog (with --syslog), and to stderr with -v. */
+void	log_notice(const char *, ...) __attribute__((format(printf, 1, 2)));
+/* Send errors, warnings and notices to syslog too (--syslog). */
+void	log_open_syslog(void);
 /* "rlock: 2026-11-22T01:33:40.123Z MESSAGE" -- only with -v. */
 void	log_verbose(const char *, ...) __attribute__((format(printf, 1, 2)));
 
