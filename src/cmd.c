@@ -630,6 +630,35 @@ unknown_cmd(const char *name)
 }
 
 /*
+ * A password given in a URL on the command line shows in ps(1) for as
+ * long as it stays in argv.  Once the URL is copied, overwrite the
+ * password's bytes in place with '*': what /proc/PID/cmdline shows from
+ * then on has none.  (The moment before this runs cannot be helped:
+ * --password-file and RLOCK_PASSWORD are the ways never to show it.)
+ */
+static void
+scrub_password(char *arg)
+{
+	char	*w, *end, *scheme, *at, *colon;
+
+	for (w = arg; *w != '\0'; w = end) {
+		w += strspn(w, " \t\n");
+		end = w + strcspn(w, " \t\n");
+		if ((scheme = strstr(w, "://")) == NULL || scheme >= end)
+			continue;
+		scheme += 3;
+		for (at = NULL, colon = scheme; colon < end; colon++)
+			if (*colon == '@')
+				at = colon;
+		if (at == NULL ||
+		    (colon = memchr(scheme, ':', (size_t)(at - scheme))) == NULL)
+			continue;
+		for (colon++; colon < at; colon++)
+			*colon = '*';
+	}
+}
+
+/*
  * Walk argv once.  The first word that is not an option (or an option's
  * value) is the command; later ones are its arguments.  Returns 0, or the
  * exit status to leave with.
@@ -688,6 +717,8 @@ parse_argv(int argc, char **argv, struct opts *o,
 			}
 			if ((rc = apply(o, d, v)) != 0)
 				return rc;
+			if (d->id == O_URL)
+				scrub_password((char *)v);
 			continue;
 		}
 		for (a++; *a != '\0'; a++) {
@@ -706,6 +737,8 @@ parse_argv(int argc, char **argv, struct opts *o,
 			}
 			if ((rc = apply(o, d, v)) != 0)
 				return rc;
+			if (d->id == O_URL)
+				scrub_password((char *)v);
 			if (v != NULL)
 				break;
 		}
