@@ -130,11 +130,44 @@ is_not_writable(const char *err)
 }
 
 static int
+send_one(struct quorum *q, int i, const struct request *rq)
+{
+	struct redis	*r;
+
+	err_clear(&q->errs[i]);
+	if ((r = quorum_conn(q, i, &q->errs[i])) == NULL)
+		return -1;
+	if (rq->script != NULL)
+		return redis_send_script(r, rq->script, rq->nkeys, rq->keys,
+		    rq->nargs, rq->args, &q->errs[i]);
+	return redis_send(r, rq->argc, rq->argv, NULL, rq->extra_ms,
+	    &q->errs[i]);
+}
+
+/* 0 with replies[i] set, 1 to ask again elsewhere (READONLY), -1. */
+static int
+recv_one(struct quorum *q, int i, struct redis_reply **replies)
+{
+	int	again;
+
+	if (redis_recv(q->conn[i], &replies[i], &q->errs[i]) == -1)
+		return -1;
+	if (replies[i]->type != REDIS_T_ERROR)
+		return 0;
+	redis_reply_error(q->conn[i], replies[i], "", &q->errs[i]);
+	again = strncmp(replies[i]->str, "READONLY", 8) == 0;
+	if (is_not_writable(replies[i]->str))
+		redis_abandon(q->conn[i]);
+	redis_reply_free(replies[i]);
+	replies[i] = NULL;
+	return again ? 1 : -1;
+}
+
+static int
 gather(struct quorum *q, const int *only, const struct request *rq,
     struct redis_reply **replies, struct err *e)
 {
-	struct redis	*r;
-	int		 i, rc, ok = 0, asked = 0, first = -1, *sent;
+	int	i, ok = 0, asked = 0, first = -1, *sent;
 
 	sent = xcalloc(q->n, sizeof *sent);
 	for (i = 0; i < q->n; i++) {
@@ -142,30 +175,17 @@ gather(struct quorum *q, const int *only, const struct request *rq,
 		if (only != NULL && !only[i])
 			continue;
 		asked++;
-		err_clear(&q->errs[i]);
-		if ((r = quorum_conn(q, i, &q->errs[i])) == NULL)
-			continue;
-		if (rq->script != NULL)
-			rc = redis_send_script(r, rq->script, rq->nkeys,
-			    rq->keys, rq->nargs, rq->args, &q->errs[i]);
-		else
-			rc = redis_send(r, rq->argc, rq->argv, NULL,
-			    rq->extra_ms, &q->errs[i]);
-		sent[i] = rc == 0;
+		sent[i] = send_one(q, i, rq) == 0;
 	}
 	for (i = 0; i < q->n; i++) {
-		if (!sent[i])
-			continue;
-		if (redis_recv(q->conn[i], &replies[i], &q->errs[i]) == -1)
-			continue;
-		if (replies[i]->type == REDIS_T_ERROR) {
-			redis_reply_error(q->conn[i], replies[i], "",
-			    &q->errs[i]);
-			if (is_not_writable(replies[i]->str))
-				redis_abandon(q->conn[i]);
-			redis_reply_free(replies[i]);
-			replies[i] = NULL;
-		}
+		/*
+		 * A server that has become a replica (a failover, seen on a
+		 * long-idle connection) is asked once more on a connection
+		 * made afresh, which finds the new master.
+		 */
+		if (sent[i] && recv_one(q, i, replies) == 1 &&
+		    send_one(q, i, rq) == 0)
+			recv_one(q, i, replies);
 	}
 	free(sent);
 	for (i = 0; i < q->n; i++) {

@@ -382,6 +382,12 @@ redis_recv(struct redis *r, struct redis_reply **out, struct err *e)
 		 */
 		if (r->script != NULL && strncmp(rr->str, "NOSCRIPT", 8) == 0) {
 			redis_reply_free(rr);
+			/*
+			 * A new request, with a round trip of its own: the
+			 * quorum may have spent the first one waiting on a
+			 * frozen server before it read this reply.
+			 */
+			r->deadline = now_mono_ms() + r->budget;
 			if (send_eval(r, 0, e) == -1)
 				return fail(r, e);
 			continue;
@@ -389,6 +395,7 @@ redis_recv(struct redis *r, struct redis_reply **out, struct err *e)
 		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
 		    strncmp(rr->str, "ASK ", 4) == 0) &&
 		    hops++ < MAX_REDIRECTS) {
+			r->deadline = now_mono_ms() + r->budget;
 			if (redirect(r, rr->str, e) == -1) {
 				redis_reply_free(rr);
 				return fail(r, e);

@@ -268,7 +268,7 @@ start_cluster_node_as() {
 	scope=$(_scope_dir)
 	for ((try = 0; try < 20; try++)); do
 		port=$((20000 + RANDOM % 35000))
-		_port_free "$port" && _port_free $((port + 10000)) || continue
+		if ! _port_free "$port" || ! _port_free $((port + 10000)); then continue; fi
 		dir=$(mktemp -d "$scope/cnode.XXXXXX")
 		if _spawn_server "$var" "$port" "$dir" --port "$port" --bind 127.0.0.1 \
 			--save '' --appendonly no --daemonize no --dir "$dir" \

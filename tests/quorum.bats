@@ -99,6 +99,7 @@ teardown() {
 	t0=$(now_ms)
 	run --separate-stderr rlockq --timeout 500ms acquire job
 	t1=$(now_ms)
+	echo "stderr: $stderr"
 	assert_success
 	assert_equal "$stderr" ""
 	assert_between $((t1 - t0)) 0 1900 "acquire took (ms)"
@@ -106,6 +107,7 @@ teardown() {
 }
 
 @test "quorum: with three servers frozen acquire exits 69 saying only 2 of 5 answered and leaves nothing held on the live two" {
+	warm_scripts
 	freeze_node 1
 	freeze_node 2
 	freeze_node 3
@@ -147,12 +149,14 @@ teardown() {
 	assert_equal "$(nodes_with_key 'rlock:{job}:info' 4 5)" 0
 	assert_equal "$(nodes_with_token job other-token 1 2 3)" 3
 
-	# The lock is held (by the other token) on a majority.
+	# The lock is held (by the other token) on a majority; status knows
+	# no token of ours, so the majority's token is "it".
 	run --separate-stderr rlockq status job
 	assert_success
 	assert_line --index 0 --regexp '^job: held.*\(on 3 of 5 servers\)$'
-	assert_line --index 1 "  $Q1_URL: holds another token"
+	assert_line --index 1 "  $Q1_URL: holds it"
 	assert_line --index 4 "  $Q4_URL: free"
+	assert_line --index 5 "  $Q5_URL: free"
 }
 
 # ---------------------------------------------------------------------------
@@ -289,7 +293,9 @@ teardown() {
 	local wtok
 	wtok=$(cat wt.out)
 	[[ "$wtok" =~ $UUID_RE ]] || fail "waiter printed '$wtok'"
-	assert_equal "$(nodes_with_token job "$wtok")" 5
+	# The release may still be on its way to some servers when the waiter
+	# wakes: a majority is enough.
+	assert_between "$(nodes_with_token job "$wtok")" 3 5 "servers holding the waiter's lock"
 }
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# cluster.bats: Redis Cluster (three masters): locks whose keys live on
+# different nodes taken, shown and released through different nodes (MOVED
+# followed), all keys of a lock in one slot, exec through any node, the
+# listing across all masters, and fences per name.
+
+load helpers
+load exec-helpers
+load dist-helpers
+
+setup_file() { start_cluster; }
+teardown_file() { stop_all_redis; }
+
+setup() {
+	require_rlock
+	unset RLOCK_TOKEN RLOCK_PREFIX RLOCK_PASSWORD REDISCLI_AUTH RLOCK_CONFIG RLOCK_URL
+	cflushall
+	cd "$BATS_TEST_TMPDIR"
+}
+
+teardown() { exec_teardown; }
+
+# ckey_on I KEY: does KEY exist on node I (asked directly, no redirection)?
+ckey_on() {
+	ccli "$1" EXISTS "$2"
+}
+
+@test "cluster: thirty locks spread over the nodes are taken via node 1, shown via node 2 and released via node 3" {
+	# (Not "i": bats's run clobbers a global i.)
+	local n name owner tok
+	declare -A used=()
+	declare -A toks=()
+	for ((n = 1; n <= 30; n++)); do
+		name="job-$n"
+		owner=$(owner_of "$name")
+		used[$owner]=1
+		run --separate-stderr rlock -u "$C1_URL" acquire "$name"
+		assert_success
+		toks[$name]=$output
+		# The keys are on the node that serves the slot, and only there.
+		assert_equal "$(ccli "$owner" GET "rlock:{$name}")" "${toks[$name]}"
+	done
+	# CLUSTER KEYSLOT put them on at least two nodes (so MOVED was followed).
+	assert_between "${#used[@]}" 2 3 "nodes used"
+
+	for ((n = 1; n <= 30; n++)); do
+		run --separate-stderr rlock -u "$C2_URL" status "job-$n"
+		assert_success
+		assert_output --regexp "^job-$n: held by .+ fence 1\$"
+	done
+	for ((n = 1; n <= 30; n++)); do
+		name="job-$n"
+		run --separate-stderr rlock -u "$C3_URL" release --token "${toks[$name]}" "$name"
+		assert_success
+		assert_equal "$stderr" ""
+		assert_equal "$(ckey_on "$(owner_of "$name")" "rlock:{$name}")" 0
+	done
+}
+
+@test "cluster: all keys of a lock live in one slot on one node" {
+	local tok name=deploy owner slot k keys
+	owner=$(owner_of "$name")
+	slot=$(slot_of "$name")
+	# Held: the lock, its fence and its metadata.
+	tok=$(rlock -u "$C1_URL" acquire "$name")
+	keys=$(ccli "$owner" KEYS '*' | sort)
+	assert_equal "$keys" "$(printf '%s\n' "rlock:{$name}" "rlock:{$name}:fence" "rlock:{$name}:info" | sort)"
+	# Released: whatever the release leaves (the fence, a wake-up) too.
+	rlock -u "$C2_URL" release --token "$tok" "$name"
+	keys+=$'\n'$(ccli "$owner" KEYS '*')
+	[[ "$keys" == *"rlock:{$name}:fence"* ]] || fail "no fence key after the release"
+	while read -r k; do
+		[[ -n "$k" ]] || continue
+		assert_equal "$(slot_of "$k")" "$slot"
+	done <<<"$keys"
+	local n
+	for n in 1 2 3; do
+		[[ "$n" == "$owner" ]] && continue
+		assert_equal "$(ccli "$n" DBSIZE)" 0
+	done
+}
+
+@test "cluster: exec works through any node, with its heartbeat following MOVED" {
+	local i via name owner
+	for via in 1 2 3; do
+		# A lock served by another node than the one named in the URL.
+		name=$(name_on_node $(((via % 3) + 1)) "ex$via")
+		owner=$(owner_of "$name")
+		[[ "$owner" != "$via" ]] || fail "setup: $name is on node $via"
+		local urlv="C${via}_URL"
+		rm -f token
+		run --separate-stderr rlock -u "${!urlv}" exec -t 1s "$name" -- \
+			sh -c 'echo "$RLOCK_TOKEN" > token; sleep 1.6'
+		assert_success
+		assert_equal "$stderr" ""
+		[[ -s token ]] || fail "the command did not run"
+		assert_equal "$(ckey_on "$owner" "rlock:{$name}")" 0
+		assert_equal "$(ccli "$owner" GET "rlock:{$name}:fence")" 1
+	done
+
+	# While it runs, past its TTL, the key is on its node with the child's token.
+	name=$(name_on_node 3 held)
+	local ex
+	bg_start ex "$RLOCK" -u "$C1_URL" exec -t 1s "$name" -- sh -c 'echo "$RLOCK_TOKEN" > token2; sleep 2.5'
+	wait_file token2 5000 || fail "the command did not start: $(cat ex.err)"
+	sleep 1.5
+	assert_equal "$(ccli 3 GET "rlock:{$name}")" "$(cat token2)"
+	bg_wait "$ex" 10000 || fail "exec did not finish"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(ckey_on 3 "rlock:{$name}")" 0
+}
+
+@test "cluster: status with no NAME via one node lists the locks living on every node" {
+	local n1 n2 n3
+	n1=$(name_on_node 1 a)
+	n2=$(name_on_node 2 b)
+	n3=$(name_on_node 3 c)
+	rlock -u "$C2_URL" acquire "$n1" >/dev/null
+	rlock -u "$C2_URL" acquire "$n2" >/dev/null
+	rlock -u "$C2_URL" acquire "$n3" >/dev/null
+	assert_equal "$(ckey_on 1 "rlock:{$n1}")" 1
+	assert_equal "$(ckey_on 2 "rlock:{$n2}")" 1
+	assert_equal "$(ckey_on 3 "rlock:{$n3}")" 1
+
+	run --separate-stderr rlock -u "$C1_URL" status
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_line --regexp "^$n1: held by "
+	assert_line --regexp "^$n2: held by "
+	assert_line --regexp "^$n3: held by "
+
+	run --separate-stderr rlock -u "$C3_URL" --json status
+	assert_success
+	json_check 'sorted(x["name"] for x in d) == sorted(["'"$n1"'", "'"$n2"'", "'"$n3"'"]) and all(x["held"] for x in d)' <<<"$output"
+}
+
+@test "cluster: fences increase per name whichever node is asked" {
+	local a b i via f prev=0 out tok
+	a=$(name_on_node 2 fa)
+	b=$(name_on_node 3 fb)
+	for i in 1 2 3 4; do
+		via=$(((i % 3) + 1))
+		local urlv="C${via}_URL"
+		out=$(rlock -u "${!urlv}" --json acquire "$a")
+		f=$(json_eval 'd["fence"]' <<<"$out")
+		tok=$(json_eval 'd["token"]' <<<"$out" | tr -d '"')
+		assert_between "$f" $((prev + 1)) $((prev + 1)) "fence of acquire $i"
+		prev=$f
+		rlock -u "${!urlv}" release --token "$tok" "$a"
+	done
+	# Another name has a counter of its own.
+	out=$(rlock -u "$C1_URL" --json acquire "$b")
+	assert_equal "$(json_eval 'd["fence"]' <<<"$out")" 1
+	assert_equal "$(ccli 3 GET "rlock:{$b}:fence")" 1
+	assert_equal "$(ccli 2 GET "rlock:{$a}:fence")" 4
+}
