@@ -274,6 +274,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	start = now_mono_ms();
 	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
+	cmd_wait_done();
 	if (rc == 0) {
 		log_verbose("%s: still busy after %s; not running the command",
 		    l.name, duration_format(now_mono_ms() - start, d,

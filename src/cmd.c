@@ -241,12 +241,57 @@ cmd_token(struct cmd_ctx *ctx)
 	return t;
 }
 
+/*
+ * While acquire waits at a terminal: one status line, rewritten in place,
+ * and cleared when the wait ends (cmd_wait_done).  Never on a pipe or in
+ * cron mail, never with -q.
+ */
+static int	progress_shown;
+
+static void
+show_progress(const struct lock *l, const struct lock_holder *h,
+    int64_t waited_ms, int64_t left_ms, void *arg)
+{
+	int64_t	since = now_mono_ms() - h->seen_at;
+	char	held[32], exp[32], waited[32], left[32];
+
+	fprintf(stderr, "\r\033[Krlock: waiting for %s: held by %s pid %lld",
+	    l->name, h->host[0] ? h->host : "?", h->pid);
+	if (h->command[0] != '\0')
+		fprintf(stderr, " (%.40s)", h->command);
+	if (h->held_ms >= 0)
+		fprintf(stderr, " for %s", duration_format(h->held_ms + since,
+		    held, sizeof held));
+	if (h->pttl_ms >= 0)
+		fprintf(stderr, ", expires in %s", duration_format(
+		    h->pttl_ms - since, exp, sizeof exp));
+	fprintf(stderr, "; waited %s", duration_format(waited_ms, waited,
+	    sizeof waited));
+	if (left_ms >= 0)
+		fprintf(stderr, ", %s left", duration_format(left_ms, left,
+		    sizeof left));
+	fflush(stderr);
+	progress_shown = 1;
+}
+
+void
+cmd_wait_done(void)
+{
+	if (progress_shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		progress_shown = 0;
+	}
+}
+
 void
 cmd_lock_init(struct cmd_ctx *ctx, struct lock *l, const char *token)
 {
 	lock_init(l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
 	l->wait_replicas = ctx->o.wait_replicas;
 	l->wait_timeout_ms = ctx->o.timeout_ms;
+	if (isatty(STDERR_FILENO) && log_level() == LOG_LEVEL_NORMAL)
+		l->on_wait = show_progress;
 }
 
 void

@@ -34,6 +34,8 @@
 /* Waiters woken by expiry spread their retries over this much. */
 #define JITTER_MS		20
 
+static long long	to_ll(const struct redis_reply *);
+
 int64_t
 lock_drift(int64_t ttl_ms)
 {
@@ -177,6 +179,28 @@ await_replicas(struct lock *l, int *won)
 	free(rep);
 }
 
+/* Remember who holds the lock, from a busy reply, for a waiter to show. */
+static void
+note_holder(struct lock *l, const struct redis_reply *r)
+{
+	struct lock_holder	*h = &l->holder;
+	struct redis_reply	*const *el = r->element;
+
+	memset(h, 0, sizeof *h);
+	h->seen_at = now_mono_ms();
+	h->pttl_ms = el[1]->integer;
+	h->held_ms = -1;
+	if (r->elements < 7)
+		return;
+	if (el[2]->type == REDIS_T_STRING)
+		snprintf(h->host, sizeof h->host, "%s", el[2]->str);
+	h->pid = to_ll(el[3]);
+	if (el[4]->type == REDIS_T_STRING)
+		snprintf(h->command, sizeof h->command, "%s", el[4]->str);
+	if (to_ll(el[5]) > 0)
+		h->held_ms = to_ll(el[6]) - to_ll(el[5]);
+}
+
 /* Give back what a failed quorum acquire took; errors do not matter here. */
 static void
 undo_partial(struct lock *l)
@@ -228,8 +252,10 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
 		else if (rep[i] != NULL && rep[i]->elements >= 2 &&
-		    rep[i]->element[1]->integer > *pttl_ms)
+		    rep[i]->element[1]->integer > *pttl_ms) {
 			*pttl_ms = rep[i]->element[1]->integer;
+			note_holder(l, rep[i]);
+		}
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);
@@ -278,14 +304,43 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	return 0;
 }
 
+/*
+ * Block on the wake list for sleep ms.  With a progress callback, wake
+ * each second to call it (a person at a terminal sees the wait move); a
+ * pop ends the sleep at once either way.  1 woken, 0 slept, -1 error.
+ */
+static int
+sleep_on_wake(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
+    struct err *e)
+{
+	int64_t	until = now_mono_ms() + sleep, now, chunk;
+	int	rc;
+
+	for (;;) {
+		now = now_mono_ms();
+		if (l->on_wait != NULL)
+			l->on_wait(l, &l->holder, now - start,
+			    deadline < 0 ? -1 : deadline - now, l->on_wait_arg);
+		chunk = until - now;
+		if (l->on_wait != NULL && chunk > 1000)
+			chunk = 1000;
+		if (chunk < 1)
+			return 0;
+		if ((rc = quorum_wait(l->q, l->wake_key, chunk, e)) != 0)
+			return rc;
+		if (now_mono_ms() >= until)
+			return 0;
+	}
+}
+
 int
 lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
     const struct lock_meta *m, struct err *e)
 {
-	int64_t	deadline, left, pttl, sleep;
+	int64_t	deadline, left, pttl, sleep, start = now_mono_ms();
 	int	rc;
 
-	deadline = wait_ms < 0 ? -1 : now_mono_ms() + wait_ms;
+	deadline = wait_ms < 0 ? -1 : start + wait_ms;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, &pttl, e)) != 0)
 			return rc;
@@ -312,7 +367,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		if (sleep > left)
 			sleep = left;
 		l->waited++;
-		if (quorum_wait(l->q, l->wake_key, sleep, e) == -1)
+		if ((rc = sleep_on_wake(l, start, deadline, sleep, e)) == -1)
 			return -1;
 	}
 }

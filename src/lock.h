@@ -18,6 +18,26 @@ struct lock_meta {
 	const char	*command;	/* exec's command line, or "" */
 };
 
+/* Who holds a busy lock, as the last failed attempt saw it. */
+struct lock_holder {
+	char		 host[128];
+	char		 command[128];
+	long long	 pid;
+	long long	 held_ms;	/* at seen_at; -1 unknown */
+	long long	 pttl_ms;	/* at seen_at; -1 no expiry */
+	int64_t		 seen_at;	/* CLOCK_MONOTONIC ms */
+};
+
+struct lock;
+
+/*
+ * Called while acquire waits: who holds it, how long we have waited and
+ * how much of --wait is left (-1: no limit).  With a callback set, the
+ * wait wakes every second to call it again.
+ */
+typedef void (*lock_wait_fn)(const struct lock *, const struct lock_holder *,
+    int64_t waited_ms, int64_t left_ms, void *arg);
+
 struct lock {
 	struct quorum	*q;
 	const char	*name;
@@ -40,6 +60,9 @@ struct lock {
 	int		 maybe_held;
 	int		 held;
 	int		 waited;	/* times lock_acquire slept */
+	struct lock_holder holder;	/* when busy */
+	lock_wait_fn	 on_wait;
+	void		*on_wait_arg;
 
 	/* --wait-replicas: acks wanted after each write, and how long for. */
 	int		 wait_replicas;

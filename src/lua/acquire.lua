@@ -1,12 +1,17 @@
 -- acquire: take the lock for a token, unless another token holds it.
 -- KEYS: lock, fence, info, wake.  ARGV: token, ttl_ms, host, pid, user, command.
--- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms}
--- when another token does.  The fence counter never expires and only grows;
+-- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
+-- host, pid, command, acquired_ms, now_ms} when another token does (the
+-- holder, for a waiter to show).  The fence counter never expires and only grows;
 -- a token that already holds the lock keeps its fence and its acquire time.
 if redis.replicate_commands then redis.replicate_commands() end
 local cur = redis.call('GET', KEYS[1])
 if cur and cur ~= ARGV[1] then
-	return {0, redis.call('PTTL', KEYS[1])}
+	local h = redis.call('HMGET', KEYS[3], 'host', 'pid', 'command',
+		'acquired_ms')
+	local t = redis.call('TIME')
+	return {0, redis.call('PTTL', KEYS[1]), h[1], h[2], h[3], h[4],
+		t[1] * 1000 + math.floor(t[2] / 1000)}
 end
 local ttl = tonumber(ARGV[2])
 local fence
