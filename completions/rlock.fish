@@ -1,6 +1,6 @@
 # fish completion for rlock(1)
 
-set -l commands acquire release extend status exec
+set -l commands acquire release extend status exec doctor
 
 # Held lock names, asked of the server only when RLOCK_URL names one: a
 # completion must never hang on, or guess at, a Redis that is not there.
@@ -85,6 +85,7 @@ complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a release -d '
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a extend -d "Push the lock's expiry out (owner only)"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a status -d 'Show who holds the locks'
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a exec -d 'Run a command (or -c STRING) while holding the lock'
+complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a doctor -d 'Check the servers for settings that break locks'
 
 # Global options: valid before and after the command word (but not among
 # the words of the command that exec runs)
@@ -103,6 +104,7 @@ complete -c rlock -n __rlock_not_in_exec_command -l tls-cert -r -F -d 'Client ce
 complete -c rlock -n __rlock_not_in_exec_command -l tls-key -r -F -d 'Private key of --tls-cert'
 complete -c rlock -n __rlock_not_in_exec_command -l tls-server-name -x -a '(__fish_print_hostnames)' -d "Name the server's certificate must carry (default: the URL's host)"
 complete -c rlock -n __rlock_not_in_exec_command -l tls-insecure -d "Do not verify the server's certificate (testing only)"
+complete -c rlock -n __rlock_not_in_exec_command -l syslog -d 'Also log errors and notable events to syslog (daemon facility)'
 complete -c rlock -n __rlock_not_in_exec_command -l config -r -F -d 'Read settings from FILE (default $RLOCK_CONFIG, else /etc/rlock.conf)'
 
 # acquire

@@ -51,7 +51,16 @@ if { [ "$check" -ne 0 ] || [ "$sanitize" -ne 0 ]; } && [ "$fail" -eq 0 ]; then
 fi
 report .
 report .sanitize
-cat fuzz.log | grep -v '^ *#' | head -n 60
+# The Debian package builds, passes lintian, and runs from a scratch root.
+./scripts/deb.sh >deb.log 2>&1
+deb=$?
+if [ "$deb" -eq 0 ]; then
+	pass=$((pass + 1)); echo "debian package: ok ($(tail -n 1 deb.log))"
+else
+	fail=$((fail + 1)); echo "debian package: FAILED"; tail -n 30 deb.log
+fi
+
+grep -v '^ *#' fuzz.log | head -n 60
 pass=$((pass + fuzz_pass))
 fail=$((fail + fuzz_fail))
 [ "$fuzz" -eq 0 ] || [ "$fuzz_fail" -gt 0 ] || fail=$((fail + 1))
@@ -64,4 +73,4 @@ else
 fi
 echo "$pass passed, $fail failed"
 [ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$sanitize" -eq 0 ] &&
-    [ "$fuzz" -eq 0 ] && [ "$fail" -eq 0 ]
+    [ "$fuzz" -eq 0 ] && [ "$deb" -eq 0 ] && [ "$fail" -eq 0 ]

@@ -1,0 +1,44 @@
+#!/bin/sh
+# deb.sh: build the Debian package from a clean copy of the tree, check it
+# with lintian, install it into a scratch root and run it from there.
+# Prints the path of the .deb.  Needs no network beyond Debian's packages.
+set -eu
+cd "$(dirname "$0")/.."
+top=$(pwd)
+
+need="debhelper dpkg-dev lintian fakeroot man-db"
+missing=
+for p in $need; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+./scripts/deps.sh
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# A clean copy: what git tracks, nothing built.
+git -C "$top" archive --format=tar --prefix=rlock-0.1.0/ HEAD | tar -x -C "$work"
+(cd "$work/rlock-0.1.0" && autoreconf -fi >/dev/null 2>&1 &&
+    dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1) || {
+	tail -40 "$work/build.log"; exit 1; }
+deb=$(ls "$work"/rlock_*.deb)
+lintian --fail-on error "$deb"
+
+root=$work/root
+dpkg -x "$deb" "$root"
+"$root/usr/bin/rlock" --version
+MANPATH=$root/usr/share/man man -w rlock
+for f in usr/share/bash-completion/completions/rlock \
+    usr/share/zsh/site-functions/_rlock \
+    usr/share/fish/vendor_completions.d/rlock.fish; do
+	[ -f "$root/$f" ] || { echo "missing $f"; exit 1; }
+done
+mkdir -p "$top/dist"
+cp "$deb" "$top/dist/"
+echo "dist/$(basename "$deb")"
