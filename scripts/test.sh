@@ -1,8 +1,9 @@
 #!/bin/sh
-# test.sh: install what is missing, build, run the whole test suite (once
-# plainly, once under ASan+UBSan), check the release tarball, run each
-# fuzz target briefly, and end with one line "N passed, N failed".  Exits
-# non-zero on any failure.
+# test.sh: install what is missing, build, and run everything that checks
+# rlock: the whole test suite (once plainly, once under ASan+UBSan), make
+# distcheck, each fuzz target briefly, the benchmark harness in its smoke
+# mode, and the Debian package build.  Ends with one line
+# "N passed, N failed"; exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh || exit 1
@@ -51,6 +52,15 @@ if { [ "$check" -ne 0 ] || [ "$sanitize" -ne 0 ]; } && [ "$fail" -eq 0 ]; then
 fi
 report .
 report .sanitize
+# The benchmark harness, in its 10-second smoke mode, so it cannot rot.
+RLOCK=$(pwd)/src/rlock ./bench/run --smoke >bench.log 2>&1
+bench=$?
+if [ "$bench" -eq 0 ]; then
+	pass=$((pass + 1)); echo "bench smoke: ok"
+else
+	fail=$((fail + 1)); echo "bench smoke: FAILED"; tail -n 30 bench.log
+fi
+
 # The Debian package builds, passes lintian, and runs from a scratch root.
 ./scripts/deb.sh >deb.log 2>&1
 deb=$?
@@ -73,4 +83,5 @@ else
 fi
 echo "$pass passed, $fail failed"
 [ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$sanitize" -eq 0 ] &&
-    [ "$fuzz" -eq 0 ] && [ "$deb" -eq 0 ] && [ "$fail" -eq 0 ]
+    [ "$fuzz" -eq 0 ] && [ "$deb" -eq 0 ] && [ "$bench" -eq 0 ] &&
+    [ "$fail" -eq 0 ]

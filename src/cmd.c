@@ -71,7 +71,7 @@ static const struct opt_def opt_defs[] = {
 	{ O_TIMEOUT, 0, "timeout", "DUR",
 	  "bound on one Redis round trip (default 2s)" },
 	{ O_JSON, 0, "json", NULL,
-	  "machine-readable output on stdout (acquire, status)" },
+	  "machine-readable output on stdout (acquire, status, doctor)" },
 	{ O_QUIET, 'q', "quiet", NULL, "only errors on stderr" },
 	{ O_VERBOSE, 'v', "verbose", NULL, "timestamped progress on stderr" },
 	{ O_HELP, 'h', "help", NULL, "show help and exit" },
@@ -148,8 +148,8 @@ print_help(FILE *f, const struct cmd_entry *ce)
 	char				 left[64];
 
 	if (ce != NULL) {
-		fprintf(f, "usage: rlock [OPTIONS] %s %s\n\n%s.\n",
-		    ce->name, ce->args, ce->summary);
+		fprintf(f, "usage: rlock [OPTIONS] %s%s%s\n\n%s.\n",
+		    ce->name, *ce->args ? " " : "", ce->args, ce->summary);
 		if (ce->options != 0) {
 			fprintf(f, "\nOptions:\n");
 			print_options(f, ce->options, ce);
@@ -162,7 +162,8 @@ print_help(FILE *f, const struct cmd_entry *ce)
 	    "A distributed lock for shell scripts and cron, backed by Redis."
 	    "\n\nCommands:\n");
 	for (c = cmd_table; *c != NULL; c++) {
-		snprintf(left, sizeof left, "%s %s", (*c)->name, (*c)->args);
+		snprintf(left, sizeof left, "%s%s%s", (*c)->name,
+		    *(*c)->args ? " " : "", (*c)->args);
 		fprintf(f, "  %-30s %s\n", left, (*c)->summary);
 	}
 	fprintf(f, "\nGlobal options:\n");
@@ -1111,7 +1112,8 @@ cmd_main(int argc, char **argv)
 	}
 	if (ce->max_args >= 0 && o->nargs > ce->max_args) {
 		rc = cmd_usage_error("unexpected argument '%s'; usage: rlock "
-		    "%s %s", o->args[ce->max_args], ce->name, ce->args);
+		    "%s%s%s", o->args[ce->max_args], ce->name,
+		    *ce->args ? " " : "", ce->args);
 		goto out;
 	}
 	for (i = 0; i < (size_t)o->nargs; i++)
