@@ -1125,6 +1125,7 @@ cmd_main(int argc, char **argv)
 	if ((rc = load_config(&ctx)) != 0)
 		goto out;
 	log_set_level(o->verbosity);
+	log_set_json(o->json);
 	if (o->syslog)
 		log_open_syslog();
 	if ((rc = settle(&ctx)) != 0)

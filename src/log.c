@@ -6,6 +6,9 @@
  * (log_notice: a lock taken after waiting, lost, forcibly released) also
  * go to syslog as "rlock[PID]", facility daemon, whatever -q and -v say:
  * cron has no terminal, and a quiet success should not fill the log.
+ * With --json, each progress or event line (-v) is a JSON object instead,
+ * for programs that follow an exec's events; errors and warnings stay the
+ * one "rlock: ..." line they always are.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -17,6 +20,7 @@
 
 static int		level = LOG_LEVEL_NORMAL;
 static int		to_syslog;
+static int		as_json;
 /* The heartbeat thread logs too: keep each line whole. */
 static pthread_mutex_t	lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -30,6 +34,31 @@ int
 log_level(void)
 {
 	return level;
+}
+
+void
+log_set_json(int on)
+{
+	as_json = on;
+}
+
+/* One JSON object a line on stderr: {"time":…,"level":…,"message":…}. */
+static void
+emit_json(const char *level_name, const char *when, long ms, const char *msg)
+{
+	const unsigned char	*p;
+
+	fprintf(stderr, "{\"time\":\"%s.%03ldZ\",\"level\":\"%s\","
+	    "\"message\":\"", when, ms, level_name);
+	for (p = (const unsigned char *)msg; *p != '\0'; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(stderr, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\u%04x", *p);
+		else
+			fputc(*p, stderr);
+	}
+	fputs("\"}\n", stderr);
 }
 
 void
@@ -52,12 +81,20 @@ emit(const char *tag, int stamp, int tty, int prio, const char *fmt,
 		syslog(prio, "%s%s", tag, msg);
 	if (!tty)
 		return;
-	if (stamp) {
+	if (stamp || as_json) {	/* (JSON lines always carry the time) */
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gmtime_r(&ts.tv_sec, &tm);
 		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
 	}
 	pthread_mutex_lock(&lock);
+	/* Errors and warnings stay "rlock: ..." lines, JSON or not. */
+	if (as_json && (prio == LOG_NOTICE || prio < 0)) {
+		emit_json(prio == LOG_NOTICE ? "notice" : "info", when,
+		    ts.tv_nsec / 1000000, msg);
+		fflush(stderr);
+		pthread_mutex_unlock(&lock);
+		return;
+	}
 	fputs("rlock: ", stderr);
 	if (stamp)
 		fprintf(stderr, "%s.%03ldZ ", when, ts.tv_nsec / 1000000);

@@ -16,6 +16,8 @@ void	log_error(const char *, ...) __attribute__((format(printf, 1, 2)));
 void	log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 /* A notable event: to syslog (with --syslog), and to stderr with -v. */
 void	log_notice(const char *, ...) __attribute__((format(printf, 1, 2)));
+/* Write each stderr line as a JSON object (--json). */
+void	log_set_json(int);
 /* Send errors, warnings and notices to syslog too (--syslog). */
 void	log_open_syslog(void);
 /* "rlock: 2026-11-22T01:33:40.123Z MESSAGE" -- only with -v. */
