@@ -295,6 +295,30 @@ cmd_lock_init(struct cmd_ctx *ctx, struct lock *l, const char *token)
 		l->on_wait = show_progress;
 }
 
+/* The name of uid from /etc/passwd itself: 0, or -1 to ask NSS instead. */
+static int
+passwd_name(uid_t uid, char *buf, size_t len)
+{
+	FILE	*f;
+	char	 line[512], *name, *rest, *save;
+	int	 rc = -1;
+
+	if ((f = fopen("/etc/passwd", "re")) == NULL)
+		return -1;
+	while (rc == -1 && fgets(line, sizeof line, f) != NULL) {
+		if ((name = strtok_r(line, ":", &save)) == NULL ||
+		    strtok_r(NULL, ":", &save) == NULL ||
+		    (rest = strtok_r(NULL, ":", &save)) == NULL)
+			continue;
+		if (strtoul(rest, NULL, 10) == uid && *rest != '\0') {
+			snprintf(buf, len, "%s", name);
+			rc = 0;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
 void
 cmd_meta(struct lock_meta *m, long long pid, const char *command)
 {
@@ -306,13 +330,16 @@ cmd_meta(struct lock_meta *m, long long pid, const char *command)
 		snprintf(host, sizeof host, "unknown");
 	if (user[0] == '\0') {
 		/*
-		 * The environment first: it is only shown, and asking NSS
-		 * (nscd, /etc/passwd, LDAP...) costs more than the lock.
+		 * The environment first, then /etc/passwd itself: the name is
+		 * only shown, and asking NSS (nscd, LDAP...) costs more than
+		 * the whole lock.  NSS only for users not in /etc/passwd.
 		 */
 		if ((env = getenv("LOGNAME")) != NULL && *env != '\0')
 			snprintf(user, sizeof user, "%s", env);
 		else if ((env = getenv("USER")) != NULL && *env != '\0')
 			snprintf(user, sizeof user, "%s", env);
+		else if (passwd_name(geteuid(), user, sizeof user) == 0)
+			;
 		else if ((pw = getpwuid(geteuid())) != NULL)
 			snprintf(user, sizeof user, "%s", pw->pw_name);
 		else
