@@ -183,8 +183,9 @@ while time.time() < deadline:
     except socket.timeout:
         pass
 '
-	# Up to 5 s for the port to be printed.
-	for ((i = 0; i < 250; i++)); do
+	# Up to 15 s for the port to be printed (python3 can start slowly on a
+	# loaded machine, and a pyenv shim is slower still).
+	for ((i = 0; i < 750; i++)); do
 		port=$(head -n1 "$BATS_TEST_TMPDIR/$var.out" 2>/dev/null)
 		[[ "$port" =~ ^[0-9]+$ ]] && break
 		port=
