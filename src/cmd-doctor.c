@@ -14,6 +14,7 @@
 
 #include "cmd.h"
 #include "duration.h"
+#include "log.h"
 #include "output.h"
 #include "redis.h"
 #include "util.h"
@@ -115,7 +116,8 @@ info(struct redis *r, const char *section, struct err *e)
 	return s;
 }
 
-static void
+/* 0, or -1 when the server cannot be used at all (refused, NOAUTH). */
+static int
 check_rtt(struct report *rp, struct redis *r, const char *server)
 {
 	struct redis_reply	*rr;
@@ -134,17 +136,20 @@ check_rtt(struct report *rp, struct redis *r, const char *server)
 		if (best < 0 || t < best)
 			best = t;
 	}
-	if (best < 0)
+	if (best < 0) {
 		finding(rp, server, "reachable", SEV_ERROR, NULL, "%s", e.msg);
+		return -1;
+	}
 	else
 		finding(rp, server, "reachable", best > 50 ? SEV_WARN : SEV_OK,
 		    best > 50 ? "a slow round trip eats into every lock's "
 		    "validity; use a nearby server or a longer --ttl" : NULL,
 		    "round trip %s", best == 0 ? "under 1ms" :
 		    duration_format(best, d, sizeof d));
+	return 0;
 }
 
-static void
+static int
 check_server(struct report *rp, struct redis *r, const char *server)
 {
 	struct redis_reply	*rr;
@@ -154,11 +159,12 @@ check_server(struct report *rp, struct redis *r, const char *server)
 	char			 key[32];
 	int			 major = 0, n, i;
 
-	check_rtt(rp, r, server);
+	if (check_rtt(rp, r, server) == -1)
+		return -1;
 	if ((srv = info(r, "server", &e)) == NULL) {
 		finding(rp, server, "info", SEV_ERROR, "allow INFO for this "
 		    "user, or doctor cannot see the settings", "%s", e.msg);
-		return;
+		return 0;
 	}
 	if (info_field(srv, "redis_version", v, sizeof v) != NULL) {
 		major = atoi(v);
@@ -259,6 +265,7 @@ check_server(struct report *rp, struct redis *r, const char *server)
 	free(pers);
 	free(repl);
 	free(clu);
+	return 0;
 }
 
 static int
@@ -283,13 +290,18 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 			unreachable++;
 			continue;
 		}
-		check_server(&rp, r, ctx->urls[i].display);
+		if (check_server(&rp, r, ctx->urls[i].display) == -1)
+			unreachable++;
 		redis_close(r);
 	}
 	if (rp.json)
 		buf_adds(&rp.out, "]\n");
 	rc = output_flush(&rp.out) == -1 ? EXIT_SOFTWARE :
 	    unreachable ? EXIT_UNAVAILABLE : rp.worst >= SEV_WARN ? 1 : 0;
+	if (rc == EXIT_UNAVAILABLE)
+		log_error("doctor: %d of %d server%s could not be reached or "
+		    "used (see the error findings above)", unreachable,
+		    ctx->nurls, ctx->nurls == 1 ? "" : "s");
 	buf_free(&rp.out);
 	return rc;
 }

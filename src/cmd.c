@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
@@ -424,13 +425,14 @@ catch_signals(void)
 /* ------------------------------------------------------------ parsing */
 
 static int
-parse_duration(const char *opt, const char *v, int64_t *ms, int allow_zero,
+parse_duration(const char *opt, const char *raw, int64_t *ms, int allow_zero,
     int64_t max)
 {
-	const char	*why;
-	char		 d[32];
+	const char	*why, *v;
+	char		 d[32], shown[128];
 
-	if (duration_parse(v, ms, &why) == -1)
+	v = cmd_printable(raw, shown, sizeof shown);
+	if (duration_parse(raw, ms, &why) == -1)
 		return cmd_usage_error("invalid duration '%s' for --%s: %s "
 		    "(use e.g. 250ms, 1.5s, 30, 2m or 1h)", v, opt, why);
 	if (*ms == 0 && !allow_zero)
@@ -463,6 +465,7 @@ static int
 parse_signal(const char *v, int *sig)
 {
 	const char	*name = v, *abbrev;
+	char		 shown[128];
 	char		*end;
 	long		 n;
 	int		 s;
@@ -488,13 +491,15 @@ parse_signal(const char *v, int *sig)
 			}
 	}
 	return cmd_usage_error("invalid signal '%s' for --on-lost: use a "
-	    "name such as TERM, INT or KILL, a number, or 'ignore'", v);
+	    "name such as TERM, INT or KILL, a number, or 'ignore'",
+	    cmd_printable(v, shown, sizeof shown));
 }
 
 static int
 check_prefix(const char *p)
 {
 	const unsigned char	*s;
+	char			 shown[128];
 
 	if (strlen(p) > 200)
 		return cmd_usage_error("invalid --prefix: longer than 200 "
@@ -503,7 +508,8 @@ check_prefix(const char *p)
 		if (*s <= ' ' || *s == 0x7f || *s == '{' || *s == '}')
 			return cmd_usage_error("invalid --prefix '%s': byte "
 			    "%zu (0x%02x) is whitespace, a control character "
-			    "or a brace", p, (size_t)(s -
+			    "or a brace", cmd_printable(p, shown, sizeof shown),
+			    (size_t)(s -
 			    (const unsigned char *)p) + 1, *s);
 	return 0;
 }
@@ -541,7 +547,7 @@ clear_urls(struct opts *o)
 static int
 apply(struct opts *o, const struct opt_def *d, const char *v)
 {
-	char	*end;
+	char	*end, shown[128];
 	long	 n;
 
 	o->given |= 1ULL << d->id;
@@ -581,11 +587,11 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 	case O_CONFLICT_EXIT_CODE:
 		errno = 0;
 		n = strtol(v, &end, 10);
-		if (*v == '\0' || *end != '\0' || errno != 0 || n < 0 ||
+		if (!isdigit((unsigned char)*v) || *end != '\0' || errno != 0 ||
 		    n > 255)
 			return cmd_usage_error("invalid exit code '%s' for "
 			    "--conflict-exit-code: use a number from 0 to 255",
-			    v);
+			    cmd_printable(v, shown, sizeof shown));
 		o->conflict_exit_code = (int)n;
 		return 0;
 	case O_TOKEN:
@@ -633,10 +639,11 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 	case O_WAIT_REPLICAS:
 		errno = 0;
 		n = strtol(v, &end, 10);
-		if (*v == '\0' || *end != '\0' || errno != 0 || n < 0 ||
+		if (!isdigit((unsigned char)*v) || *end != '\0' || errno != 0 ||
 		    n > 1000)
 			return cmd_usage_error("invalid --wait-replicas '%s': "
-			    "use a number of replicas from 0 to 1000", v);
+			    "use a number of replicas from 0 to 1000",
+			    cmd_printable(v, shown, sizeof shown));
 		o->wait_replicas = (int)n;
 		return 0;
 	case O__COUNT:
@@ -849,6 +856,28 @@ warn_if_readable(const char *path, const char *what)
 		    "(chmod o-r %s)", what, path, path);
 }
 
+/* All of f into *text, NUL-terminated; *len is its length.  0 or -1. */
+static int
+read_all(FILE *f, char **text, size_t *len)
+{
+	size_t	cap = 4096, n = 0, got;
+	char	*p = xmalloc(cap);
+
+	while ((got = fread(p + n, 1, cap - n - 1, f)) > 0) {
+		n += got;
+		if (n + 1 == cap)
+			p = xrealloc(p, cap *= 2);
+	}
+	if (ferror(f)) {
+		free(p);
+		return -1;
+	}
+	p[n] = '\0';
+	*text = p;
+	*len = n;
+	return 0;
+}
+
 /*
  * Read the config file into ctx: --config, else $RLOCK_CONFIG, else
  * /etc/rlock.conf if it exists.  A setting given on the command line
@@ -879,12 +908,18 @@ load_config(struct cmd_ctx *ctx)
 		return cmd_usage_error("cannot read the config file %s: %s",
 		    path, strerror(errno));
 	}
-	rc = getdelim(&ctx->config_text, &cap, '\0', f) < 0 && ferror(f);
+	rc = read_all(f, &ctx->config_text, &cap);
 	fclose(f);
-	if (rc)
-		return cmd_usage_error("cannot read the config file %s", path);
-	if (ctx->config_text == NULL)
-		return 0;
+	if (rc == -1)
+		return cmd_usage_error("cannot read the config file %s: %s",
+		    path, strerror(errno));
+	/* A NUL would end the text early and hide what follows it. */
+	if (memchr(ctx->config_text, '\0', cap) != NULL) {
+		for (line = ctx->config_text; *line != '\0'; line++)
+			lineno += *line == '\n';
+		return cmd_usage_error("%s:%d: a NUL byte; the file is not "
+		    "text", path, lineno + 1);
+	}
 	for (line = ctx->config_text; line != NULL; line = next) {
 		lineno++;
 		if ((next = strchr(line, '\n')) != NULL)
@@ -939,18 +974,27 @@ read_password_file(const char *path, char **out)
 	char	*line = NULL;
 	size_t	 cap = 0;
 	ssize_t	 n;
+	int	 rc;
 
 	if ((f = fopen(path, "r")) == NULL)
 		return cmd_usage_error("cannot read --password-file %s: %s",
 		    path, strerror(errno));
+	errno = 0;
 	n = getline(&line, &cap, f);
+	rc = errno;
 	fclose(f);
-	if (n < 0) {
+	if (n < 0 && rc != 0) {
 		free(line);
-		return cmd_usage_error("--password-file %s is empty", path);
+		return cmd_usage_error("cannot read --password-file %s: %s",
+		    path, strerror(rc));
 	}
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
+	if (n <= 0) {
+		free(line);
+		return cmd_usage_error("--password-file %s holds no password "
+		    "on its first line", path);
+	}
 	warn_if_readable(path, "--password-file");
 	*out = line;
 	return 0;
@@ -1097,6 +1141,10 @@ cmd_main(int argc, char **argv)
 	int			 rc;
 
 	memset(&ctx, 0, sizeof ctx);
+	/* Before parsing: a cron job's usage error belongs in syslog too. */
+	for (i = 1; i < (size_t)argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--syslog") == 0)
+			log_open_syslog();
 	o->connect_timeout_ms = DEFAULT_TIMEOUT_MS;
 	o->timeout_ms = DEFAULT_TIMEOUT_MS;
 	o->ttl_ms = DEFAULT_TTL_MS;

@@ -99,6 +99,45 @@ lock_reply_granted(const struct redis_reply *r, long long *fence)
 	return 1;
 }
 
+/*
+ * Settled: a majority granted, or too many cannot any more.  (What the
+ * rest would say changes nothing; fences stay safe, see align_fences.)
+ */
+static int
+settled_grant(struct redis_reply **rep, const int *done, int n, void *arg)
+{
+	long long	fence = 0;
+	int		i, yes = 0, no = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!done[i])
+			continue;
+		if (lock_reply_granted(rep[i], &fence))
+			yes++;
+		else
+			no++;
+	}
+	return yes >= n / 2 + 1 || no > n - (n / 2 + 1);
+}
+
+/* Settled: a majority released it (the rest expire by themselves). */
+static int
+settled_release(struct redis_reply **rep, const int *done, int n, void *arg)
+{
+	int	i, yes = 0, no = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!done[i])
+			continue;
+		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
+		    rep[i]->integer == 1)
+			yes++;
+		else
+			no++;
+	}
+	return yes >= n / 2 + 1 || no > n - (n / 2 + 1);
+}
+
 static int
 count(const int *v, int n)
 {
@@ -246,8 +285,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	/* Before sending: see the invariants at the top. */
 	start = now_mono_ms();
 	l->maybe_held = 1;
-	ok = quorum_script(l->q, NULL, &script_acquire, 4, keys, 6, args, rep,
-	    e);
+	ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
+	    &script_acquire, 4, keys, 6, args, rep, e);
 	for (i = 0; i < n; i++) {
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
@@ -384,7 +423,8 @@ lock_release(struct lock *l, struct err *e)
 	keys[2] = l->wake_key;
 	args[0] = l->token;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	ok = quorum_script(l->q, NULL, &script_release, 3, keys, 1, args, rep, e);
+	ok = quorum_script_until(l->q, NULL, settled_release, NULL,
+	    &script_release, 3, keys, 1, args, rep, e);
 	for (i = 0; i < l->q->n; i++)
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
 		    rep[i]->integer == 1)
@@ -419,8 +459,8 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	rep = xcalloc(n, sizeof *rep);
 	won = xcalloc(n, sizeof *won);
 	start = now_mono_ms();
-	ok = quorum_script(l->q, NULL, &script_extend, 2, keys, 3, args, rep,
-	    e);
+	ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
+	    &script_extend, 2, keys, 3, args, rep, e);
 	for (i = 0; i < n; i++) {
 		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
 			continue;

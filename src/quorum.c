@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "quorum.h"
+#include "transport.h"
 #include "util.h"
 
 struct redis *
@@ -163,9 +165,104 @@ recv_one(struct quorum *q, int i, struct redis_reply **replies)
 	return again ? 1 : -1;
 }
 
+/*
+ * Wait for the replies of the servers asked, whichever answers first,
+ * each until its own deadline; stop early (after a short grace) once
+ * `settled` says the answers so far decide the outcome (a majority
+ * granted, say), so that one frozen server does not hold up what the
+ * others have already decided.  The requests still out are abandoned:
+ * their connections are dropped and made again when next needed.
+ */
+static void
+await_replies(struct quorum *q, const struct request *rq, int *awaiting,
+    struct redis_reply **replies, quorum_settled_fn settled, void *arg)
+{
+	struct pollfd	*pfd;
+	int64_t		 now, wait, dl, start = now_mono_ms(), grace = -1;
+	int		*done, i, left, n;
+	char		 d[32];
+
+	pfd = xcalloc(q->n, sizeof *pfd);
+	done = xcalloc(q->n, sizeof *done);
+	for (i = 0; i < q->n; i++)
+		done[i] = !awaiting[i];
+	for (;;) {
+		now = now_mono_ms();
+		/*
+		 * Once the outcome is decided, the others still get a grace
+		 * of twice the time taken so far (at least 10 ms): a lock
+		 * held on every server survives the loss of one later, so a
+		 * healthy straggler should not be left out; a frozen one
+		 * costs only the grace.
+		 */
+		if (settled != NULL && grace < 0 &&
+		    settled(replies, done, q->n, arg))
+			grace = now + (now - start > 5 ? 2 * (now - start) :
+			    10);
+		if (grace >= 0 && now >= grace)
+			break;
+		wait = -1;
+		for (i = left = 0; i < q->n; i++) {
+			pfd[i].fd = awaiting[i] ? redis_fd(q->conn[i]) : -1;
+			pfd[i].events = POLLIN;
+			pfd[i].revents = 0;
+			if (!awaiting[i])
+				continue;
+			left++;
+			dl = redis_deadline(q->conn[i]) - now;
+			if (grace >= 0 && grace - now < dl)
+				dl = grace - now;
+			if (dl < 0)
+				dl = 0;
+			if (wait < 0 || dl < wait)
+				wait = dl;
+		}
+		if (left == 0)
+			break;
+		n = poll(pfd, q->n, wait > INT32_MAX ? INT32_MAX : (int)wait);
+		if (n < 0 && transport_interrupted)
+			break;
+		now = now_mono_ms();
+		for (i = 0; i < q->n; i++) {
+			if (!awaiting[i])
+				continue;
+			if (pfd[i].revents != 0) {
+				/* A READONLY server is asked once more anew. */
+				if (recv_one(q, i, replies) == 1 &&
+				    send_one(q, i, rq) == 0)
+					recv_one(q, i, replies);
+			} else if (now >= redis_deadline(q->conn[i])) {
+				redis_abandon(q->conn[i]);
+				err_set(&q->errs[i], ERR_UNAVAILABLE, "%s: no "
+				    "reply within %s (--timeout)",
+				    q->urls[i].display, duration_format(
+				    q->opts->timeout_ms, d, sizeof d));
+			} else
+				continue;
+			awaiting[i] = 0;
+			done[i] = 1;
+		}
+	}
+	for (i = 0; i < q->n; i++) {
+		if (!awaiting[i])
+			continue;
+		redis_abandon(q->conn[i]);
+		if (transport_interrupted)
+			err_set(&q->errs[i], ERR_INTERRUPTED,
+			    "interrupted by a signal");
+		else
+			err_set(&q->errs[i], ERR_UNAVAILABLE, "%s: no answer "
+			    "needed once the others had decided",
+			    q->urls[i].display);
+	}
+	free(pfd);
+	free(done);
+}
+
 static int
 gather(struct quorum *q, const int *only, const struct request *rq,
-    struct redis_reply **replies, struct err *e)
+    quorum_settled_fn settled, void *arg, struct redis_reply **replies,
+    struct err *e)
 {
 	int	i, ok = 0, asked = 0, first = -1, *sent;
 
@@ -177,16 +274,7 @@ gather(struct quorum *q, const int *only, const struct request *rq,
 		asked++;
 		sent[i] = send_one(q, i, rq) == 0;
 	}
-	for (i = 0; i < q->n; i++) {
-		/*
-		 * A server that has become a replica (a failover, seen on a
-		 * long-idle connection) is asked once more on a connection
-		 * made afresh, which finds the new master.
-		 */
-		if (sent[i] && recv_one(q, i, replies) == 1 &&
-		    send_one(q, i, rq) == 0)
-			recv_one(q, i, replies);
-	}
+	await_replies(q, rq, sent, replies, settled, arg);
 	free(sent);
 	for (i = 0; i < q->n; i++) {
 		if (only != NULL && !only[i])
@@ -206,7 +294,8 @@ gather(struct quorum *q, const int *only, const struct request *rq,
 }
 
 int
-quorum_script(struct quorum *q, const int *only, struct script *s, int nkeys,
+quorum_script_until(struct quorum *q, const int *only,
+    quorum_settled_fn settled, void *arg, struct script *s, int nkeys,
     const char **keys, int nargs, const char **args,
     struct redis_reply **replies, struct err *e)
 {
@@ -215,7 +304,16 @@ quorum_script(struct quorum *q, const int *only, struct script *s, int nkeys,
 		.args = args,
 	};
 
-	return gather(q, only, &rq, replies, e);
+	return gather(q, only, &rq, settled, arg, replies, e);
+}
+
+int
+quorum_script(struct quorum *q, const int *only, struct script *s, int nkeys,
+    const char **keys, int nargs, const char **args,
+    struct redis_reply **replies, struct err *e)
+{
+	return quorum_script_until(q, only, NULL, NULL, s, nkeys, keys, nargs,
+	    args, replies, e);
 }
 
 int
@@ -224,7 +322,7 @@ quorum_command(struct quorum *q, const int *only, int argc, const char **argv,
 {
 	struct request	rq = { .argc = argc, .argv = argv, .extra_ms = extra_ms };
 
-	return gather(q, only, &rq, replies, e);
+	return gather(q, only, &rq, NULL, NULL, replies, e);
 }
 
 /*

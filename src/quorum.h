@@ -45,6 +45,18 @@ void	quorum_close(struct quorum *);
 int	quorum_script(struct quorum *, const int *only, struct script *,
 	    int nkeys, const char **keys, int nargs, const char **args,
 	    struct redis_reply **replies, struct err *e);
+/*
+ * Whether the replies so far decide the outcome (done[i]: server i has
+ * answered or failed): lets a quorum stop waiting for the slow ones.
+ */
+typedef int (*quorum_settled_fn)(struct redis_reply **replies, const int *done,
+    int n, void *arg);
+
+/* quorum_script, returning as soon as settled() says so. */
+int	quorum_script_until(struct quorum *, const int *only,
+	    quorum_settled_fn settled, void *arg, struct script *,
+	    int nkeys, const char **keys, int nargs, const char **args,
+	    struct redis_reply **replies, struct err *e);
 /* The same for a plain command; extra_ms for commands that block (WAIT). */
 int	quorum_command(struct quorum *, const int *only, int argc,
 	    const char **argv, int64_t extra_ms, struct redis_reply **replies,

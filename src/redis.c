@@ -148,6 +148,12 @@ redis_fd(const struct redis *r)
 	return r->t != NULL ? r->t->fd : -1;
 }
 
+int64_t
+redis_deadline(const struct redis *r)
+{
+	return r->deadline;
+}
+
 static int
 fail(struct redis *r, struct err *e)
 {

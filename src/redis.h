@@ -51,6 +51,8 @@ void		 redis_close(struct redis *);
 void		 redis_abandon(struct redis *);
 /* The socket, to poll for a reply on several connections at once. */
 int		 redis_fd(const struct redis *);
+/* When the reply to the request in flight is due (CLOCK_MONOTONIC ms). */
+int64_t		 redis_deadline(const struct redis *);
 /*
  * The URL for messages, and whether the connection is unusable: failed,
  * or closed by the server while idle.

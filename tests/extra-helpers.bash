@@ -36,20 +36,18 @@ _show_args() {
 # stderr line starting "rlock: " (so no sanitizer report, no stray warning),
 # no crash (exit >= 128), and that the file's server holds no key afterwards.
 # A failure is recorded, not raised, so that one test reports every bad case
-# of its table; call sweep_finish at the end.
+# of its table; call sweep_finish at the end. SWEEP_NOTE (e.g. the
+# environment a case ran with) is put before the command in the report.
 sweep_case() {
 	local want=$1
 	shift
 	local out="$BATS_TEST_TMPDIR/sweep.out" err="$BATS_TEST_TMPDIR/sweep.err"
-	local st=0 nerr first keys why=
+	local st=0 keys why='' lines=() all
 	SWEEP_COUNT=$((SWEEP_COUNT + 1))
 	timeout -k 5 20 "$RLOCK" "$@" </dev/null >"$out" 2>"$err" || st=$?
-	nerr=$(wc -l <"$err")
-	# A last line without a newline still counts as a line.
-	if [[ -s "$err" && "$(tail -c 1 "$err" | od -An -c | tr -d ' ')" != '\n' ]]; then
-		nerr=$((nerr + 1))
-	fi
-	first=$(head -n 1 "$err")
+	# mapfile counts a last line without a newline as a line too.
+	mapfile -t lines <"$err"
+	all=${lines[*]}
 	if ((st == 124)); then
 		why+=" [timed out after 20 s]"
 	elif ((st >= 128)); then
@@ -57,22 +55,22 @@ sweep_case() {
 	elif ((st != want)); then
 		why+=" [exit $st, want $want]"
 	fi
-	if grep -Eq 'Sanitizer|runtime error:|AddressSanitizer|LeakSanitizer' "$err"; then
+	if [[ "$all" == *Sanitizer* || "$all" == *"runtime error:"* ]]; then
 		why+=" [sanitizer report]"
 	fi
-	if ((nerr != 1)) || [[ "$first" != "rlock: "* ]]; then
-		why+=" [want one 'rlock: ' line on stderr, got $nerr line(s)]"
+	if ((${#lines[@]} != 1)) || [[ "${lines[0]}" != "rlock: "* ]]; then
+		why+=" [want one 'rlock: ' line on stderr, got ${#lines[@]} line(s)]"
 	fi
 	if [[ -s "$out" ]]; then
-		why+=" [stdout not empty: $(head -c 100 "$out" | od -An -c | tr -s ' ' | head -c 200)]"
+		why+=" [stdout not empty: $(head -c 60 "$out" | cat -v | tr '\n' ' ')]"
 	fi
-	keys=$(rcli --raw KEYS '*' | head -n 5)
+	keys=$(rcli --raw KEYS '*')
 	if [[ -n "$keys" ]]; then
 		why+=" [server holds keys afterwards: $(tr '\n' ' ' <<<"$keys" | head -c 200)]"
 		rcli FLUSHALL >/dev/null
 	fi
 	if [[ -n "$why" ]]; then
-		SWEEP_FAILS+=("rlock $(_show_args "$@"):$why; stderr: $(head -c 300 "$err" | cat -v)")
+		SWEEP_FAILS+=("${SWEEP_NOTE:+$SWEEP_NOTE }rlock $(_show_args "$@"):$why; stderr: $(head -c 300 "$err" | cat -v)")
 	fi
 	return 0
 }

@@ -96,17 +96,6 @@ stop_all_proxies() {
 	fi
 }
 
-# rlock_via URL... -- ARGS...: rlock with one -u per URL given before "--".
-rlock_via() {
-	local a=()
-	while (($#)) && [[ "$1" != -- ]]; do
-		a+=(-u "$1")
-		shift
-	done
-	shift
-	"$RLOCK" "${a[@]}" "$@"
-}
-
 # wait_key_gone_on PORT KEY [MAX_MS]: wait (bounded, 20 ms steps) until KEY
 # no longer exists on the real server at PORT; returns 1 on time-out.
 wait_key_gone_on() {
@@ -122,8 +111,10 @@ wait_key_gone_on() {
 # token, says it is ready, and runs for at most 30 s. On SIGTERM it writes the
 # time (ms since the epoch) to the file "stopped"; then it exits with EXIT,
 # or with no EXIT it keeps running (a later TERM changes nothing) so that only
-# SIGKILL ends it. Its sleep runs in the background under `wait`, so the trap
-# runs the moment the signal arrives. Its own stderr goes to child.err.
+# SIGKILL ends it. Its short sleeps run in the background under `wait`, so
+# the trap runs the moment the signal arrives (the TERM sent to the process
+# group also kills the current sleep; the loop goes on). Its own stderr
+# goes to child.err.
 stopper_script() {
 	local on_term="[ -e stopped ] || date +%s%3N > stopped"
 	if [[ -n "${1:-}" ]]; then on_term+="; exit $1"; fi
@@ -132,8 +123,7 @@ trap '$on_term' TERM
 echo \$\$ > pid
 echo \"\$RLOCK_TOKEN\" > token
 echo ready > ready
-sleep 30 &
-echo \$! > sleeper
-while kill -0 \$! 2>/dev/null; do wait \$!; done
+i=0
+while [ \$i -lt 300 ]; do sleep 0.1 & wait \$!; i=\$((i + 1)); done
 echo finished > finished" >/dev/null
 }

@@ -1,0 +1,234 @@
+#!/usr/bin/env bats
+# doctor.bats: `rlock doctor` against servers configured to trigger each of
+# its findings: persistence, eviction policy, role, replicas, cluster mode,
+# script permission (ACL), reachability; its --json form; and its exit
+# status (0 all well, 1 something to fix, 69 a server cannot be reached).
+
+load helpers
+load extra-helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() { default_setup; }
+teardown() { cleanup_test; }
+
+# run_doctor URL [OPTIONS...]: run doctor on URL alone; sets status, output
+# (stdout), stderr and lines.
+run_doctor() {
+	local url=$1
+	shift
+	run --separate-stderr rlock -u "$url" "$@" doctor
+}
+
+# assert_finding SEVERITY URL CHECK [MESSAGE-GLOB]: among $lines, exactly one
+# line is the CHECK finding for URL; it has SEVERITY (padded to 8 columns)
+# and, if given, a message matching MESSAGE-GLOB.
+assert_finding() {
+	local sev=$1 url=$2 check=$3 glob=${4:-*} line found=() want
+	for line in "${lines[@]}"; do
+		if [[ "$line" =~ ^(ok|info|warning|error)\ +"$url: $check: " ]]; then
+			found+=("$line")
+		fi
+	done
+	if ((${#found[@]} != 1)); then
+		batslib_print_kv_single_or_multi 8 check "$check" output "$output" |
+			batslib_decorate "expected exactly one '$check' finding for $url" | fail
+	fi
+	printf -v want '%-8s %s: %s: ' "$sev" "$url" "$check"
+	if [[ "${found[0]}" != "$want"* ]]; then
+		batslib_print_kv_single_or_multi 8 want "$want..." line "${found[0]}" |
+			batslib_decorate "the '$check' finding has the wrong severity or form" | fail
+	fi
+	# shellcheck disable=SC2053 # the glob is meant to match
+	if [[ "${found[0]#"$want"}" != $glob ]]; then
+		batslib_print_kv_single_or_multi 8 message-glob "$glob" line "${found[0]}" |
+			batslib_decorate "the '$check' finding says something else" | fail
+	fi
+}
+
+# refute_finding URL CHECK: no CHECK finding for URL.
+refute_finding() {
+	local url=$1 check=$2 line
+	for line in "${lines[@]}"; do
+		if [[ "$line" == *" $url: $check: "* ]]; then
+			fail "unexpected '$check' finding: $line"
+		fi
+	done
+}
+
+# Every stdout line is a finding: "SEVERITY URL: CHECK: MESSAGE".
+assert_all_findings() {
+	local line
+	((${#lines[@]} > 0)) || fail "doctor printed nothing"
+	for line in "${lines[@]}"; do
+		[[ "$line" =~ ^(ok\ {7}|info\ {5}|warning\ {2}|error\ {4})[a-z]+://[^\ ]+:\ [a-z-]+:\ . ]] ||
+			fail "not a finding line: '$line' in: $output"
+	done
+}
+
+# wait_replica_up MASTER_VAR REPLICA_VAR: bounded (10 s) wait until the
+# replica's link is up and the master counts it.
+wait_replica_up() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		if rcli_as "$2" INFO replication | grep -q '^master_link_status:up' &&
+			rcli_as "$1" INFO replication | grep -q '^connected_slaves:1'; then
+			return 0
+		fi
+		sleep 0.02
+	done
+	fail "the replica did not connect to its master within 10 s"
+}
+
+@test "doctor: a plain server gets ok lines, info about replicas and a persistence warning, exit 1" {
+	run_doctor "$RLOCK_URL"
+	assert_equal "$status" 1
+	assert_equal "$stderr" ""
+	assert_all_findings
+	assert_finding ok "$RLOCK_URL" reachable
+	assert_finding ok "$RLOCK_URL" version "Redis [0-9]*"
+	assert_finding ok "$RLOCK_URL" role master
+	assert_finding info "$RLOCK_URL" replicas "0 connected*"
+	assert_finding ok "$RLOCK_URL" eviction "*noeviction*"
+	assert_finding warning "$RLOCK_URL" persistence "appendonly no*"
+	assert_finding ok "$RLOCK_URL" scripts "*EVAL allowed*"
+	refute_finding "$RLOCK_URL" cluster
+	# The findings come in the documented order.
+	local order
+	order=$(sed -E 's/^[a-z]+ +[^ ]+ ([a-z-]+): .*/\1/' <<<"$output" | tr '\n' ' ')
+	assert_equal "$order" "reachable version role replicas eviction persistence scripts "
+	# doctor writes nothing.
+	assert_equal "$(rcli DBSIZE)" 0
+}
+
+@test "doctor: appendonly yes with appendfsync everysec or always makes persistence ok" {
+	local fsync
+	for fsync in everysec always; do
+		start_redis_as AOF --appendonly yes --appendfsync "$fsync"
+		run_doctor "$AOF_URL"
+		assert_finding ok "$AOF_URL" persistence "appendonly yes, appendfsync $fsync*"
+		stop_redis AOF
+	done
+	# appendfsync no is a warning.
+	start_redis_as AOF --appendonly yes --appendfsync no
+	run_doctor "$AOF_URL"
+	assert_equal "$status" 1
+	assert_finding warning "$AOF_URL" persistence "*appendfsync no*"
+}
+
+@test "doctor: allkeys-lru with a maxmemory is an eviction warning" {
+	start_redis_as EV --maxmemory 100mb --maxmemory-policy allkeys-lru
+	run_doctor "$EV_URL"
+	assert_equal "$status" 1
+	assert_finding warning "$EV_URL" eviction "*allkeys-lru*"
+}
+
+@test "doctor: volatile-lru with a maxmemory is an eviction error, without one it is ok" {
+	start_redis_as EV --maxmemory 100mb --maxmemory-policy volatile-lru
+	run_doctor "$EV_URL"
+	assert_equal "$status" 1
+	assert_finding error "$EV_URL" eviction "*volatile-lru*"
+	stop_redis EV
+	# Lock keys cannot be evicted while there is no memory limit.
+	start_redis_as EV --maxmemory-policy volatile-lru
+	run_doctor "$EV_URL"
+	assert_finding ok "$EV_URL" eviction
+}
+
+@test "doctor: a replica gets a role error and exit 1" {
+	start_redis_as REP --replicaof 127.0.0.1 "$REDIS_PORT"
+	run_doctor "$REP_URL"
+	assert_equal "$status" 1
+	assert_all_findings
+	assert_finding error "$REP_URL" role "*replica cannot hold locks*"
+	assert_finding ok "$REP_URL" reachable
+}
+
+@test "doctor: a master with a connected replica gets ok for replicas" {
+	start_redis_as MAS
+	start_redis_as REP --replicaof 127.0.0.1 "$MAS_PORT"
+	wait_replica_up MAS REP
+	run_doctor "$MAS_URL"
+	assert_finding ok "$MAS_URL" replicas "1 connected*"
+	assert_finding ok "$MAS_URL" role master
+}
+
+@test "doctor: an ACL user without +@scripting gets a scripts error" {
+	rcli ACL SETUSER bob on '>bob-pw' '~*' '&*' '+@all' '-@scripting' >/dev/null
+	local url="redis://bob:bob-pw@127.0.0.1:$REDIS_PORT" shown="redis://bob@127.0.0.1:$REDIS_PORT"
+	run_doctor "$url"
+	rcli ACL DELUSER bob >/dev/null
+	assert_equal "$status" 1
+	assert_finding error "$shown" scripts "*cannot run scripts*"
+	assert_finding ok "$shown" reachable
+	refute_contains bob-pw "$output $stderr"
+}
+
+@test "doctor: a cluster-enabled node gets info about cluster mode" {
+	start_redis_as CL --cluster-enabled yes --cluster-config-file nodes.conf
+	run_doctor "$CL_URL"
+	assert_all_findings
+	assert_finding info "$CL_URL" cluster
+	assert_finding ok "$CL_URL" reachable
+}
+
+@test "doctor: an unreachable URL exits 69 with one error line" {
+	local port url
+	port=$(free_port)
+	url="redis://127.0.0.1:$port"
+	run_doctor "$url"
+	assert_equal "$status" 69
+	assert_equal "${#lines[@]}" 1
+	assert_finding error "$url" reachable "*refused*"
+	# Anything on stderr is one "rlock: " line at most.
+	if [[ -n "$stderr" ]]; then
+		assert_one_error_line
+	fi
+	# Next to a healthy server it still exits 69, and the healthy one is
+	# still checked.
+	run --separate-stderr rlock -u "$RLOCK_URL" -u "$url" doctor
+	assert_equal "$status" 69
+	assert_finding error "$url" reachable
+	assert_finding ok "$RLOCK_URL" scripts
+}
+
+@test "doctor: --json is an array of findings with server, check, severity, message and remedy" {
+	run_doctor "$RLOCK_URL" --json
+	assert_equal "$status" 1
+	echo "$output" | json_check 'isinstance(d, list) and len(d) >= 7'
+	echo "$output" | json_check 'all(set(f) >= {"server","check","severity","message","remedy"} for f in d)'
+	echo "$output" | json_check 'all(f["server"] == "'"$RLOCK_URL"'" for f in d)'
+	echo "$output" | json_check 'all(f["severity"] in ("ok","info","warning","error") for f in d)'
+	echo "$output" | json_check 'all(isinstance(f["message"], str) and f["message"] for f in d)'
+	echo "$output" | json_check 'all(f["remedy"] is None or isinstance(f["remedy"], str) for f in d)'
+	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","version","role","replicas","eviction","persistence","scripts"]'
+	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["severity"] == "warning"'
+	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["remedy"]'
+	echo "$output" | json_check '[f for f in d if f["check"] == "role"][0]["remedy"] is None'
+	# And for an unreachable server.
+	local url
+	url="redis://127.0.0.1:$(free_port)"
+	run_doctor "$url" --json
+	assert_equal "$status" 69
+	echo "$output" | json_check 'len(d) == 1 and d[0]["check"] == "reachable" and d[0]["severity"] == "error"'
+}
+
+@test "doctor: a server with appendonly, a replica and noeviction gets only ok and info lines, exit 0" {
+	start_redis_as GOOD --appendonly yes --appendfsync everysec --maxmemory-policy noeviction
+	start_redis_as REP --replicaof 127.0.0.1 "$GOOD_PORT"
+	wait_replica_up GOOD REP
+	run_doctor "$GOOD_URL"
+	assert_equal "$status" 0
+	assert_equal "$stderr" ""
+	assert_all_findings
+	run grep -Ev '^(ok|info) ' <<<"$output"
+	assert_output ""
+	run_doctor "$GOOD_URL" --json
+	assert_equal "$status" 0
+	echo "$output" | json_check 'all(f["severity"] in ("ok","info") for f in d)'
+}
+
+@test "doctor takes no lock name" {
+	run --separate-stderr rlock doctor job
+	assert_usage_error
+}

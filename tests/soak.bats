@@ -1,0 +1,203 @@
+#!/usr/bin/env bats
+# soak.bats: a reduced soak (well under a minute in all). Several workers
+# hammer one lock with `rlock exec` around a non-atomic read-modify-write and
+# nothing is lost; then workers run timed critical sections while a killer
+# SIGKILLs the rlock of whichever worker is inside, and the log of the
+# sections shows that no two overlapped (a killed holder's lock is only taken
+# again after its TTL) and that no command outlived its killed rlock.
+
+load helpers
+load exec-helpers
+load extra-helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() {
+	default_setup
+	# The name the kernel gives rlock's processes (/proc/PID/comm).
+	RLOCK_COMM=$(basename "$RLOCK")
+	RLOCK_COMM=${RLOCK_COMM:0:15}
+}
+teardown() { exec_teardown; }
+
+@test "soak: 4 workers x 100 exec'd read-modify-writes of a counter end at exactly 400" {
+	local d=$BATS_TEST_TMPDIR w
+	echo 0 >"$d/f"
+	for w in 1 2 3 4; do
+		# Each worker: 100 runs, bounded by a 50 s deadline; every run's exit
+		# status goes to its own file.
+		# shellcheck disable=SC2016 # the worker script expands its own arguments
+		bg_start "W$w" bash -c '
+			rl=$1 d=$2 w=$3
+			deadline=$((SECONDS + 50))
+			for ((i = 0; i < 100 && SECONDS < deadline; i++)); do
+				st=0
+				"$rl" exec -w 60s -t 5s ctr -- sh -c "n=\$(cat $d/f); echo \$((n+1)) > $d/f" || st=$?
+				echo "$st" >>"$d/status.$w"
+			done' worker "$RLOCK" "$d" "$w"
+	done
+	for w in 1 2 3 4; do
+		local v="W$w"
+		bg_wait "${!v}" 55000 || fail "worker $w did not finish within 55 s"
+		assert_equal "$BG_STATUS" 0
+	done
+	for w in 1 2 3 4; do
+		assert_equal "$(wc -l <"$d/status.$w")" 100
+		assert_equal "$(grep -cvx 0 "$d/status.$w")" 0
+	done
+	assert_equal "$(cat "$d/f")" 400
+	assert_lock_free ctr
+	# Every run took the lock once: the fence counter says 400.
+	assert_equal "$(rcli GET 'rlock:{ctr}:fence')" 400
+}
+
+# check_sections LOG: read "start NS ID", "end NS ID" and "kill NS RLOCKPID
+# CHILDPID" lines and check that critical sections never overlapped: each
+# section starts after the previous one's end, or, when the previous one has
+# no end (its rlock was killed), at least 0.9 s (the 1 s TTL, less a margin
+# for the time between acquiring and the first stamp) after its start. Also:
+# a section without an end must be a killed one, and no killed command wrote
+# its end after the kill. Prints a summary; exits 1 listing the violations.
+check_sections() {
+	python3 - "$1" <<'EOF'
+import sys
+starts, ends, kills = {}, {}, {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) < 3:
+        continue
+    if f[0] == "start":
+        starts[f[2]] = int(f[1])
+    elif f[0] == "end":
+        ends[f[2]] = int(f[1])
+    elif f[0] == "kill" and len(f) >= 4:
+        kills[f[3]] = int(f[1])      # keyed by the child's pid = section id
+bad = []
+order = sorted(starts, key=lambda i: starts[i])
+for a, b in zip(order, order[1:]):
+    if a in ends:
+        if ends[a] > starts[b]:
+            bad.append("section %s (ended %d) overlaps section %s (started %d): %.3f s"
+                       % (a, ends[a], b, starts[b], (ends[a] - starts[b]) / 1e9))
+    else:
+        gap = (starts[b] - starts[a]) / 1e9
+        if gap < 0.9:
+            bad.append("section %s has no end and section %s started %.3f s after it (want >= 0.9 s)" % (a, b, gap))
+for i in starts:
+    if i not in ends and i not in kills:
+        bad.append("section %s has no end but its rlock was not killed" % i)
+for i, k in kills.items():
+    if i in ends and ends[i] > k + 50_000_000:
+        bad.append("the command of killed rlock (child %s) wrote its end %.3f s after the kill"
+                   % (i, (ends[i] - k) / 1e9))
+killed_inside = sum(1 for i in kills if i in starts)
+print("sections=%d ended=%d kills=%d killed_inside=%d" % (len(starts), len(ends), len(kills), killed_inside))
+for b in bad:
+    print("VIOLATION: " + b)
+sys.exit(1 if bad else 0)
+EOF
+}
+
+@test "soak: critical sections never overlap while rlocks are SIGKILLed, and killed commands die" {
+	local d=$BATS_TEST_TMPDIR log=$BATS_TEST_TMPDIR/log w
+	: >"$log"
+	# The critical section: stamp its start, work 0.2 s, stamp its end. The
+	# section's id is the pid of the sh that rlock runs.
+	local crit
+	crit=$(make_script crit "echo \"start \$(date +%s%N) \$\$\" >>'$log'
+sleep 0.2
+echo \"end \$(date +%s%N) \$\$\" >>'$log'")
+	for w in 1 2 3; do
+		# Up to 60 runs each, until the killer says stop, and 25 s at most.
+		# shellcheck disable=SC2016 # the worker script expands its own arguments
+		bg_start "W$w" bash -c '
+			rl=$1 d=$2 w=$3 crit=$4
+			deadline=$((SECONDS + 25))
+			for ((i = 0; i < 60 && SECONDS < deadline; i++)); do
+				[[ -e $d/stop ]] && break
+				st=0
+				"$rl" exec -w 30s -t 1s crit -- "$crit" || st=$?
+				echo "$st" >>"$d/status.$w"
+			done' worker "$RLOCK" "$d" "$w" "$crit"
+	done
+
+	# The killer: 4 kills, each of the rlock of a worker that is inside its
+	# critical section (it has a child that has stamped its start), at
+	# random moments. Bounded: at most 40 attempts and 20 s, each attempt
+	# at most 100 looks 20 ms apart.
+	local kills=0 attempt look wp rp cp c ts victims=() until=$((SECONDS + 20))
+	for ((attempt = 0; attempt < 40 && kills < 4 && SECONDS < until; attempt++)); do
+		sleep "0.$((3 + RANDOM % 6))"
+		rp=
+		for ((look = 0; look < 100; look++)); do
+			for w in $(shuf -e 1 2 3); do
+				local v="W$w"
+				wp=${!v}
+				for c in $(pgrep -P "$wp"); do
+					[[ "$(cat "/proc/$c/comm" 2>/dev/null)" == "$RLOCK_COMM" ]] || continue
+					cp=$(pgrep -P "$c" | head -n 1)
+					if [[ -n "$cp" ]] && grep -q "^start .* $cp\$" "$log"; then
+						rp=$c
+						break 3
+					fi
+				done
+			done
+			sleep 0.02
+		done
+		[[ -n "$rp" ]] || continue
+		# Sometimes kill at once, sometimes a little into the section.
+		sleep "0.0$((RANDOM % 4))"
+		_pid_is "$rp" "$RLOCK_COMM" || continue
+		ts=$(date +%s%N)
+		if kill -KILL "$rp" 2>/dev/null; then
+			echo "kill $ts $rp $cp" >>"$log"
+			kills=$((kills + 1))
+			victims+=("$cp")
+			track_pid "$cp" sh
+		fi
+	done
+	# Let the others run on for a moment after the last kill, then stop.
+	sleep 2.5
+	touch "$d/stop"
+	for w in 1 2 3; do
+		local v="W$w"
+		bg_wait "${!v}" 40000 || fail "worker $w did not finish"
+		assert_equal "$BG_STATUS" 0
+	done
+
+	((kills >= 3)) || fail "the killer managed only $kills kills in 40 attempts"
+	# No killed command outlived its rlock (PR_SET_PDEATHSIG): each sh is
+	# gone, long before its 0.2 s section could have ended by itself.
+	for cp in "${victims[@]}"; do
+		! _pid_is "$cp" sh || fail "the command $cp survived its killed rlock"
+	done
+	# Every run either succeeded or was one of the killed ones (137 = 128+9).
+	cat "$d"/status.* >"$d/statuses"
+	assert_equal "$(grep -cx 137 "$d/statuses")" "$kills"
+	assert_equal "$(grep -cvxE '0|137' "$d/statuses")" 0
+	run check_sections "$log"
+	echo "$output"
+	assert_success
+	# Enough happened for the check to mean something.
+	[[ "$output" =~ sections=([0-9]+) ]] && ((BASH_REMATCH[1] >= 8)) || fail "too few sections: $output"
+	[[ "$output" =~ killed_inside=([0-9]+) ]] && ((BASH_REMATCH[1] >= 3)) || fail "too few kills inside a section: $output"
+	assert_lock_free crit
+}
+
+@test "soak: a command whose rlock is SIGKILLed dies with it and its lock expires after the TTL" {
+	local sp i
+	bg_start RL "$RLOCK" exec -t 1s job -- sleep 30
+	for ((i = 0; i < 250; i++)); do
+		sp=$(pgrep -P "$RL" -x sleep) && break
+		sleep 0.02
+	done
+	[[ -n "$sp" ]] || fail "the sleep did not start"
+	track_pid "$sp" sleep
+	kill -KILL "$RL"
+	wait_gone "$sp" 2000 || fail "sleep $sp survived its killed rlock"
+	# The lock was not released, so it is still held until its TTL runs out.
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 1
+	run --separate-stderr rlock exec -w 5s job -- true
+	assert_success
+	assert_lock_free job
+}
