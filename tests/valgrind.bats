@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# valgrind.bats: memcheck over a representative set of runs -- acquire,
+# status, extend, release, exec with a heartbeat, a failing connection, and
+# TLS -- with zero errors and no definite or indirect leaks.  (The
+# sanitizer pass covers the whole suite; this catches what ASan may miss,
+# such as reads of uninitialised memory.)
+
+load helpers
+load tls-helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() {
+	default_setup
+	command -v valgrind >/dev/null || skip "valgrind is not installed"
+}
+teardown() { cleanup_test; }
+
+# vg ARGS...: run rlock under memcheck; fail on any error or leak report.
+vg() {
+	local log=$BATS_TEST_TMPDIR/vg.$$.$RANDOM
+	# (A forked child that fails to exec leaves through _exit() with the
+	# parent's heap: not a leak, so children are not reported.)
+	run --separate-stderr valgrind -q --leak-check=full \
+	    --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+	    --trace-children=no --child-silent-after-fork=yes \
+	    --log-file="$log" "$RLOCK" "$@"
+	if [[ $status -eq 99 ]] || [[ -s $log ]]; then
+		fail "valgrind reported on rlock $*: $(cat "$log")"
+	fi
+}
+
+@test "valgrind: acquire, status, extend and release run clean" {
+	vg acquire -t 10s job
+	assert_success
+	local tok=$output
+	vg status job
+	assert_success
+	vg --json status
+	assert_success
+	vg extend --token "$tok" -t 20s job
+	assert_success
+	vg release --token "$tok" job
+	assert_success
+	vg release --token "$tok" job
+	assert_equal "$status" 1
+}
+
+@test "valgrind: exec with heartbeats and a forwarded signal runs clean" {
+	vg exec -t 1s job -- sh -c 'sleep 1.5; exit 3'
+	assert_equal "$status" 3
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+}
+
+@test "valgrind: a busy lock, a waiter and a forced release run clean" {
+	local tok
+	tok=$(rlock acquire -t 10s job)
+	vg acquire -n job
+	assert_equal "$status" 1
+	vg acquire -w 300ms job
+	assert_equal "$status" 1
+	vg release --force job
+	assert_success
+	[[ -n "$tok" ]]
+}
+
+@test "valgrind: usage errors and an unreachable server run clean" {
+	vg acquire 'bad name'
+	assert_equal "$status" 64
+	vg -u redis://127.0.0.1:1 acquire job
+	assert_equal "$status" 69
+	vg exec job -- /nonexistent/command
+	assert_equal "$status" 127
+}
+
+@test "valgrind: doctor runs clean" {
+	vg doctor
+	[[ $status -eq 0 || $status -eq 1 ]]
+}
+
+@test "valgrind: TLS (libssl loaded at run time) runs clean" {
+	command -v openssl >/dev/null || skip "openssl is not installed"
+	make_test_pki "$BATS_TEST_TMPDIR/pki"
+	start_tls_redis_as VT optional
+	vg -u "$VT_URL" --tls-ca "$TLS_CA" acquire -t 5s tjob
+	assert_success
+	vg -u "$VT_URL" --tls-ca "$TLS_CA" release --token "$output" tjob
+	assert_success
+}
