@@ -11,6 +11,7 @@
 
 #include "config.h"
 
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -254,25 +255,44 @@ static void
 show_progress(const struct lock *l, const struct lock_holder *h,
     int64_t waited_ms, int64_t left_ms, void *arg)
 {
-	int64_t	since = now_mono_ms() - h->seen_at;
-	char	held[32], exp[32], waited[32], left[32];
+	int64_t		since = now_mono_ms() - h->seen_at;
+	char		held[32], exp[32], waited[32], left[32];
+	struct winsize	ws;
+	struct buf	b;
+	size_t		width = 80;
 
-	fprintf(stderr, "\r\033[Krlock: waiting for %s: held by %s pid %lld",
-	    l->name, h->host[0] ? h->host : "?", h->pid);
+	buf_init(&b);
+	buf_printf(&b, "rlock: waiting for %s: held by %s pid %lld", l->name,
+	    h->host[0] ? h->host : "?", h->pid);
 	if (h->command[0] != '\0')
-		fprintf(stderr, " (%.40s)", h->command);
+		buf_printf(&b, " (%.40s)", h->command);
 	if (h->held_ms >= 0)
-		fprintf(stderr, " for %s", duration_format(h->held_ms + since,
+		buf_printf(&b, " for %s", duration_format(h->held_ms + since,
 		    held, sizeof held));
 	if (h->pttl_ms >= 0)
-		fprintf(stderr, ", expires in %s", duration_format(
+		buf_printf(&b, ", expires in %s", duration_format(
 		    h->pttl_ms - since, exp, sizeof exp));
-	fprintf(stderr, "; waited %s", duration_format(waited_ms, waited,
+	buf_printf(&b, "; waited %s", duration_format(waited_ms, waited,
 	    sizeof waited));
 	if (left_ms >= 0)
-		fprintf(stderr, ", %s left", duration_format(left_ms, left,
+		buf_printf(&b, ", %s left", duration_format(left_ms, left,
 		    sizeof left));
+	/*
+	 * One screen row at most: "\r\033[K" can only take back the row the
+	 * cursor is on, so a wrapped line would leave its first rows behind.
+	 */
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		width = ws.ws_col;
+	if (b.len > width - 1) {
+		b.len = width - 1;
+		/* Do not cut a UTF-8 sequence in half. */
+		while (b.len > 0 && ((unsigned char)b.p[b.len] & 0xc0) == 0x80)
+			b.len--;
+		b.p[b.len] = '\0';
+	}
+	fprintf(stderr, "\r\033[K%s", b.p);
 	fflush(stderr);
+	buf_free(&b);
 	progress_shown = 1;
 }
 
