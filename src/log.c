@@ -64,6 +64,8 @@ emit_json(const char *level_name, const char *when, long ms, const char *msg)
 void
 log_open_syslog(void)
 {
+	if (to_syslog)
+		return;	/* --syslog is seen before parsing, and again after */
 	openlog("rlock", LOG_PID, LOG_DAEMON);
 	to_syslog = 1;
 }

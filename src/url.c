@@ -165,28 +165,40 @@ parse_userinfo(const char *s, size_t len, struct url *u, char *why,
 	return 0;
 }
 
+/*
+ * Past "//" and the userinfo, for the redis:// and sentinel forms alike.
+ * The last '@' ends the userinfo: DB and port cannot hold one, so a
+ * password with an unencoded '@' or '/' still splits the right way.
+ */
 static int
-parse_tcp(const char *s, struct url *u, char *why, size_t whylen)
+parse_authority_start(const char **sp, struct url *u, char *why,
+    size_t whylen)
 {
-	const char	*at, *p, *h, *hend, *q;
-	long long	 v;
-	int		 bracketed;
+	const char	*s = *sp, *at;
 
 	if (strncmp(s, "//", 2) != 0) {
 		say(why, whylen, "expected '//' after the scheme");
 		return -1;
 	}
 	s += 2;
-
-	/*
-	 * The last '@' ends the userinfo: DB and port cannot hold one, so a
-	 * password with an unencoded '@' or '/' still splits the right way.
-	 */
 	if ((at = strrchr(s, '@')) != NULL) {
 		if (parse_userinfo(s, (size_t)(at - s), u, why, whylen) != 0)
 			return -1;
 		s = at + 1;
 	}
+	*sp = s;
+	return 0;
+}
+
+static int
+parse_tcp(const char *s, struct url *u, char *why, size_t whylen)
+{
+	const char	*p, *h, *hend, *q;
+	long long	 v;
+	int		 bracketed;
+
+	if (parse_authority_start(&s, u, why, whylen) != 0)
+		return -1;
 
 	p = s;
 	bracketed = (*p == '[');
@@ -356,21 +368,13 @@ static int
 parse_sentinel(const char *s, struct url *u, char *why, size_t whylen)
 {
 	struct url	 node;
-	const char	*at, *slash, *p, *end, *q;
+	const char	*slash, *p, *end, *q;
 	char		*piece;
 	size_t		 len;
 	int		 rc;
 
-	if (strncmp(s, "//", 2) != 0) {
-		say(why, whylen, "expected '//' after the scheme");
+	if (parse_authority_start(&s, u, why, whylen) != 0)
 		return -1;
-	}
-	s += 2;
-	if ((at = strrchr(s, '@')) != NULL) {
-		if (parse_userinfo(s, (size_t)(at - s), u, why, whylen) != 0)
-			return -1;
-		s = at + 1;
-	}
 	if ((slash = strchr(s, '/')) == NULL) {
 		say(why, whylen, "missing /MASTER after the sentinel addresses");
 		return -1;
