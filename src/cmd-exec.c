@@ -191,7 +191,7 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		/* With --on-lost ignore, the loss was reported as it came. */
 		return EXIT_LOST;
 	}
-	left = ctx->o.min_hold_ms - (now_mono_ms() - l->acquired_at);
+	left = ctx->o.min_hold_ms - (now_mono_ms() - l->taken_at);
 	if (ctx->o.min_hold_ms > 0 && left > 0) {
 		if (hold_on(ctx, l, left) == -1)
 			log_warn("%s: cannot leave the lock to expire: %s",

@@ -149,11 +149,7 @@ heartbeat_init(struct heartbeat *hb, const struct lock *l, const char *prefix,
 	hb->notify_sig = notify_sig;
 	hb->valid_until = l->valid_until;
 	/* Connections are made on the first extend, in the thread. */
-	hb->q.n = nurls;
-	hb->q.urls = urls;
-	hb->q.opts = &hb->ropts;
-	hb->q.conn = xcalloc(nurls, sizeof *hb->q.conn);
-	hb->q.errs = xcalloc(nurls, sizeof *hb->q.errs);
+	quorum_init(&hb->q, urls, nurls, &hb->ropts);
 	lock_init(&hb->l, &hb->q, prefix, l->name, l->token);
 	hb->l.ttl_ms = l->ttl_ms;
 	hb->l.fence = l->fence;

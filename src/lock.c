@@ -13,7 +13,8 @@
  *  - The lock is ours until valid_until = (time before the request was
  *    sent) + TTL - drift, counted on CLOCK_MONOTONIC.  Taking the time
  *    before sending means a slow reply shortens our view of the lock, never
- *    lengthens it past the server's.
+ *    lengthens it past the server's; a request that first waits on the
+ *    wake list counts from before the wait.
  *  - Every key of a lock carries the hash tag {NAME}, so each script touches
  *    one Redis Cluster slot.
  */
@@ -251,12 +252,14 @@ undo_partial(struct lock *l)
 }
 
 /*
- * One attempt.  Returns 1 held, 0 busy (*pttl_ms: how long until the
- * lock may expire, -1 if it has no expiry), -1 error.
+ * One attempt, after blocking on the wake list for at most wait_ms when
+ * wait_ms >= 0 (one server only: see lock_acquire).  Returns 1 held, 0
+ * busy (*pttl_ms: how long until the lock may expire, -1 if it has no
+ * expiry), -1 error.
  */
 static int
 try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
-    int64_t *pttl_ms, struct err *e)
+    int64_t wait_ms, int64_t *pttl_ms, struct err *e)
 {
 	struct redis_reply	**rep;
 	const char		 *keys[4], *args[6];
@@ -285,8 +288,13 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	/* Before sending: see the invariants at the top. */
 	start = now_mono_ms();
 	l->maybe_held = 1;
-	ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-	    &script_acquire, 4, keys, 6, args, rep, e);
+	if (wait_ms >= 0)
+		ok = quorum_wait_script(l->q, l->wake_key, wait_ms,
+		    settled_grant, NULL, &script_acquire, 4, keys, 6, args,
+		    rep, e);
+	else
+		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
+		    &script_acquire, 4, keys, 6, args, rep, e);
 	for (i = 0; i < n; i++) {
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
@@ -326,6 +334,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		l->fence = fence;
 		l->ttl_ms = ttl_ms;
 		l->acquired_at = start;
+		l->taken_at = now_mono_ms();
 		l->valid_until = start + ttl_ms - lock_drift(ttl_ms);
 		return 1;
 	}
@@ -372,16 +381,38 @@ sleep_on_wake(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
 	}
 }
 
+/*
+ * How long the next attempt may block first, with one server.  The
+ * lock's validity counts from before the wait (the script may have run
+ * at any moment of it), so a wait takes at most half the TTL.
+ */
+static int64_t
+wait_chunk(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
+    int64_t ttl_ms)
+{
+	int64_t	now = now_mono_ms();
+
+	if (l->on_wait != NULL) {
+		l->on_wait(l, &l->holder, now - start,
+		    deadline < 0 ? -1 : deadline - now, l->on_wait_arg);
+		if (sleep > 1000)
+			sleep = 1000;
+	}
+	if (sleep > ttl_ms / 2)
+		sleep = ttl_ms / 2;
+	return sleep < 1 ? 1 : sleep;
+}
+
 int
 lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
     const struct lock_meta *m, struct err *e)
 {
-	int64_t	deadline, left, pttl, sleep, start = now_mono_ms();
+	int64_t	deadline, left, pttl, sleep = -1, start = now_mono_ms();
 	int	rc;
 
 	deadline = wait_ms < 0 ? -1 : start + wait_ms;
 	for (;;) {
-		if ((rc = try_acquire(l, ttl_ms, m, &pttl, e)) != 0)
+		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) != 0)
 			return rc;
 		if (wait_ms == 0)
 			return 0;
@@ -406,8 +437,19 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		if (sleep > left)
 			sleep = left;
 		l->waited++;
+		/*
+		 * With one server the BLPOP goes out with the next attempt,
+		 * so a woken waiter's try is already made when it wakes: a
+		 * hand-over costs no round trip of its own.  Several servers
+		 * each wake on their own, so there the attempt follows.
+		 */
+		if (l->q->n == 1) {
+			sleep = wait_chunk(l, start, deadline, sleep, ttl_ms);
+			continue;
+		}
 		if ((rc = sleep_on_wake(l, start, deadline, sleep, e)) == -1)
 			return -1;
+		sleep = -1;
 	}
 }
 

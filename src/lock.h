@@ -55,7 +55,8 @@ struct lock {
 	 * TTL, minus the drift margin.
 	 */
 	int64_t		 valid_until;
-	int64_t		 acquired_at;	/* monotonic, when it was taken */
+	int64_t		 acquired_at;	/* monotonic, before it was asked for */
+	int64_t		 taken_at;	/* monotonic, when the grant came */
 	/* An acquire was sent but its outcome is unknown: release to be safe. */
 	int		 maybe_held;
 	int		 held;

@@ -21,6 +21,22 @@
 #include "transport.h"
 #include "util.h"
 
+/* How long a server that could not be connected to is left alone. */
+#define RECONNECT_PAUSE_MS	1000
+
+/*
+ * With several servers, one that could not be connected to is not tried
+ * again for a while: a silent one would otherwise cost a --connect-timeout
+ * on every request before the others were asked.  Alone, it is always
+ * tried: there is nothing else to do.
+ */
+static void
+connect_failed(struct quorum *q, int i, const struct err *e)
+{
+	q->cerrs[i] = *e;
+	q->retry_at[i] = now_mono_ms() + RECONNECT_PAUSE_MS;
+}
+
 struct redis *
 quorum_conn(struct quorum *q, int i, struct err *e)
 {
@@ -29,9 +45,15 @@ quorum_conn(struct quorum *q, int i, struct err *e)
 		q->conn[i] = NULL;
 	}
 	if (q->conn[i] == NULL) {
+		if (q->n > 1 && now_mono_ms() < q->retry_at[i]) {
+			*e = q->cerrs[i];
+			return NULL;
+		}
 		q->conn[i] = redis_connect(&q->urls[i], q->opts, e);
-		if (q->conn[i] == NULL)
+		if (q->conn[i] == NULL) {
 			q->errs[i] = *e;
+			connect_failed(q, i, e);
+		}
 	}
 	return q->conn[i];
 }
@@ -50,6 +72,63 @@ open_one(void *arg)
 	return NULL;
 }
 
+/*
+ * A sentinel URL asks the sentinels first, and TLS handshakes are work
+ * worth spreading over the cores: those connect in threads of their own.
+ */
+static int
+needs_threads(const struct url *urls, int n)
+{
+	int	i;
+
+	for (i = 0; i < n; i++)
+		if (urls[i].scheme == URL_SENTINEL ||
+		    urls[i].scheme == URL_TLS)
+			return 1;
+	return 0;
+}
+
+/*
+ * Plain connections in three passes -- start every connect, then finish
+ * each and send its AUTH and SELECT, then read their replies -- so that
+ * the waits overlap: n servers cost the slowest one, with no threads.
+ */
+static void
+open_in_steps(struct quorum *q)
+{
+	int	i, step;
+
+	for (i = 0; i < q->n; i++)
+		if ((q->conn[i] = redis_connect_start(&q->urls[i], q->opts,
+		    &q->errs[i])) == NULL)
+			connect_failed(q, i, &q->errs[i]);
+	for (step = 0; step < 2; step++)
+		for (i = 0; i < q->n; i++) {
+			if (q->conn[i] == NULL)
+				continue;
+			if ((step == 0 ? redis_connect_send(q->conn[i],
+			    &q->errs[i]) : redis_connect_end(q->conn[i],
+			    &q->errs[i])) == 0)
+				continue;
+			redis_close(q->conn[i]);
+			q->conn[i] = NULL;
+			connect_failed(q, i, &q->errs[i]);
+		}
+}
+
+void
+quorum_init(struct quorum *q, const struct url *urls, int n,
+    const struct redis_opts *opts)
+{
+	q->n = n;
+	q->urls = urls;
+	q->opts = opts;
+	q->conn = xcalloc(n, sizeof *q->conn);
+	q->errs = xcalloc(n, sizeof *q->errs);
+	q->cerrs = xcalloc(n, sizeof *q->cerrs);
+	q->retry_at = xcalloc(n, sizeof *q->retry_at);
+}
+
 int
 quorum_open(struct quorum *q, const struct url *urls, int n,
     const struct redis_opts *opts, struct err *e)
@@ -58,13 +137,11 @@ quorum_open(struct quorum *q, const struct url *urls, int n,
 	pthread_t	*th;
 	int		 i, ok = 0, first = -1, *started;
 
-	q->n = n;
-	q->urls = urls;
-	q->opts = opts;
-	q->conn = xcalloc(n, sizeof *q->conn);
-	q->errs = xcalloc(n, sizeof *q->errs);
+	quorum_init(q, urls, n, opts);
 	if (n == 1)
 		quorum_conn(q, 0, &q->errs[0]);
+	else if (!needs_threads(urls, n))
+		open_in_steps(q);
 	else {
 		/* Connects block on their own deadlines: one thread each. */
 		op = xcalloc(n, sizeof *op);
@@ -109,8 +186,12 @@ quorum_close(struct quorum *q)
 		redis_close(q->conn[i]);
 	free(q->conn);
 	free(q->errs);
+	free(q->cerrs);
+	free(q->retry_at);
 	q->conn = NULL;
 	q->errs = NULL;
+	q->cerrs = NULL;
+	q->retry_at = NULL;
 }
 
 /* What to send on each connection: a script, or a plain command. */
@@ -121,6 +202,8 @@ struct request {
 	int		  argc;
 	const char	**argv;
 	int64_t		  extra_ms;
+	const char	 *wait_key;	/* a BLPOP first (the first send only) */
+	int64_t		  wait_ms;
 };
 
 static int
@@ -132,7 +215,7 @@ is_not_writable(const char *err)
 }
 
 static int
-send_one(struct quorum *q, int i, const struct request *rq)
+send_one(struct quorum *q, int i, const struct request *rq, int again)
 {
 	struct redis	*r;
 
@@ -140,8 +223,9 @@ send_one(struct quorum *q, int i, const struct request *rq)
 	if ((r = quorum_conn(q, i, &q->errs[i])) == NULL)
 		return -1;
 	if (rq->script != NULL)
-		return redis_send_script(r, rq->script, rq->nkeys, rq->keys,
-		    rq->nargs, rq->args, &q->errs[i]);
+		return redis_send_wait_script(r, again ? NULL : rq->wait_key,
+		    rq->wait_ms, rq->script, rq->nkeys, rq->keys, rq->nargs,
+		    rq->args, &q->errs[i]);
 	return redis_send(r, rq->argc, rq->argv, NULL, rq->extra_ms,
 	    &q->errs[i]);
 }
@@ -229,7 +313,7 @@ await_replies(struct quorum *q, const struct request *rq, int *awaiting,
 			if (pfd[i].revents != 0) {
 				/* A READONLY server is asked once more anew. */
 				if (recv_one(q, i, replies) == 1 &&
-				    send_one(q, i, rq) == 0)
+				    send_one(q, i, rq, 1) == 0)
 					recv_one(q, i, replies);
 			} else if (now >= redis_deadline(q->conn[i])) {
 				redis_abandon(q->conn[i]);
@@ -272,7 +356,7 @@ gather(struct quorum *q, const int *only, const struct request *rq,
 		if (only != NULL && !only[i])
 			continue;
 		asked++;
-		sent[i] = send_one(q, i, rq) == 0;
+		sent[i] = send_one(q, i, rq, 0) == 0;
 	}
 	await_replies(q, rq, sent, replies, settled, arg);
 	free(sent);
@@ -305,6 +389,20 @@ quorum_script_until(struct quorum *q, const int *only,
 	};
 
 	return gather(q, only, &rq, settled, arg, replies, e);
+}
+
+int
+quorum_wait_script(struct quorum *q, const char *key, int64_t wait_ms,
+    quorum_settled_fn settled, void *arg, struct script *s, int nkeys,
+    const char **keys, int nargs, const char **args,
+    struct redis_reply **replies, struct err *e)
+{
+	struct request	rq = {
+		.script = s, .nkeys = nkeys, .keys = keys, .nargs = nargs,
+		.args = args, .wait_key = key, .wait_ms = wait_ms,
+	};
+
+	return gather(q, NULL, &rq, settled, arg, replies, e);
 }
 
 int
@@ -342,9 +440,8 @@ quorum_wait(struct quorum *q, const char *key, int64_t timeout_ms,
 	int			*sent, i, n, live = 0, woken = 0, done = 0;
 
 	if (timeout_ms < 1)
-		timeout_ms = 1;	/* BLPOP 0 would block forever */
-	snprintf(secs, sizeof secs, "%lld.%03lld",
-	    (long long)(timeout_ms / 1000), (long long)(timeout_ms % 1000));
+		timeout_ms = 1;
+	redis_timeout_arg(secs, sizeof secs, timeout_ms);
 	argv[0] = "BLPOP";
 	argv[1] = key;
 	argv[2] = secs;

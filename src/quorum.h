@@ -21,11 +21,16 @@ struct quorum {
 	const struct redis_opts	*opts;
 	struct redis		**conn;	/* NULL where not connected */
 	struct err		*errs;	/* last failure per server */
+	struct err		*cerrs;	/* last failure to connect */
+	int64_t			*retry_at; /* no new connect before */
 };
 
 /* The number of servers that must agree. */
 #define quorum_majority(q)	((q)->n / 2 + 1)
 
+/* Set q up for urls, unconnected: each connects when first used. */
+void	quorum_init(struct quorum *, const struct url *urls, int n,
+	    const struct redis_opts *);
 /*
  * Connect to every server, in parallel when there are several.  Fails
  * (-1, e filled with the first failure) unless a majority answered.
@@ -54,6 +59,16 @@ typedef int (*quorum_settled_fn)(struct redis_reply **replies, const int *done,
 
 /* quorum_script, returning as soon as settled() says so. */
 int	quorum_script_until(struct quorum *, const int *only,
+	    quorum_settled_fn settled, void *arg, struct script *,
+	    int nkeys, const char **keys, int nargs, const char **args,
+	    struct redis_reply **replies, struct err *e);
+/*
+ * quorum_script_until, each server's script sent together with a BLPOP of
+ * key for at most wait_ms before it (redis_send_wait_script): for one
+ * server, a waiter woken by a release tries the lock with no round trip
+ * of its own.
+ */
+int	quorum_wait_script(struct quorum *, const char *key, int64_t wait_ms,
 	    quorum_settled_fn settled, void *arg, struct script *,
 	    int nkeys, const char **keys, int nargs, const char **args,
 	    struct redis_reply **replies, struct err *e);

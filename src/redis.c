@@ -41,6 +41,10 @@ struct redis {
 
 	/* The request in flight, formatted, to send again if redirected. */
 	int			 pending;
+	int			 waiting;	/* a BLPOP's reply comes first */
+	int			 hs_auth, hs_select; /* handshake replies due */
+	char			*pre;		/* sent with it, once: the BLPOP */
+	size_t			 prelen;
 	char			*req;
 	size_t			 reqlen;
 	int64_t			 deadline;
@@ -159,6 +163,7 @@ fail(struct redis *r, struct err *e)
 {
 	r->broken = 1;
 	r->pending = 0;
+	r->waiting = 0;
 	if (e->kind != ERR_INTERRUPTED)
 		err_prefix(e, "%s", r->url->display);
 	return -1;
@@ -182,7 +187,17 @@ send_argv(struct redis *r, int argc, const char **argv, const size_t *argvlen,
 	free(r->req);
 	r->req = cmd;
 	r->reqlen = (size_t)len;
-	return transport_write(r->t, r->req, r->reqlen, r->deadline, e);
+	if (r->pre == NULL)
+		return transport_write(r->t, r->req, r->reqlen, r->deadline, e);
+	/* One write, so that the server finds both in one read. */
+	cmd = xmalloc(r->prelen + r->reqlen);
+	memcpy(cmd, r->pre, r->prelen);
+	memcpy(cmd + r->prelen, r->req, r->reqlen);
+	free(r->pre);
+	r->pre = NULL;
+	len = transport_write(r->t, cmd, r->prelen + r->reqlen, r->deadline, e);
+	free(cmd);
+	return len;
 }
 
 static int
@@ -300,9 +315,35 @@ int
 redis_send_script(struct redis *r, struct script *s, int nkeys,
     const char **keys, int nargs, const char **args, struct err *e)
 {
+	return redis_send_wait_script(r, NULL, 0, s, nkeys, keys, nargs, args,
+	    e);
+}
+
+void
+redis_timeout_arg(char *buf, size_t len, int64_t ms)
+{
+	if (ms < 1)
+		ms = 1;		/* a timeout of 0 blocks forever */
+	snprintf(buf, len, "%lld.%03lld", (long long)(ms / 1000),
+	    (long long)(ms % 1000));
+}
+
+int
+redis_send_wait_script(struct redis *r, const char *wait_key,
+    int64_t wait_ms, struct script *s, int nkeys, const char **keys,
+    int nargs, const char **args, struct err *e)
+{
+	const char	*argv[3];
+	char		 secs[32], *cmd;
+	int		 len;
+
 	if (r->broken) {
 		err_set(e, ERR_UNAVAILABLE, "%s: connection lost",
 		    r->url->display);
+		return -1;
+	}
+	if (r->pending) {
+		err_set(e, ERR_SOFTWARE, "request already in flight");
 		return -1;
 	}
 	r->budget = r->opts->timeout_ms;
@@ -312,8 +353,26 @@ redis_send_script(struct redis *r, struct script *s, int nkeys,
 	r->keys = keys;
 	r->nargs = nargs;
 	r->args = args;
-	if (send_eval(r, 1, e) == -1)
+	if (wait_key != NULL) {
+		redis_timeout_arg(secs, sizeof secs, wait_ms);
+		argv[0] = "BLPOP";
+		argv[1] = wait_key;
+		argv[2] = secs;
+		if ((len = redisFormatCommandArgv(&cmd, 3, argv, NULL)) < 0) {
+			err_set(e, ERR_SOFTWARE,
+			    "cannot format a Redis command");
+			return -1;
+		}
+		r->pre = cmd;
+		r->prelen = (size_t)len;
+		r->deadline += wait_ms < 1 ? 1 : wait_ms;
+		r->waiting = 1;
+	}
+	if (send_eval(r, 1, e) == -1) {
+		free(r->pre);
+		r->pre = NULL;
 		return fail(r, e);
+	}
 	r->pending = 1;
 	return 0;
 }
@@ -376,6 +435,17 @@ redis_recv(struct redis *r, struct redis_reply **out, struct err *e)
 	if (!r->pending) {
 		err_set(e, ERR_SOFTWARE, "no request in flight");
 		return -1;
+	}
+	if (r->waiting) {
+		/*
+		 * Popped or timed out, the script ran right after it: its
+		 * reply is the one that counts, a round trip from now.
+		 */
+		if (read_reply(r, &rr, e) == -1)
+			return fail(r, e);
+		redis_reply_free(rr);
+		r->waiting = 0;
+		r->deadline = now_mono_ms() + r->budget;
 	}
 	for (;;) {
 		if (read_reply(r, &rr, e) == -1)
@@ -475,52 +545,103 @@ redis_commandv(struct redis *r, struct err *e, ...)
 
 /* ------------------------------------------------------------ connecting */
 
-/* AUTH and SELECT on r's fresh transport, within deadline. */
+/*
+ * AUTH and SELECT on r's fresh transport, sent in one write (a password
+ * error then fails the SELECT too, but that reply is never read).
+ */
 static int
-handshake(struct redis *r, const struct url *u, int64_t deadline,
+handshake_send(struct redis *r, const struct url *u, int64_t deadline,
     struct err *e)
 {
-	const char		*password = u->password ? u->password :
-				    r->opts->password;
-	struct redis_reply	*rr;
-	char			 db[16];
-	const struct url	*was = r->url;
+	const char	*password = u->password ? u->password :
+			    r->opts->password;
+	const char	*argv[3];
+	char		*cmd[2] = { NULL, NULL }, *buf, db[16];
+	int		 len[2] = { 0, 0 }, argc = 0, rc;
 
-	r->url = u;	/* for redis_reply_error's message */
-	if (password != NULL) {
-		rr = u->user != NULL ?
-		    roundtrip(r, deadline, e, "AUTH", u->user, password, NULL) :
-		    roundtrip(r, deadline, e, "AUTH", password, NULL);
-		if (rr == NULL)
-			goto fail;
-		if (rr->type == REDIS_T_ERROR) {
-			redis_reply_error(r, rr, "authentication failed: ", e);
-			redis_reply_free(rr);
-			goto fail;
-		}
-		redis_reply_free(rr);
+	r->hs_auth = password != NULL;
+	r->hs_select = u->db > 0;
+	if (r->hs_auth) {
+		argv[argc++] = "AUTH";
+		if (u->user != NULL)
+			argv[argc++] = u->user;
+		argv[argc++] = password;
+		len[0] = redisFormatCommandArgv(&cmd[0], argc, argv, NULL);
 	}
-	if (u->db > 0) {
+	if (r->hs_select) {
 		snprintf(db, sizeof db, "%d", u->db);
-		if ((rr = roundtrip(r, deadline, e, "SELECT", db, NULL)) == NULL)
-			goto fail;
-		if (rr->type == REDIS_T_ERROR) {
-			redis_reply_error(r, rr, "SELECT failed: ", e);
-			redis_reply_free(rr);
-			goto fail;
-		}
-		redis_reply_free(rr);
+		argv[0] = "SELECT";
+		argv[1] = db;
+		len[1] = redisFormatCommandArgv(&cmd[1], 2, argv, NULL);
 	}
-	r->url = was;
-	return 0;
-fail:
-	r->url = was;
-	return -1;
+	if (len[0] < 0 || len[1] < 0) {
+		free(cmd[0]);
+		free(cmd[1]);
+		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
+		return -1;
+	}
+	if (len[0] + len[1] == 0)
+		return 0;
+	buf = xmalloc((size_t)len[0] + (size_t)len[1]);
+	if (len[0] > 0)
+		memcpy(buf, cmd[0], len[0]);
+	if (len[1] > 0)
+		memcpy(buf + len[0], cmd[1], len[1]);
+	rc = transport_write(r->t, buf, (size_t)len[0] + (size_t)len[1],
+	    deadline, e);
+	/* The password was in there: do not leave it in freed memory. */
+	explicit_bzero(buf, (size_t)len[0] + (size_t)len[1]);
+	if (cmd[0] != NULL)
+		explicit_bzero(cmd[0], len[0]);
+	free(buf);
+	free(cmd[0]);
+	free(cmd[1]);
+	return rc;
 }
 
-/* Connect r to u and authenticate, within deadline; r->t is replaced. */
+/* Read what handshake_send asked. */
 static int
-attach(struct redis *r, const struct url *u, int64_t deadline, struct err *e)
+handshake_recv(struct redis *r, const struct url *u, int64_t deadline,
+    struct err *e)
+{
+	struct redis_reply	*rr;
+	const struct url	*was = r->url;
+	int64_t			 saved = r->deadline;
+	int			 i, rc = 0;
+
+	r->url = u;	/* for redis_reply_error's message */
+	r->deadline = deadline;
+	for (i = 0; i < 2 && rc == 0; i++) {
+		if (!(i == 0 ? r->hs_auth : r->hs_select))
+			continue;
+		if (read_reply(r, &rr, e) == -1) {
+			rc = -1;
+			break;
+		}
+		if (rr->type == REDIS_T_ERROR) {
+			redis_reply_error(r, rr, i == 0 ?
+			    "authentication failed: " : "SELECT failed: ", e);
+			rc = -1;
+		}
+		redis_reply_free(rr);
+	}
+	r->hs_auth = r->hs_select = 0;
+	r->deadline = saved;
+	r->url = was;
+	return rc;
+}
+
+/* A failed connect's message names the server. */
+static void
+connect_error(const struct url *u, struct err *e)
+{
+	/* A bad certificate file is the user's to fix, not the net's. */
+	if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE)
+		err_prefix(e, "cannot connect to %s", u->display);
+}
+
+static int
+new_reader(struct redis *r, struct err *e)
 {
 	if (r->reader != NULL)
 		redisReaderFree(r->reader);
@@ -528,13 +649,21 @@ attach(struct redis *r, const struct url *u, int64_t deadline, struct err *e)
 		err_set(e, ERR_SOFTWARE, "out of memory");
 		return -1;
 	}
+	return 0;
+}
+
+/* Connect r to u and authenticate, within deadline; r->t is replaced. */
+static int
+attach(struct redis *r, const struct url *u, int64_t deadline, struct err *e)
+{
+	if (new_reader(r, e) == -1)
+		return -1;
 	if ((r->t = transport_connect(u, r->opts->tls, deadline, e)) == NULL) {
-		/* A bad certificate file is the user's to fix, not the net's. */
-		if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE)
-			err_prefix(e, "cannot connect to %s", u->display);
+		connect_error(u, e);
 		return -1;
 	}
-	if (handshake(r, u, deadline, e) == -1) {
+	if (handshake_send(r, u, deadline, e) == -1 ||
+	    handshake_recv(r, u, deadline, e) == -1) {
 		transport_close(r->t);
 		r->t = NULL;
 		return -1;
@@ -635,34 +764,88 @@ found:
 	return 0;
 }
 
+static struct redis *
+new_redis(const struct url *u, const struct redis_opts *opts)
+{
+	struct redis	*r = xcalloc(1, sizeof *r);
+
+	r->orig = r->url = u;
+	r->opts = opts;
+	r->budget = opts->connect_timeout_ms;
+	r->deadline = now_mono_ms() + opts->connect_timeout_ms;
+	return r;
+}
+
+/* A handshake that got no reply ran out of the connect timeout. */
+static void
+handshake_error(const struct url *u, const struct redis_opts *opts,
+    struct err *e)
+{
+	char	d[32];
+
+	if (strstr(e->msg, "no reply within") != NULL)
+		err_set(e, ERR_UNAVAILABLE, "cannot connect to %s: no answer "
+		    "within %s (--connect-timeout)", u->display,
+		    duration_format(opts->connect_timeout_ms, d, sizeof d));
+}
+
 struct redis *
 redis_connect(const struct url *u, const struct redis_opts *opts,
     struct err *e)
 {
-	struct redis		*r;
-	int64_t			 deadline;
-	int			 rc;
-	char			 d[32];
+	struct redis	*r = new_redis(u, opts);
+	int		 rc;
 
-	deadline = now_mono_ms() + opts->connect_timeout_ms;
-	r = xcalloc(1, sizeof *r);
-	r->orig = r->url = u;
-	r->opts = opts;
-	r->budget = opts->connect_timeout_ms;
 	if (u->scheme == URL_SENTINEL)
-		rc = attach_sentinel(r, u, deadline, e);
+		rc = attach_sentinel(r, u, r->deadline, e);
 	else
-		rc = attach(r, u, deadline, e);
+		rc = attach(r, u, r->deadline, e);
 	if (rc == -1) {
-		if (strstr(e->msg, "no reply within") != NULL)
-			err_set(e, ERR_UNAVAILABLE, "cannot connect to %s: "
-			    "no answer within %s (--connect-timeout)",
-			    u->display, duration_format(
-			    opts->connect_timeout_ms, d, sizeof d));
+		handshake_error(u, opts, e);
 		redis_close(r);
 		return NULL;
 	}
 	return r;
+}
+
+struct redis *
+redis_connect_start(const struct url *u, const struct redis_opts *opts,
+    struct err *e)
+{
+	struct redis	*r = new_redis(u, opts);
+
+	if (new_reader(r, e) == -1 ||
+	    (r->t = transport_start(u, r->deadline, e)) == NULL) {
+		connect_error(u, e);
+		redis_close(r);
+		return NULL;
+	}
+	return r;
+}
+
+int
+redis_connect_send(struct redis *r, struct err *e)
+{
+	if (transport_finish(r->t, r->url, r->opts->tls, r->deadline,
+	    e) == -1) {
+		connect_error(r->url, e);
+		return -1;
+	}
+	if (handshake_send(r, r->url, r->deadline, e) == -1) {
+		handshake_error(r->url, r->opts, e);
+		return -1;
+	}
+	return 0;
+}
+
+int
+redis_connect_end(struct redis *r, struct err *e)
+{
+	if (handshake_recv(r, r->url, r->deadline, e) == -1) {
+		handshake_error(r->url, r->opts, e);
+		return -1;
+	}
+	return 0;
 }
 
 void
@@ -675,5 +858,6 @@ redis_close(struct redis *r)
 		redisReaderFree(r->reader);
 	url_free(&r->target);
 	free(r->req);
+	free(r->pre);
 	free(r);
 }

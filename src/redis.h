@@ -46,6 +46,16 @@ struct redis;
  */
 struct redis	*redis_connect(const struct url *u, const struct redis_opts *opts,
 		    struct err *e);
+/*
+ * The same in steps, so that a quorum's connections proceed at once: start
+ * every connect, then finish each and send its AUTH and SELECT, then read
+ * their replies.  Not for sentinel URLs.  A step that fails leaves e
+ * filled as redis_connect would; the caller then closes the connection.
+ */
+struct redis	*redis_connect_start(const struct url *u,
+		    const struct redis_opts *opts, struct err *e);
+int		 redis_connect_send(struct redis *, struct err *);
+int		 redis_connect_end(struct redis *, struct err *);
 void		 redis_close(struct redis *);
 /* Give up on the connection (a request that will not be waited for). */
 void		 redis_abandon(struct redis *);
@@ -76,6 +86,18 @@ int		 redis_send(struct redis *, int argc, const char **argv,
 int		 redis_send_script(struct redis *, struct script *,
 		    int nkeys, const char **keys, int nargs, const char **args,
 		    struct err *);
+/*
+ * The same, after a BLPOP of wait_key for at most wait_ms, in one write:
+ * the server runs the script the moment the BLPOP returns, popped or
+ * timed out, with no round trip between the two.  redis_recv returns the
+ * script's reply.  The request is due within wait_ms + --timeout.
+ */
+int		 redis_send_wait_script(struct redis *, const char *wait_key,
+		    int64_t wait_ms, struct script *, int nkeys,
+		    const char **keys, int nargs, const char **args,
+		    struct err *);
+/* A BLPOP timeout of ms milliseconds, as seconds (at least 1 ms). */
+void		 redis_timeout_arg(char *buf, size_t len, int64_t ms);
 /*
  * Wait for the reply to the oldest request.  An error reply is returned
  * as a reply (type REDIS_T_ERROR), not as a failure: -1 means the

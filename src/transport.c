@@ -105,21 +105,27 @@ transport_wait_fd(int fd, short events, int64_t deadline, struct err *e)
 	}
 }
 
-/* Connect fd to addr within the deadline: 0, or -1 with e filled. */
+/* Start connecting fd: 1 connected, 0 under way, -1 failed (e filled). */
 static int
-connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_t deadline,
-    int64_t budget, struct err *e)
+connect_start(int fd, const struct sockaddr *sa, socklen_t salen,
+    struct err *e)
+{
+	if (connect(fd, sa, salen) == 0)
+		return 1;
+	if (errno == EINPROGRESS || errno == EINTR)
+		return 0;
+	err_set(e, ERR_UNAVAILABLE, "%s", reason(errno));
+	return -1;
+}
+
+/* Wait for the connect under way on fd: 0, or -1 with e filled. */
+static int
+connect_wait(int fd, int64_t deadline, int64_t budget, struct err *e)
 {
 	socklen_t	len = sizeof(int);
 	int		soerr = 0;
 	char		d[32];
 
-	if (connect(fd, sa, salen) == 0)
-		return 0;
-	if (errno != EINPROGRESS && errno != EINTR) {
-		err_set(e, ERR_UNAVAILABLE, "%s", reason(errno));
-		return -1;
-	}
 	switch (transport_wait_fd(fd, POLLOUT, deadline, e)) {
 	case 0:
 		err_set(e, ERR_UNAVAILABLE, "timed out after %s",
@@ -138,11 +144,10 @@ connect_fd(int fd, const struct sockaddr *sa, socklen_t salen, int64_t deadline,
 }
 
 static int
-connect_unix(const struct url *u, int64_t deadline, int64_t budget,
-    struct err *e)
+start_unix(struct transport *t, const struct url *u, struct err *e)
 {
 	struct sockaddr_un	sun;
-	int			fd;
+	int			rc;
 
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
@@ -152,59 +157,120 @@ connect_unix(const struct url *u, int64_t deadline, int64_t budget,
 		return -1;
 	}
 	strcpy(sun.sun_path, u->path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd == -1) {
+	t->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (t->fd == -1) {
 		err_set(e, ERR_UNAVAILABLE, "socket: %s", reason(errno));
 		return -1;
 	}
-	if (connect_fd(fd, (struct sockaddr *)&sun, sizeof sun, deadline,
-	    budget, e) == -1) {
-		close(fd);
+	if ((rc = connect_start(t->fd, (struct sockaddr *)&sun, sizeof sun,
+	    e)) == -1) {
+		close(t->fd);
+		t->fd = -1;
 		return -1;
 	}
-	return fd;
+	t->connecting = rc == 0;
+	return 0;
+}
+
+/* Start on t->addr or, failing that at once, the addresses after it. */
+static int
+start_tcp_next(struct transport *t, struct err *e)
+{
+	struct addrinfo	*ai;
+	int		 rc;
+
+	for (; (ai = t->addr) != NULL; t->addr = ai->ai_next) {
+		t->fd = socket(ai->ai_family,
+		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+		if (t->fd == -1) {
+			err_set(e, ERR_UNAVAILABLE, "socket: %s",
+			    reason(errno));
+			continue;
+		}
+		if ((rc = connect_start(t->fd, ai->ai_addr, ai->ai_addrlen,
+		    e)) >= 0) {
+			t->connecting = rc == 0;
+			return 0;
+		}
+		close(t->fd);
+		t->fd = -1;
+	}
+	return -1;
 }
 
 static int
-connect_tcp(const struct url *u, int64_t deadline, int64_t budget,
-    struct err *e)
+start_tcp(struct transport *t, const struct url *u, struct err *e)
 {
-	struct addrinfo	 hints, *res, *ai;
+	struct addrinfo	 hints;
 	char		 port[16];
-	int		 fd = -1, rc, one = 1;
+	int		 rc;
 
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	snprintf(port, sizeof port, "%d", u->port);
-	if ((rc = getaddrinfo(u->host, port, &hints, &res)) != 0) {
+	if ((rc = getaddrinfo(u->host, port, &hints, &t->addrs)) != 0) {
+		t->addrs = NULL;
 		err_set(e, ERR_UNAVAILABLE, "cannot resolve %s: %s", u->host,
 		    rc == EAI_SYSTEM ? reason(errno) : gai_strerror(rc));
 		return -1;
 	}
-	for (ai = res; ai != NULL; ai = ai->ai_next) {
-		fd = socket(ai->ai_family,
-		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    ai->ai_protocol);
-		if (fd == -1) {
-			err_set(e, ERR_UNAVAILABLE, "socket: %s",
-			    reason(errno));
-			continue;
-		}
-		if (connect_fd(fd, ai->ai_addr, ai->ai_addrlen, deadline,
-		    budget, e) == 0)
-			break;
-		close(fd);
-		fd = -1;
-		if (e->kind == ERR_INTERRUPTED || now_mono_ms() >= deadline)
-			break;
+	t->addr = t->addrs;
+	return start_tcp_next(t, e);
+}
+
+struct transport *
+transport_start(const struct url *u, int64_t deadline, struct err *e)
+{
+	struct transport	*t;
+	int			 rc;
+
+	t = xcalloc(1, sizeof *t);
+	t->fd = -1;
+	t->ops = &plain_ops;
+	t->display = u->display;
+	t->budget = deadline - now_mono_ms();
+	if (u->scheme == URL_UNIX)
+		rc = start_unix(t, u, e);
+	else
+		rc = start_tcp(t, u, e);
+	if (rc == -1) {
+		transport_close(t);
+		return NULL;
 	}
-	freeaddrinfo(res);
-	if (fd == -1)
-		return -1;
-	/* Lock commands are tiny request/reply pairs: never wait for Nagle. */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	return fd;
+	return t;
+}
+
+int
+transport_finish(struct transport *t, const struct url *u,
+    const struct tls_opts *tls, int64_t deadline, struct err *e)
+{
+	int	one = 1;
+
+	while (t->connecting) {
+		if (connect_wait(t->fd, deadline, t->budget, e) == 0)
+			break;
+		close(t->fd);
+		t->fd = -1;
+		/* The host's next address, if it has one and time is left. */
+		if (t->addr == NULL || e->kind == ERR_INTERRUPTED ||
+		    now_mono_ms() >= deadline)
+			return -1;
+		t->addr = t->addr->ai_next;
+		if (start_tcp_next(t, e) == -1)
+			return -1;
+	}
+	t->connecting = 0;
+	if (t->addrs != NULL) {
+		freeaddrinfo(t->addrs);
+		t->addrs = t->addr = NULL;
+		/* Lock commands are tiny request/reply pairs: never Nagle. */
+		setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	}
+	if (u->scheme == URL_TLS)
+		return tls_start(t, u, tls, deadline, t->budget, e);
+	return 0;
 }
 
 struct transport *
@@ -212,21 +278,10 @@ transport_connect(const struct url *u, const struct tls_opts *tls,
     int64_t deadline, struct err *e)
 {
 	struct transport	*t;
-	int64_t			 budget = deadline - now_mono_ms();
-	int			 fd;
 
-	if (u->scheme == URL_UNIX)
-		fd = connect_unix(u, deadline, budget, e);
-	else
-		fd = connect_tcp(u, deadline, budget, e);
-	if (fd == -1)
+	if ((t = transport_start(u, deadline, e)) == NULL)
 		return NULL;
-	t = xcalloc(1, sizeof *t);
-	t->fd = fd;
-	t->ops = &plain_ops;
-	t->display = u->display;
-	if (u->scheme == URL_TLS && tls_start(t, u, tls, deadline, budget,
-	    e) == -1) {
+	if (transport_finish(t, u, tls, deadline, e) == -1) {
 		transport_close(t);
 		return NULL;
 	}
@@ -307,6 +362,8 @@ transport_close(struct transport *t)
 	if (t == NULL)
 		return;
 	t->ops->close(t);
+	if (t->addrs != NULL)
+		freeaddrinfo(t->addrs);
 	free(t);
 }
 

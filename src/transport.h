@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct addrinfo;
+
 #include "err.h"
 #include "url.h"
 
@@ -43,6 +45,12 @@ struct transport {
 	int				 tls_used;	/* a read has succeeded */
 	int				 tls_has_cert;	/* we sent a client certificate */
 	const char			*display; /* the URL, for messages */
+
+	/* While connecting (transport_start .. transport_finish). */
+	int				 connecting;
+	struct addrinfo			*addrs;	/* the host's addresses */
+	struct addrinfo			*addr;	/* the one being tried */
+	int64_t				 budget; /* the connect timeout */
 };
 
 /*
@@ -53,6 +61,18 @@ struct transport {
 struct transport	*transport_connect(const struct url *u,
 			    const struct tls_opts *tls, int64_t deadline,
 			    struct err *e);
+/*
+ * The same in two steps, so that several connections can be under way at
+ * once: transport_start creates the socket and starts the connect (after
+ * resolving the name), transport_finish waits for it -- trying the
+ * host's other addresses after it, if it fails -- and does the TLS
+ * handshake.  One deadline covers both.
+ */
+struct transport	*transport_start(const struct url *u, int64_t deadline,
+			    struct err *e);
+int			 transport_finish(struct transport *,
+			    const struct url *u, const struct tls_opts *tls,
+			    int64_t deadline, struct err *e);
 /* Write all of buf, or fail. */
 int			 transport_write(struct transport *, const void *, size_t,
 			    int64_t deadline, struct err *);

@@ -1,0 +1,153 @@
+#!/usr/bin/env bats
+# fastpath.bats: what makes the common cases quick, held to the behaviour it
+# must keep.  A waiter's next attempt travels with its BLPOP (no round trip
+# after a wake-up), without costing validity, fences or --min-hold; a
+# quorum's connections are made side by side, AUTH and SELECT included, and
+# a silent server costs one --connect-timeout however many there are.
+
+load helpers
+load exec-helpers
+load tls-helpers
+load dist-helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() {
+	default_setup
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { exec_teardown; }
+
+# calls CMD: the calls of one command since the last RESETSTAT.
+calls() {
+	rcli INFO commandstats | tr -d '\r' |
+		sed -n "s/^cmdstat_$1:calls=\\([0-9]*\\),.*/\\1/p" | grep . || echo 0
+}
+
+# The client blocked in BLPOP on the wake list, as CLIENT LIST shows it.
+blocked_waiter() {
+	rcli CLIENT LIST | tr -d '\r' | grep ' cmd=blpop '
+}
+
+@test "fastpath: a blocked waiter's next attempt is already queued on the server behind its BLPOP" {
+	local holder line qbuf i
+	# Both scripts cached, so that each attempt is one call.
+	rlock release --token "$(rlock acquire warm-up)" warm-up
+	holder=$(rlock acquire -t 30s job)
+	rcli CONFIG RESETSTAT >/dev/null
+	bg_start W "$RLOCK" acquire -w 10s job
+	for ((i = 0; i < 250; i++)); do
+		line=$(blocked_waiter) && break
+		sleep 0.02
+	done
+	[[ -n "$line" ]] || fail "no client blocked in BLPOP: $(rcli CLIENT LIST)"
+	# The acquire script waits, unparsed, in the blocked client's buffer.
+	qbuf=$(sed -n 's/.* qbuf=\([0-9]*\) .*/\1/p' <<<"$line")
+	assert_between "$qbuf" 100 100000 "bytes queued behind the BLPOP"
+
+	rlock release --token "$holder" job
+	bg_wait "$W" 9000 || fail "the waiter did not get the lock"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(rcli GET 'rlock:{job}')" "$(cat W.out)"
+	# The waiter: one attempt, one BLPOP, the attempt queued behind it; the
+	# release: one more script.  No attempt of its own after the wake-up.
+	assert_equal "$(calls blpop)" 1
+	assert_equal "$(( $(calls evalsha) + $(calls eval) ))" 3
+}
+
+@test "fastpath: a waiter with a TTL shorter than the holder's time left takes the lock once, with the next fence" {
+	rlock acquire -t 2500ms job >/dev/null
+	local f0
+	f0=$(rcli GET 'rlock:{job}:fence')
+	make_script cmd.sh 'echo "$RLOCK_FENCE" > fence
+[ "$(redis-cli -p "$REDIS_PORT" GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && echo held > held' >/dev/null
+	run --separate-stderr env REDIS_PORT="$REDIS_PORT" \
+		"$RLOCK" -v exec -t 1s -w 10s job -- ./cmd.sh
+	assert_success
+	# One acquisition: a wait longer than the TTL must not spend the lock
+	# it wins (given back and taken again, it would be two fences on).
+	assert_equal "$(cat fence)" "$((f0 + 1))"
+	assert_equal "$(cat held)" held
+	refute_contains lost "$stderr"
+}
+
+@test "fastpath: --min-hold counts from when the lock was granted, not from when the wait began" {
+	rlock acquire -t 1500ms job >/dev/null
+	run --separate-stderr "$RLOCK" exec --min-hold 2s -w 10s job -- true
+	assert_success
+	# Waited about 1.5 s, then granted: the lock stays about 2 s from then.
+	assert_between "$(rcli PTTL 'rlock:{job}')" 1000 2000 "PTTL after --min-hold 2s"
+}
+
+@test "fastpath: five servers with a password and a db number each get AUTH and SELECT, and the lock lands in that db" {
+	local i urls=() tok
+	for ((i = 1; i <= 5; i++)); do
+		start_redis_auth_as "A$i" 's3cr#t' || fail "server $i did not start"
+		local portv="A${i}_PORT"
+		urls+=(-u "redis://:s3cr%23t@127.0.0.1:${!portv}/3")
+	done
+	run --separate-stderr "$RLOCK" "${urls[@]}" acquire job
+	assert_success
+	assert_equal "$stderr" ""
+	tok=$output
+	for ((i = 1; i <= 5; i++)); do
+		assert_equal "$(RCLI_AUTH='s3cr#t' rcli_as "A$i" -n 3 GET 'rlock:{job}')" "$tok"
+		assert_equal "$(RCLI_AUTH='s3cr#t' rcli_as "A$i" -n 0 EXISTS 'rlock:{job}')" 0
+	done
+	run --separate-stderr "$RLOCK" "${urls[@]}" release --token "$tok" job
+	assert_success
+}
+
+@test "fastpath: a quorum with a wrong password on three of five exits 69 naming the failure, never the password" {
+	local i urls=() pw
+	for ((i = 1; i <= 5; i++)); do
+		start_redis_auth_as "B$i" 'right-pw' || fail "server $i did not start"
+		local portv="B${i}_PORT"
+		pw=right-pw
+		((i <= 3)) && pw=wrong-pw
+		urls+=(-u "redis://:$pw@127.0.0.1:${!portv}")
+	done
+	run --separate-stderr "$RLOCK" "${urls[@]}" acquire job
+	assert_equal "$status" 69
+	assert_one_error_line
+	[[ "$stderr" == *"only 2 of 5 servers answered, and a lock needs 3"* ]] ||
+		fail "unexpected message: $stderr"
+	[[ "$stderr" == *"authentication failed"* ]] || fail "no reason: $stderr"
+	refute_contains wrong-pw "$stderr"
+	refute_contains right-pw "$stderr"
+	for ((i = 4; i <= 5; i++)); do
+		assert_equal "$(RCLI_AUTH=right-pw rcli_as "B$i" EXISTS 'rlock:{job}')" 0
+	done
+}
+
+@test "fastpath: two silent servers in a quorum of five cost one --connect-timeout between them, not two" {
+	local i urls=() t0 t1
+	for ((i = 1; i <= 3; i++)); do
+		start_redis_auth_as "C$i" pw || fail "server $i did not start"
+		local portv="C${i}_PORT"
+		urls+=(-u "redis://:pw@127.0.0.1:${!portv}")
+	done
+	# Silent listeners accept the connection and never answer the AUTH.
+	start_silent_listener S1 || fail "no silent listener"
+	start_silent_listener S2 || fail "no silent listener"
+	urls+=(-u "redis://:pw@127.0.0.1:$S1_PORT" -u "redis://:pw@127.0.0.1:$S2_PORT")
+	t0=$(now_ms)
+	run --separate-stderr "$RLOCK" "${urls[@]}" --connect-timeout 1500ms acquire job
+	t1=$(now_ms)
+	assert_success
+	assert_equal "$stderr" ""
+	assert_between $((t1 - t0)) 1400 2900 "acquire took (ms)"
+	for ((i = 1; i <= 3; i++)); do
+		assert_equal "$(RCLI_AUTH=pw rcli_as "C$i" GET 'rlock:{job}')" "$output"
+	done
+}
+
+@test "fastpath: exec runs a command that does not exist as before: 127, one line, nothing held, no child left" {
+	run -127 --separate-stderr "$RLOCK" exec job -- ./no-such-command
+	assert_one_error_line
+	[[ "$stderr" == *"cannot run './no-such-command'"* ]] || fail "unexpected: $stderr"
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+	run --separate-stderr "$RLOCK" exec job -- /etc/passwd
+	assert_equal "$status" 126
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+}
