@@ -90,21 +90,41 @@ needs_threads(const struct url *urls, int n)
 
 /*
  * Plain connections in three passes -- start every connect, then finish
- * each and send its AUTH and SELECT, then read their replies -- so that
- * the waits overlap: n servers cost the slowest one, with no threads.
+ * each and send its AUTH and SELECT, then read their replies (unless
+ * steps is 1: then the caller's request follows and redis_recv reads
+ * them) -- so that the waits overlap: n servers cost the slowest one, with
+ * no threads.
+ * For the servers marked in want (NULL: all) that have no usable
+ * connection and are not being left alone after a failure; Sentinel and
+ * TLS URLs are left to quorum_conn.
  */
 static void
-open_in_steps(struct quorum *q)
+connect_in_steps(struct quorum *q, const int *want, int steps)
 {
-	int	i, step;
+	int64_t	 now = now_mono_ms();
+	int	*go, i, step;
 
-	for (i = 0; i < q->n; i++)
+	go = xcalloc(q->n, sizeof *go);
+	for (i = 0; i < q->n; i++) {
+		if (want != NULL && !want[i])
+			continue;
+		if (q->conn[i] != NULL && redis_broken(q->conn[i])) {
+			redis_close(q->conn[i]);
+			q->conn[i] = NULL;
+		}
+		if (q->conn[i] != NULL || needs_threads(&q->urls[i], 1) ||
+		    now < q->retry_at[i])
+			continue;
+		err_clear(&q->errs[i]);
 		if ((q->conn[i] = redis_connect_start(&q->urls[i], q->opts,
 		    &q->errs[i])) == NULL)
 			connect_failed(q, i, &q->errs[i]);
-	for (step = 0; step < 2; step++)
+		else
+			go[i] = 1;
+	}
+	for (step = 0; step < steps; step++)
 		for (i = 0; i < q->n; i++) {
-			if (q->conn[i] == NULL)
+			if (!go[i] || q->conn[i] == NULL)
 				continue;
 			if ((step == 0 ? redis_connect_send(q->conn[i],
 			    &q->errs[i]) : redis_connect_end(q->conn[i],
@@ -114,6 +134,7 @@ open_in_steps(struct quorum *q)
 			q->conn[i] = NULL;
 			connect_failed(q, i, &q->errs[i]);
 		}
+	free(go);
 }
 
 void
@@ -141,7 +162,7 @@ quorum_open(struct quorum *q, const struct url *urls, int n,
 	if (n == 1)
 		quorum_conn(q, 0, &q->errs[0]);
 	else if (!needs_threads(urls, n))
-		open_in_steps(q);
+		connect_in_steps(q, NULL, 2);
 	else {
 		/* Connects block on their own deadlines: one thread each. */
 		op = xcalloc(n, sizeof *op);
@@ -348,18 +369,37 @@ gather(struct quorum *q, const int *only, const struct request *rq,
     quorum_settled_fn settled, void *arg, struct redis_reply **replies,
     struct err *e)
 {
-	int	i, ok = 0, asked = 0, first = -1, *sent;
+	int	i, ok = 0, asked = 0, first = -1, reconnect = 0, *sent, *need;
 
 	sent = xcalloc(q->n, sizeof *sent);
+	need = xcalloc(q->n, sizeof *need);
+	/*
+	 * The servers already connected are asked first; those that need a
+	 * new connection get theirs side by side (connect_in_steps), so that
+	 * a silent one holds up neither the others' requests nor their
+	 * connects by more than one --connect-timeout.
+	 */
 	for (i = 0; i < q->n; i++) {
 		replies[i] = NULL;
 		if (only != NULL && !only[i])
 			continue;
 		asked++;
-		sent[i] = send_one(q, i, rq, 0) == 0;
+		if (q->n > 1 && (q->conn[i] == NULL ||
+		    redis_broken(q->conn[i])))
+			reconnect = need[i] = 1;
+		else
+			sent[i] = send_one(q, i, rq, 0) == 0;
+	}
+	if (reconnect) {
+		/* Each request follows its AUTH, read in the await. */
+		connect_in_steps(q, need, 1);
+		for (i = 0; i < q->n; i++)
+			if (need[i])
+				sent[i] = send_one(q, i, rq, 0) == 0;
 	}
 	await_replies(q, rq, sent, replies, settled, arg);
 	free(sent);
+	free(need);
 	for (i = 0; i < q->n; i++) {
 		if (only != NULL && !only[i])
 			continue;

@@ -56,6 +56,9 @@ struct redis {
 
 static int	attach(struct redis *, const struct url *, int64_t,
 		    struct err *);
+static int	handshake_recv(struct redis *, const struct url *, int64_t,
+		    struct err *);
+static void	connect_error(const struct url *, struct err *);
 
 static struct redis_reply *
 convert(const redisReply *r)
@@ -136,7 +139,9 @@ redis_display(const struct redis *r)
 int
 redis_broken(const struct redis *r)
 {
-	return r->broken || (!r->pending && !transport_idle_ok(r->t));
+	/* Replies due (a request, a handshake) are not a closed connection. */
+	return r->broken || (!r->pending && !r->hs_auth && !r->hs_select &&
+	    !transport_idle_ok(r->t));
 }
 
 void
@@ -434,6 +439,16 @@ redis_recv(struct redis *r, struct redis_reply **out, struct err *e)
 	*out = NULL;
 	if (!r->pending) {
 		err_set(e, ERR_SOFTWARE, "no request in flight");
+		return -1;
+	}
+	/* A connection made in steps: its AUTH and SELECT replies first. */
+	if ((r->hs_auth || r->hs_select) &&
+	    handshake_recv(r, r->url, r->deadline, e) == -1) {
+		r->broken = 1;
+		r->pending = r->waiting = 0;
+		if (strncmp(e->msg, r->url->display,
+		    strlen(r->url->display)) != 0)
+			connect_error(r->url, e);
 		return -1;
 	}
 	if (r->waiting) {

@@ -51,6 +51,9 @@ struct redis	*redis_connect(const struct url *u, const struct redis_opts *opts,
  * every connect, then finish each and send its AUTH and SELECT, then read
  * their replies.  Not for sentinel URLs.  A step that fails leaves e
  * filled as redis_connect would; the caller then closes the connection.
+ * The last step may be left out: a request sent right away goes behind
+ * the AUTH and SELECT, and redis_recv reads their replies first (within
+ * the request's --timeout).
  */
 struct redis	*redis_connect_start(const struct url *u,
 		    const struct redis_opts *opts, struct err *e);

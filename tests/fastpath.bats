@@ -16,7 +16,10 @@ setup() {
 	default_setup
 	cd "$BATS_TEST_TMPDIR"
 }
-teardown() { exec_teardown; }
+teardown() {
+	thaw_all
+	exec_teardown
+}
 
 # calls CMD: the calls of one command since the last RESETSTAT.
 calls() {
@@ -150,4 +153,36 @@ blocked_waiter() {
 	run --separate-stderr "$RLOCK" exec job -- /etc/passwd
 	assert_equal "$status" 126
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+}
+
+@test "fastpath: a quorum server frozen behind AUTH mid-exec costs the heartbeat nothing: a 2s lock is kept with the defaults" {
+	local i urls=() pidv
+	for ((i = 1; i <= 3; i++)); do
+		start_redis_auth_as "D$i" pw || fail "server $i did not start"
+		local portv="D${i}_PORT"
+		urls+=(-u "redis://:pw@127.0.0.1:${!portv}")
+	done
+	make_script holder.sh 'echo ready > ready
+sleep 4
+n=0
+for p in "$D2_PORT" "$D3_PORT"; do
+	[ "$(redis-cli -p "$p" -a pw --no-auth-warning GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && n=$((n + 1))
+done
+echo $n > held' >/dev/null
+	export D2_PORT D3_PORT
+	bg_start R "$RLOCK" "${urls[@]}" -v exec -t 2s job -- ./holder.sh
+	wait_file ready 10000 || fail "the command did not start: $(cat R.err)"
+	sleep 0.3
+	# A stopped server still completes TCP connects (the kernel does), but
+	# answers nothing: each new connection's AUTH goes unanswered.
+	echo "$D1_PID" >>"$BATS_TEST_TMPDIR/.frozen"
+	kill -STOP "$D1_PID"
+	bg_wait "$R" 15000 || fail "rlock still running 15 s after the freeze"
+	! grep -q lost R.err || fail "rlock reported a loss (exit $BG_STATUS): $(cat R.err)"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat held)" 2
+	thaw_all
+	for ((i = 2; i <= 3; i++)); do
+		assert_equal "$(RCLI_AUTH=pw rcli_as "D$i" EXISTS 'rlock:{job}')" 0
+	done
 }
