@@ -93,13 +93,15 @@ needs_threads(const struct url *urls, int n)
  * each and send its AUTH and SELECT, then read their replies (unless
  * steps is 1: then the caller's request follows and redis_recv reads
  * them) -- so that the waits overlap: n servers cost the slowest one, with
- * no threads.
+ * no threads.  With under_way, a connect still in progress (a server
+ * that drops our SYNs) is not waited for but marked there, for the caller
+ * to finish when it can (await_replies).
  * For the servers marked in want (NULL: all) that have no usable
  * connection and are not being left alone after a failure; Sentinel and
  * TLS URLs are left to quorum_conn.
  */
 static void
-connect_in_steps(struct quorum *q, const int *want, int steps)
+connect_in_steps(struct quorum *q, const int *want, int steps, int *under_way)
 {
 	int64_t	 now = now_mono_ms();
 	int	*go, i, step;
@@ -124,8 +126,14 @@ connect_in_steps(struct quorum *q, const int *want, int steps)
 	}
 	for (step = 0; step < steps; step++)
 		for (i = 0; i < q->n; i++) {
-			if (!go[i] || q->conn[i] == NULL)
+			if (!go[i] || q->conn[i] == NULL ||
+			    (under_way != NULL && under_way[i]))
 				continue;
+			if (under_way != NULL && step == 0 &&
+			    !redis_connected(q->conn[i])) {
+				under_way[i] = 1;
+				continue;
+			}
 			if ((step == 0 ? redis_connect_send(q->conn[i],
 			    &q->errs[i]) : redis_connect_end(q->conn[i],
 			    &q->errs[i])) == 0)
@@ -156,13 +164,17 @@ quorum_open(struct quorum *q, const struct url *urls, int n,
 {
 	struct opener	*op;
 	pthread_t	*th;
-	int		 i, ok = 0, first = -1, *started;
+	int		 i, ok = 0, first = -1, *started, *under_way;
 
 	quorum_init(q, urls, n, opts);
 	if (n == 1)
 		quorum_conn(q, 0, &q->errs[0]);
-	else if (!needs_threads(urls, n))
-		connect_in_steps(q, NULL, 2);
+	else if (!needs_threads(urls, n)) {
+		/* A connect still under way is finished by the first request. */
+		under_way = xcalloc(n, sizeof *under_way);
+		connect_in_steps(q, NULL, 2, under_way);
+		free(under_way);
+	}
 	else {
 		/* Connects block on their own deadlines: one thread each. */
 		op = xcalloc(n, sizeof *op);
@@ -278,6 +290,9 @@ recv_one(struct quorum *q, int i, struct redis_reply **replies)
  * others have already decided.  The requests still out are abandoned:
  * their connections are dropped and made again when next needed.
  */
+/* awaiting[i] of a server whose connect is still under way. */
+#define CONNECTING	2
+
 static void
 await_replies(struct quorum *q, const struct request *rq, int *awaiting,
     struct redis_reply **replies, quorum_settled_fn settled, void *arg)
@@ -309,7 +324,8 @@ await_replies(struct quorum *q, const struct request *rq, int *awaiting,
 		wait = -1;
 		for (i = left = 0; i < q->n; i++) {
 			pfd[i].fd = awaiting[i] ? redis_fd(q->conn[i]) : -1;
-			pfd[i].events = POLLIN;
+			pfd[i].events = awaiting[i] == CONNECTING ? POLLOUT :
+			    POLLIN;
 			pfd[i].revents = 0;
 			if (!awaiting[i])
 				continue;
@@ -331,7 +347,22 @@ await_replies(struct quorum *q, const struct request *rq, int *awaiting,
 		for (i = 0; i < q->n; i++) {
 			if (!awaiting[i])
 				continue;
-			if (pfd[i].revents != 0) {
+			if (awaiting[i] == CONNECTING) {
+				if (pfd[i].revents == 0 &&
+				    now < redis_deadline(q->conn[i]))
+					continue;
+				/* Connected (or failed): ask it now. */
+				if (redis_connect_send(q->conn[i],
+				    &q->errs[i]) == 0 &&
+				    send_one(q, i, rq, 0) == 0) {
+					awaiting[i] = 1;
+					continue;
+				}
+				if (q->conn[i] != NULL &&
+				    !redis_connected(q->conn[i]))
+					connect_failed(q, i, &q->errs[i]);
+				redis_abandon(q->conn[i]);
+			} else if (pfd[i].revents != 0) {
 				/* A READONLY server is asked once more anew. */
 				if (recv_one(q, i, replies) == 1 &&
 				    send_one(q, i, rq, 1) == 0)
@@ -370,9 +401,11 @@ gather(struct quorum *q, const int *only, const struct request *rq,
     struct err *e)
 {
 	int	i, ok = 0, asked = 0, first = -1, reconnect = 0, *sent, *need;
+	int	*under_way;
 
 	sent = xcalloc(q->n, sizeof *sent);
 	need = xcalloc(q->n, sizeof *need);
+	under_way = xcalloc(q->n, sizeof *under_way);
 	/*
 	 * The servers already connected are asked first; those that need a
 	 * new connection get theirs side by side (connect_in_steps), so that
@@ -387,19 +420,28 @@ gather(struct quorum *q, const int *only, const struct request *rq,
 		if (q->n > 1 && (q->conn[i] == NULL ||
 		    redis_broken(q->conn[i])))
 			reconnect = need[i] = 1;
+		else if (q->n > 1 && redis_connecting(q->conn[i]))
+			under_way[i] = 1;	/* left by quorum_open */
 		else
 			sent[i] = send_one(q, i, rq, 0) == 0;
 	}
 	if (reconnect) {
-		/* Each request follows its AUTH, read in the await. */
-		connect_in_steps(q, need, 1);
+		/*
+		 * Each request follows its AUTH, whose reply is read in the
+		 * await; a connect still under way is finished there too.
+		 */
+		connect_in_steps(q, need, 1, under_way);
 		for (i = 0; i < q->n; i++)
-			if (need[i])
+			if (need[i] && !under_way[i])
 				sent[i] = send_one(q, i, rq, 0) == 0;
 	}
+	for (i = 0; i < q->n; i++)
+		if (under_way[i])
+			sent[i] = CONNECTING;
 	await_replies(q, rq, sent, replies, settled, arg);
 	free(sent);
 	free(need);
+	free(under_way);
 	for (i = 0; i < q->n; i++) {
 		if (only != NULL && !only[i])
 			continue;

@@ -139,9 +139,12 @@ redis_display(const struct redis *r)
 int
 redis_broken(const struct redis *r)
 {
-	/* Replies due (a request, a handshake) are not a closed connection. */
+	/*
+	 * Replies due (a request, a handshake) are not a closed connection,
+	 * nor is a connect under way.
+	 */
 	return r->broken || (!r->pending && !r->hs_auth && !r->hs_select &&
-	    !transport_idle_ok(r->t));
+	    !r->t->connecting && !transport_idle_ok(r->t));
 }
 
 void
@@ -836,6 +839,18 @@ redis_connect_start(const struct url *u, const struct redis_opts *opts,
 		return NULL;
 	}
 	return r;
+}
+
+int
+redis_connected(const struct redis *r)
+{
+	return transport_connected(r->t);
+}
+
+int
+redis_connecting(const struct redis *r)
+{
+	return r->t != NULL && r->t->connecting;
 }
 
 int

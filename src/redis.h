@@ -58,6 +58,13 @@ struct redis	*redis_connect(const struct url *u, const struct redis_opts *opts,
 struct redis	*redis_connect_start(const struct url *u,
 		    const struct redis_opts *opts, struct err *e);
 int		 redis_connect_send(struct redis *, struct err *);
+/*
+ * Whether a connect started with redis_connect_start has not been
+ * finished by redis_connect_send yet, and whether it has completed (or
+ * failed), so that redis_connect_send will not wait.
+ */
+int		 redis_connecting(const struct redis *);
+int		 redis_connected(const struct redis *);
 int		 redis_connect_end(struct redis *, struct err *);
 void		 redis_close(struct redis *);
 /* Give up on the connection (a request that will not be waited for). */

@@ -273,6 +273,14 @@ transport_finish(struct transport *t, const struct url *u,
 	return 0;
 }
 
+int
+transport_connected(const struct transport *t)
+{
+	struct pollfd	pfd = { .fd = t->fd, .events = POLLOUT };
+
+	return !t->connecting || poll(&pfd, 1, 0) != 0;
+}
+
 struct transport *
 transport_connect(const struct url *u, const struct tls_opts *tls,
     int64_t deadline, struct err *e)

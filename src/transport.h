@@ -73,6 +73,8 @@ struct transport	*transport_start(const struct url *u, int64_t deadline,
 int			 transport_finish(struct transport *,
 			    const struct url *u, const struct tls_opts *tls,
 			    int64_t deadline, struct err *e);
+/* Whether transport_finish would find the connect done (or failed). */
+int			 transport_connected(const struct transport *);
 /* Write all of buf, or fail. */
 int			 transport_write(struct transport *, const void *, size_t,
 			    int64_t deadline, struct err *);

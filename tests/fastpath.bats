@@ -32,6 +32,40 @@ blocked_waiter() {
 	rcli CLIENT LIST | tr -d '\r' | grep ' cmd=blpop '
 }
 
+# start_syn_dropper VAR: a loopback listener whose accept queue is full and
+# never drained, so that the kernel drops every new SYN: a connect to it
+# neither succeeds nor fails (as across a network partition).  Gone after
+# 60 s at most; stopped by PID in teardown.  Sets VAR_PORT.
+start_syn_dropper() {
+	local var=$1 i port=
+	bg_start "$var" timeout 60 python3 -c '
+import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(0)
+fill = []
+for _ in range(2):
+    c = socket.socket()
+    c.setblocking(False)
+    try:
+        c.connect(s.getsockname())
+    except BlockingIOError:
+        pass
+    fill.append(c)
+time.sleep(0.2)
+print(s.getsockname()[1], flush=True)
+time.sleep(55)
+'
+	for ((i = 0; i < 750; i++)); do
+		port=$(head -n1 "$BATS_TEST_TMPDIR/$var.out" 2>/dev/null)
+		[[ "$port" =~ ^[0-9]+$ ]] && break
+		port=
+		sleep 0.02
+	done
+	[[ -n "$port" ]] || { echo "SYN dropper did not start" >&2; return 1; }
+	printf -v "${var}_PORT" '%s' "$port"
+}
+
 @test "fastpath: a blocked waiter's next attempt is already queued on the server behind its BLPOP" {
 	local holder line qbuf i
 	# Both scripts cached, so that each attempt is one call.
@@ -184,5 +218,37 @@ echo $n > held' >/dev/null
 	thaw_all
 	for ((i = 2; i <= 3; i++)); do
 		assert_equal "$(RCLI_AUTH=pw rcli_as "D$i" EXISTS 'rlock:{job}')" 0
+	done
+}
+
+@test "fastpath: a quorum server that drops connects (a partition) costs neither the acquire nor the heartbeat a --connect-timeout" {
+	local i urls=() t0 t1
+	for ((i = 1; i <= 2; i++)); do
+		start_redis_auth_as "E$i" pw || fail "server $i did not start"
+		local portv="E${i}_PORT"
+		urls+=(-u "redis://:pw@127.0.0.1:${!portv}")
+	done
+	start_syn_dropper X || fail "no SYN dropper"
+	urls+=(-u "redis://:pw@127.0.0.1:$X_PORT")
+	make_script holder.sh 'echo ready > ready
+sleep 4
+n=0
+for p in "$E1_PORT" "$E2_PORT"; do
+	[ "$(redis-cli -p "$p" -a pw --no-auth-warning GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && n=$((n + 1))
+done
+echo $n > held' >/dev/null
+	export E1_PORT E2_PORT
+	t0=$(now_ms)
+	# Defaults: --connect-timeout 2s, as long as the whole TTL.
+	bg_start R "$RLOCK" "${urls[@]}" -v exec -t 2s job -- ./holder.sh
+	wait_file ready 10000 || fail "the command did not start: $(cat R.err)"
+	t1=$(now_ms)
+	assert_between $((t1 - t0)) 0 1500 "the command started after (ms)"
+	bg_wait "$R" 15000 || fail "rlock still running 15 s after the start"
+	! grep -q lost R.err || fail "rlock reported a loss (exit $BG_STATUS): $(cat R.err)"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat held)" 2
+	for ((i = 1; i <= 2; i++)); do
+		assert_equal "$(RCLI_AUTH=pw rcli_as "E$i" EXISTS 'rlock:{job}')" 0
 	done
 }
