@@ -40,6 +40,16 @@ connect_failed(struct quorum *q, int i, const struct err *e)
 struct redis *
 quorum_conn(struct quorum *q, int i, struct err *e)
 {
+	/* A connect quorum_open left under way is finished here, waiting. */
+	if (q->conn[i] != NULL && redis_connecting(q->conn[i]) &&
+	    (redis_connect_send(q->conn[i], e) == -1 ||
+	    redis_connect_end(q->conn[i], e) == -1)) {
+		redis_close(q->conn[i]);
+		q->conn[i] = NULL;
+		q->errs[i] = *e;
+		connect_failed(q, i, e);
+		return NULL;
+	}
 	if (q->conn[i] != NULL && redis_broken(q->conn[i])) {
 		redis_close(q->conn[i]);
 		q->conn[i] = NULL;

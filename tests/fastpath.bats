@@ -66,6 +66,69 @@ time.sleep(55)
 	printf -v "${var}_PORT" '%s' "$port"
 }
 
+# start_slow_proxy VAR TARGET_PORT: a loopback TCP proxy to TARGET_PORT whose
+# accept queue is full for its first half second, so that a connect made
+# then has its SYN dropped and completes only when the kernel sends it again
+# (about a second later), as to a server far away.  Sets VAR_PORT.
+start_slow_proxy() {
+	local var=$1 target=$2 i port=
+	bg_start "$var" timeout 60 python3 -c '
+import socket, sys, threading, time
+target = int(sys.argv[1])
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(0)
+fill = []
+for _ in range(2):
+    c = socket.socket()
+    c.setblocking(False)
+    try:
+        c.connect(s.getsockname())
+    except BlockingIOError:
+        pass
+    fill.append(c)
+time.sleep(0.2)
+print(s.getsockname()[1], flush=True)
+time.sleep(0.5)
+mine = {c.getsockname() for c in fill}
+def pump(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    for x in (a, b):
+        try:
+            x.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+deadline = time.time() + 55
+while time.time() < deadline:
+    s.settimeout(max(0.1, deadline - time.time()))
+    try:
+        c, peer = s.accept()
+    except socket.timeout:
+        continue
+    if peer in mine:
+        c.close()
+        continue
+    u = socket.create_connection(("127.0.0.1", target))
+    threading.Thread(target=pump, args=(c, u), daemon=True).start()
+    threading.Thread(target=pump, args=(u, c), daemon=True).start()
+' "$target"
+	for ((i = 0; i < 750; i++)); do
+		port=$(head -n1 "$BATS_TEST_TMPDIR/$var.out" 2>/dev/null)
+		[[ "$port" =~ ^[0-9]+$ ]] && break
+		port=
+		sleep 0.02
+	done
+	[[ -n "$port" ]] || { echo "slow proxy did not start" >&2; return 1; }
+	printf -v "${var}_PORT" '%s' "$port"
+}
+
 @test "fastpath: a blocked waiter's next attempt is already queued on the server behind its BLPOP" {
 	local holder line qbuf i
 	# Both scripts cached, so that each attempt is one call.
@@ -251,4 +314,30 @@ echo $n > held' >/dev/null
 	for ((i = 1; i <= 2; i++)); do
 		assert_equal "$(RCLI_AUTH=pw rcli_as "E$i" EXISTS 'rlock:{job}')" 0
 	done
+}
+
+@test "fastpath: a quorum server whose connect completes late still gets AUTH and SELECT before the listing's commands" {
+	local i urls=() tok
+	for ((i = 1; i <= 3; i++)); do
+		start_redis_auth_as "F$i" pw || fail "server $i did not start"
+		local portv="F${i}_PORT"
+		RCLI_AUTH=pw rcli_as "F$i" -n 2 SET 'rlock:{listed}' x >/dev/null
+	done
+	urls=(-u "redis://:pw@127.0.0.1:$F1_PORT/2" -u "redis://:pw@127.0.0.1:$F2_PORT/2")
+	start_slow_proxy SP "$F3_PORT" || fail "no proxy"
+	urls+=(-u "redis://:pw@127.0.0.1:$SP_PORT/2")
+	# The connect to the proxy is still under way when the servers are
+	# opened; the listing must finish it (AUTH, SELECT 2) before its SCAN.
+	run --separate-stderr "$RLOCK" "${urls[@]}" --connect-timeout 5s status
+	echo "stderr: $stderr"
+	assert_success
+	assert_equal "$stderr" ""
+	# Found in db 2 of all three, the proxied one included.
+	assert_line --index 0 --regexp '^listed: .*\(on 3 of 3 servers\)$'
+	assert_line --index 3 "  redis://127.0.0.1:$SP_PORT/2: holds it"
+	# Nothing reached it before its AUTH (a command sent on the bare
+	# connection would have been refused with NOAUTH, and quietly so).
+	run --separate-stderr env RCLI_AUTH=pw redis-cli -p "$F3_PORT" -a pw \
+		--no-auth-warning INFO errorstats
+	refute_contains NOAUTH "$output"
 }
