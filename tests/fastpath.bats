@@ -32,49 +32,18 @@ blocked_waiter() {
 	rcli CLIENT LIST | tr -d '\r' | grep ' cmd=blpop '
 }
 
-# start_syn_dropper VAR: a loopback listener whose accept queue is full and
-# never drained, so that the kernel drops every new SYN: a connect to it
-# neither succeeds nor fails (as across a network partition).  Gone after
+# start_slow_proxy VAR TARGET_PORT DELAY: a loopback TCP proxy to TARGET_PORT
+# whose accept queue is full, and never drained, for its first DELAY
+# seconds: the kernel drops the SYNs of connects made then, which complete
+# only when the SYN is sent again after the queue drains (a second or more
+# later), as to a server far away.  With a DELAY past the test, no connect
+# to it ever succeeds or fails (as across a network partition).  Gone after
 # 60 s at most; stopped by PID in teardown.  Sets VAR_PORT.
-start_syn_dropper() {
-	local var=$1 i port=
-	bg_start "$var" timeout 60 python3 -c '
-import socket, time
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(0)
-fill = []
-for _ in range(2):
-    c = socket.socket()
-    c.setblocking(False)
-    try:
-        c.connect(s.getsockname())
-    except BlockingIOError:
-        pass
-    fill.append(c)
-time.sleep(0.2)
-print(s.getsockname()[1], flush=True)
-time.sleep(55)
-'
-	for ((i = 0; i < 750; i++)); do
-		port=$(head -n1 "$BATS_TEST_TMPDIR/$var.out" 2>/dev/null)
-		[[ "$port" =~ ^[0-9]+$ ]] && break
-		port=
-		sleep 0.02
-	done
-	[[ -n "$port" ]] || { echo "SYN dropper did not start" >&2; return 1; }
-	printf -v "${var}_PORT" '%s' "$port"
-}
-
-# start_slow_proxy VAR TARGET_PORT: a loopback TCP proxy to TARGET_PORT whose
-# accept queue is full for its first half second, so that a connect made
-# then has its SYN dropped and completes only when the kernel sends it again
-# (about a second later), as to a server far away.  Sets VAR_PORT.
 start_slow_proxy() {
-	local var=$1 target=$2 i port=
+	local var=$1 target=$2 delay=$3
 	bg_start "$var" timeout 60 python3 -c '
 import socket, sys, threading, time
-target = int(sys.argv[1])
+target, delay = int(sys.argv[1]), float(sys.argv[2])
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
 s.listen(0)
@@ -89,7 +58,7 @@ for _ in range(2):
     fill.append(c)
 time.sleep(0.2)
 print(s.getsockname()[1], flush=True)
-time.sleep(0.5)
+time.sleep(delay)
 mine = {c.getsockname() for c in fill}
 def pump(a, b):
     try:
@@ -118,15 +87,8 @@ while time.time() < deadline:
     u = socket.create_connection(("127.0.0.1", target))
     threading.Thread(target=pump, args=(c, u), daemon=True).start()
     threading.Thread(target=pump, args=(u, c), daemon=True).start()
-' "$target"
-	for ((i = 0; i < 750; i++)); do
-		port=$(head -n1 "$BATS_TEST_TMPDIR/$var.out" 2>/dev/null)
-		[[ "$port" =~ ^[0-9]+$ ]] && break
-		port=
-		sleep 0.02
-	done
-	[[ -n "$port" ]] || { echo "slow proxy did not start" >&2; return 1; }
-	printf -v "${var}_PORT" '%s' "$port"
+' "$target" "$delay"
+	wait_port_line "$var"
 }
 
 @test "fastpath: a blocked waiter's next attempt is already queued on the server behind its BLPOP" {
@@ -291,7 +253,7 @@ echo $n > held' >/dev/null
 		local portv="E${i}_PORT"
 		urls+=(-u "redis://:pw@127.0.0.1:${!portv}")
 	done
-	start_syn_dropper X || fail "no SYN dropper"
+	start_slow_proxy X "$E1_PORT" 120 || fail "no SYN dropper"
 	urls+=(-u "redis://:pw@127.0.0.1:$X_PORT")
 	make_script holder.sh 'echo ready > ready
 sleep 4
@@ -324,7 +286,7 @@ echo $n > held' >/dev/null
 		RCLI_AUTH=pw rcli_as "F$i" -n 2 SET 'rlock:{listed}' x >/dev/null
 	done
 	urls=(-u "redis://:pw@127.0.0.1:$F1_PORT/2" -u "redis://:pw@127.0.0.1:$F2_PORT/2")
-	start_slow_proxy SP "$F3_PORT" || fail "no proxy"
+	start_slow_proxy SP "$F3_PORT" 0.5 || fail "no proxy"
 	urls+=(-u "redis://:pw@127.0.0.1:$SP_PORT/2")
 	# The connect to the proxy is still under way when the servers are
 	# opened; the listing must finish it (AUTH, SELECT 2) before its SCAN.

@@ -242,6 +242,22 @@ bg_wait() {
 	return 0
 }
 
+# wait_port_line VAR: wait for the background job VAR (bg_start) to print
+# its port as the first line of its output, and set VAR_PORT.  Up to 15 s:
+# python3 can start slowly on a loaded machine, and a pyenv shim is slower
+# still.
+wait_port_line() {
+	local var=$1 i port=
+	for ((i = 0; i < 750; i++)); do
+		port=$(head -n1 "$BATS_TEST_TMPDIR/$var.out" 2>/dev/null)
+		[[ "$port" =~ ^[0-9]+$ ]] && break
+		port=
+		sleep 0.02
+	done
+	[[ -n "$port" ]] || { echo "$var did not start" >&2; return 1; }
+	printf -v "${var}_PORT" '%s' "$port"
+}
+
 # Stop every background job of this test by PID.
 stop_all_bg() {
 	local pid

@@ -167,7 +167,7 @@ assert_stderr_has() {
 # connection and never answers (gone after 60 s at most; stopped by PID in
 # teardown). Sets VAR to its PID and VAR_PORT to its port.
 start_silent_listener() {
-	local var=$1 i port=
+	local var=$1
 	bg_start "$var" timeout 60 python3 -c '
 import socket, time
 s = socket.socket()
@@ -183,14 +183,5 @@ while time.time() < deadline:
     except socket.timeout:
         pass
 '
-	# Up to 15 s for the port to be printed (python3 can start slowly on a
-	# loaded machine, and a pyenv shim is slower still).
-	for ((i = 0; i < 750; i++)); do
-		port=$(head -n1 "$BATS_TEST_TMPDIR/$var.out" 2>/dev/null)
-		[[ "$port" =~ ^[0-9]+$ ]] && break
-		port=
-		sleep 0.02
-	done
-	[[ -n "$port" ]] || { echo "silent listener did not start" >&2; return 1; }
-	printf -v "${var}_PORT" '%s' "$port"
+	wait_port_line "$var"
 }
