@@ -140,7 +140,8 @@ exited(pid_t pid)
 /*
  * vfork, not fork: rlock is suspended until the child has exec'ed (or
  * failed to), so the kernel copies no page tables and neither side takes
- * copy-on-write faults -- about a tenth of a millisecond per exec here.
+ * copy-on-write faults -- measured at about 0.3 ms of a 2.5 ms exec cycle
+ * on a virtual machine, where page-table work is dear.
  * Being suspended until then is also what tells us whether exec worked,
  * with no pipe.
  */
