@@ -32,6 +32,18 @@ blocked_waiter() {
 	rcli CLIENT LIST | tr -d '\r' | grep ' cmd=blpop '
 }
 
+# pw_servers PREFIX N: start N servers that require the password "pw", as
+# PREFIX1..PREFIXN, and set URLS to a -u option for each.
+pw_servers() {
+	local prefix=$1 n=$2 i portv
+	URLS=()
+	for ((i = 1; i <= n; i++)); do
+		start_redis_auth_as "$prefix$i" pw || return 1
+		portv="$prefix${i}_PORT"
+		URLS+=(-u "redis://:pw@127.0.0.1:${!portv}")
+	done
+}
+
 # start_slow_proxy VAR TARGET_PORT DELAY: a loopback TCP proxy to TARGET_PORT
 # whose accept queue is full, and never drained, for its first DELAY
 # seconds: the kernel drops the SYNs of connects made then, which complete
@@ -183,12 +195,9 @@ while time.time() < deadline:
 }
 
 @test "fastpath: two silent servers in a quorum of five cost one --connect-timeout between them, not two" {
-	local i urls=() t0 t1
-	for ((i = 1; i <= 3; i++)); do
-		start_redis_auth_as "C$i" pw || fail "server $i did not start"
-		local portv="C${i}_PORT"
-		urls+=(-u "redis://:pw@127.0.0.1:${!portv}")
-	done
+	local i urls t0 t1
+	pw_servers C 3 || fail "the servers did not start"
+	urls=("${URLS[@]}")
 	# Silent listeners accept the connection and never answer the AUTH.
 	start_silent_listener S1 || fail "no silent listener"
 	start_silent_listener S2 || fail "no silent listener"
@@ -215,12 +224,9 @@ while time.time() < deadline:
 }
 
 @test "fastpath: a quorum server frozen behind AUTH mid-exec costs the heartbeat nothing: a 2s lock is kept with the defaults" {
-	local i urls=() pidv
-	for ((i = 1; i <= 3; i++)); do
-		start_redis_auth_as "D$i" pw || fail "server $i did not start"
-		local portv="D${i}_PORT"
-		urls+=(-u "redis://:pw@127.0.0.1:${!portv}")
-	done
+	local i urls
+	pw_servers D 3 || fail "the servers did not start"
+	urls=("${URLS[@]}")
 	make_script holder.sh 'echo ready > ready
 sleep 4
 n=0
@@ -247,12 +253,9 @@ echo $n > held' >/dev/null
 }
 
 @test "fastpath: a quorum server that drops connects (a partition) costs neither the acquire nor the heartbeat a --connect-timeout" {
-	local i urls=() t0 t1
-	for ((i = 1; i <= 2; i++)); do
-		start_redis_auth_as "E$i" pw || fail "server $i did not start"
-		local portv="E${i}_PORT"
-		urls+=(-u "redis://:pw@127.0.0.1:${!portv}")
-	done
+	local i urls t0 t1
+	pw_servers E 2 || fail "the servers did not start"
+	urls=("${URLS[@]}")
 	start_slow_proxy X "$E1_PORT" 120 || fail "no SYN dropper"
 	urls+=(-u "redis://:pw@127.0.0.1:$X_PORT")
 	make_script holder.sh 'echo ready > ready
