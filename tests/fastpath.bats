@@ -44,6 +44,19 @@ pw_servers() {
 	done
 }
 
+# make_holder PORT...: ./holder.sh, a command that writes "ready", runs
+# for 4 s, then writes to "held" how many of the servers on the PORTs
+# (password "pw") still hold its lock with its token.
+make_holder() {
+	make_script holder.sh "echo ready > ready
+sleep 4
+n=0
+for p in $*; do
+	[ \"\$(redis-cli -p \"\$p\" -a pw --no-auth-warning GET \"\$RLOCK_KEY\")\" = \"\$RLOCK_TOKEN\" ] && n=\$((n + 1))
+done
+echo \$n > held" >/dev/null
+}
+
 # start_slow_proxy VAR TARGET_PORT DELAY: a loopback TCP proxy to TARGET_PORT
 # whose accept queue is full, and never drained, for its first DELAY
 # seconds: the kernel drops the SYNs of connects made then, which complete
@@ -227,14 +240,7 @@ while time.time() < deadline:
 	local i urls
 	pw_servers D 3 || fail "the servers did not start"
 	urls=("${URLS[@]}")
-	make_script holder.sh 'echo ready > ready
-sleep 4
-n=0
-for p in "$D2_PORT" "$D3_PORT"; do
-	[ "$(redis-cli -p "$p" -a pw --no-auth-warning GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && n=$((n + 1))
-done
-echo $n > held' >/dev/null
-	export D2_PORT D3_PORT
+	make_holder "$D2_PORT" "$D3_PORT"
 	bg_start R "$RLOCK" "${urls[@]}" -v exec -t 2s job -- ./holder.sh
 	wait_file ready 10000 || fail "the command did not start: $(cat R.err)"
 	sleep 0.3
@@ -258,14 +264,7 @@ echo $n > held' >/dev/null
 	urls=("${URLS[@]}")
 	start_slow_proxy X "$E1_PORT" 120 || fail "no SYN dropper"
 	urls+=(-u "redis://:pw@127.0.0.1:$X_PORT")
-	make_script holder.sh 'echo ready > ready
-sleep 4
-n=0
-for p in "$E1_PORT" "$E2_PORT"; do
-	[ "$(redis-cli -p "$p" -a pw --no-auth-warning GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && n=$((n + 1))
-done
-echo $n > held' >/dev/null
-	export E1_PORT E2_PORT
+	make_holder "$E1_PORT" "$E2_PORT"
 	t0=$(now_ms)
 	# Defaults: --connect-timeout 2s, as long as the whole TTL.
 	bg_start R "$RLOCK" "${urls[@]}" -v exec -t 2s job -- ./holder.sh
