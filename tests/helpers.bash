@@ -13,6 +13,17 @@ bats_require_minimum_version 1.5.0
 
 RLOCK="${RLOCK_BIN:-$BATS_TEST_DIRNAME/../src/rlock}"
 
+# Debian's python3 (scripts/deps.sh installs it), not the first python3 on
+# PATH: a version manager's shim there can take a second to start on a
+# loaded machine, and tests that wait for a python3 listener or proxy then
+# race with their own timeouts.  Through PATH, so that env, timeout,
+# scripts and "#!/usr/bin/env python3" get it too.
+if [[ -x /usr/bin/python3 && "$(command -v python3)" != /usr/bin/python3 ]]; then
+	mkdir -p "$BATS_RUN_TMPDIR/python3"
+	ln -sf /usr/bin/python3 "$BATS_RUN_TMPDIR/python3/python3"
+	PATH="$BATS_RUN_TMPDIR/python3:$PATH"
+fi
+
 # The binary under test. A function so that `run rlock ...` reads naturally.
 rlock() {
 	"$RLOCK" "$@"

@@ -67,6 +67,21 @@ assert_nothing_logged() {
 	[[ ! -s "$MSGS" ]] || fail "/dev/log received: $(cat "$MSGS")"
 }
 
+# hold_until_waited NAME: take NAME for 30 s, and give it back from the
+# background once a waiter is blocked on it (CLIENT LIST shows its BLPOP;
+# at most 20 s).  The waiter -- rlock under strace, whose start takes
+# however long it takes on a loaded machine -- is then sure to have waited.
+hold_until_waited() {
+	local t
+	t=$(rlock acquire -t 30s "$1") || return 1
+	bg_start HOLDER bash -c '
+		for ((i = 0; i < 1000; i++)); do
+			redis-cli -h 127.0.0.1 -p "$1" CLIENT LIST | grep -q " cmd=blpop " && break
+			sleep 0.02
+		done
+		exec "$2" release --token "$3" "$4"' _ "$REDIS_PORT" "$RLOCK" "$t" "$1"
+}
+
 @test "syslog: a failing run sends its error line to /dev/log" {
 	local port
 	port=$(free_port)
@@ -104,8 +119,8 @@ assert_nothing_logged() {
 }
 
 @test "syslog: an acquire that had to wait sends a notice 'acquired NAME in ...'" {
-	rlock acquire -t 800ms job >/dev/null
-	syslog_run --syslog acquire -w 10s job
+	hold_until_waited job
+	syslog_run --syslog acquire -w 25s job
 	assert_success
 	assert_output --regexp "$UUID_RE"
 	# Without -v the notice is not on stderr.
@@ -170,8 +185,8 @@ assert_nothing_logged() {
 	assert_nothing_logged
 	rcli DEL 'rlock:{job}' >/dev/null
 	# An acquire that had to wait, with the config from RLOCK_CONFIG.
-	rlock acquire -t 800ms job >/dev/null
-	RLOCK_CONFIG=$conf syslog_run acquire -w 10s job
+	hold_until_waited job
+	RLOCK_CONFIG=$conf syslog_run acquire -w 25s job
 	assert_success
 	assert_logged "acquired job in [0-9.]+m?s"
 	# A forced release.
