@@ -152,11 +152,27 @@ free_env(char **env)
 }
 
 /*
- * The command ended before --min-hold was up: leave the lock to expire
- * when it is, instead of releasing it now.  0, or -1 with ctx->err filled.
+ * A loss found after the command ended: one line, and 75 -- unless the
+ * command failed, whose own status says more (the line still tells).
  */
 static int
-hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left)
+lost_after(const struct lock *l, const char *how, int status)
+{
+	char	when[64];
+
+	log_error("lock '%s' was lost before %s (found at %s): its key was "
+	    "gone or held another token%s", l->name, how,
+	    format_time(now_wall_ms(), when, sizeof when),
+	    status != 0 ? "; exiting with the command's status" : "");
+	return status != 0 ? status : EXIT_LOST;
+}
+
+/*
+ * The command ended before --min-hold was up: leave the lock to expire
+ * when it is, instead of releasing it now.
+ */
+static int
+hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left, int status)
 {
 	char	d[32];
 
@@ -164,11 +180,13 @@ hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left)
 	case 1:
 		log_verbose("%s: leaving the lock to expire in %s (--min-hold)",
 		    l->name, duration_format(left, d, sizeof d));
-		return 0;
+		return status;
 	case 0:
-		return 0;	/* already gone: nothing to hold on to */
+		return lost_after(l, "the --min-hold hand-off", status);
 	}
-	return -1;
+	log_warn("%s: cannot leave the lock to expire: %s", l->name,
+	    ctx->err.msg);
+	return status;
 }
 
 static int
@@ -184,29 +202,25 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		 * does), and the server may not even answer.
 		 */
 		format_time(sv->lost_at, when, sizeof when);
-		if (sv->sent)
+		if (sv->sent) {
 			log_error("lock '%s' was lost at %s: %s; the command "
 			    "was sent SIG%s", l->name, when, sv->why,
 			    sigabbrev_np(sv->sent));
-		/* With --on-lost ignore, the loss was reported as it came. */
-		return EXIT_LOST;
+			return EXIT_LOST;
+		}
+		/* --on-lost ignore: said as it came; the command ran on. */
+		return status != 0 ? status : EXIT_LOST;
 	}
 	left = ctx->o.min_hold_ms - (now_mono_ms() - l->taken_at);
-	if (ctx->o.min_hold_ms > 0 && left > 0) {
-		if (hold_on(ctx, l, left) == -1)
-			log_warn("%s: cannot leave the lock to expire: %s",
-			    l->name, ctx->err.msg);
-		return status;
-	}
+	if (ctx->o.min_hold_ms > 0 && left > 0)
+		return hold_on(ctx, l, left, status);
 	switch (lock_release(l, &ctx->err)) {
 	case -1:
 		log_warn("%s: the command ended but the release failed: %s; "
 		    "the lock expires by itself", l->name, ctx->err.msg);
 		break;
 	case 0:
-		log_warn("%s: the lock was no longer held at release",
-		    l->name);
-		break;
+		return lost_after(l, "its release", status);
 	default:
 		log_verbose("released %s", l->name);
 	}
@@ -292,7 +306,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	    l.name, duration_format(now_mono_ms() - start, d, sizeof d),
 	    l.fence);
 
-	supervise_block_signals();
+	cmd_ignored_signals(&sv.ignored);
+	supervise_block_signals(&sv.ignored);
 	if (transport_interrupted) {
 		/* A signal came between the acquire and the block. */
 		cmd_give_back(&l);
@@ -305,7 +320,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	sv.foreground = ctx->o.foreground;
 	sv.on_lost = ctx->o.on_lost;
 	sv.kill_after_ms = ctx->o.kill_after_ms;
-	cmd_ignored_signals(&sv.ignored);
+	sv.ttl_ms = l.ttl_ms;
+	sv.valid_until = l.valid_until;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);
 		log_error("%s", ctx->err.msg);
@@ -314,15 +330,19 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	}
 	heartbeat_init(&hb, &l, ctx->o.prefix, ctx->urls, ctx->nurls,
 	    &ctx->ropts, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
+	hb.on_extend = supervise_confirmed;
+	hb.on_extend_arg = &sv;
 	status = supervise_wait(&sv, &hb, &ctx->err);
 	heartbeat_stop(&hb);
 	if (status == -1) {
 		cmd_give_back(&l);
+		supervise_end(&sv);
 		rc = cmd_fail(ctx);
 		goto out;
 	}
 	/* The heartbeat moved the lock's validity on: the release needs none. */
 	rc = finish(ctx, &l, &sv, status);
+	supervise_end(&sv);
 out:
 	free_env(env);
 	free(cmdline);

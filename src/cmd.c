@@ -420,11 +420,19 @@ cmd_ignored_signals(sigset_t *set)
 	*set = ignored_at_start;
 }
 
+/*
+ * A signal that was ignored when rlock started (nohup's SIGHUP, SIGINT
+ * and SIGQUIT of a background job in a script) stays ignored in every
+ * phase, waiting and holding, and for the command: whoever ignored it
+ * meant rlock and what it runs.  The job-control signals are only
+ * looked at here; exec blocks and handles them (supervise.c).
+ */
 static void
 catch_signals(void)
 {
 	struct sigaction	sa, old;
 	const int		sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	const int		jobs[] = { SIGTSTP, SIGTTIN, SIGTTOU };
 	size_t			i;
 
 	sigemptyset(&ignored_at_start);
@@ -432,10 +440,16 @@ catch_signals(void)
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-		sigaction(sigs[i], &sa, &old);
-		if (old.sa_handler == SIG_IGN)
+		if (sigaction(sigs[i], NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN)
 			sigaddset(&ignored_at_start, sigs[i]);
+		else
+			sigaction(sigs[i], &sa, NULL);
 	}
+	for (i = 0; i < sizeof jobs / sizeof jobs[0]; i++)
+		if (sigaction(jobs[i], NULL, &old) == 0 &&
+		    old.sa_handler == SIG_IGN)
+			sigaddset(&ignored_at_start, jobs[i]);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, &old);
 	if (old.sa_handler == SIG_IGN)

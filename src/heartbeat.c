@@ -36,7 +36,7 @@ sleep_until(struct heartbeat *hb, int64_t until)
 
 	ts.tv_sec = until / 1000;
 	ts.tv_nsec = (until % 1000) * 1000000;
-	while (!hb->stop && now_mono_ms() < until)
+	while (!hb->stop && !hb->now && now_mono_ms() < until)
 		if (pthread_cond_timedwait(&hb->cv, &hb->mu, &ts) == ETIMEDOUT)
 			break;
 }
@@ -87,8 +87,10 @@ extend_once(struct heartbeat *hb)
 		if (rc == 1) {
 			pthread_mutex_lock(&hb->mu);
 			hb->valid_until = hb->l.valid_until;
-			hb->extends++;
 			pthread_mutex_unlock(&hb->mu);
+			if (hb->on_extend != NULL)
+				hb->on_extend(hb->on_extend_arg,
+				    hb->l.valid_until);
 			log_verbose("extended %s by %s", hb->l.name,
 			    duration_format(hb->l.ttl_ms, d, sizeof d));
 			return 0;
@@ -117,19 +119,23 @@ run(void *arg)
 {
 	struct heartbeat	*hb = arg;
 	int64_t			 next;
-	int			 stop;
+	int			 stop, asked;
 
 	next = hb->l.acquired_at + hb->interval_ms;
 	for (;;) {
 		pthread_mutex_lock(&hb->mu);
 		sleep_until(hb, next);
 		stop = hb->stop;
+		asked = hb->now;
+		hb->now = 0;
 		pthread_mutex_unlock(&hb->mu);
 		if (stop)
 			break;
 		next = now_mono_ms() + hb->interval_ms;
 		if (extend_once(hb) == -1)
 			break;
+		if (asked)
+			pthread_kill(hb->notify, hb->notify_sig);
 	}
 	return NULL;
 }
@@ -187,6 +193,16 @@ heartbeat_start(struct heartbeat *hb, struct err *e)
 	}
 	hb->started = 1;
 	return 0;
+}
+
+int
+heartbeat_extend_now(struct heartbeat *hb, struct err *e)
+{
+	pthread_mutex_lock(&hb->mu);
+	hb->now = 1;
+	pthread_cond_signal(&hb->cv);
+	pthread_mutex_unlock(&hb->mu);
+	return heartbeat_start(hb, e);
 }
 
 void

@@ -28,8 +28,12 @@ struct heartbeat {
 	int			 lost;
 	char			 why[256];
 	int64_t			 valid_until;	/* CLOCK_MONOTONIC ms */
-	unsigned		 extends;
 	int			 started;
+	int			 now;		/* extend at once, then wake */
+
+	/* Told of every confirmed extend, from the thread (may be NULL). */
+	void			(*on_extend)(void *, int64_t valid_until);
+	void			*on_extend_arg;
 
 	/* Woken with notify_sig when the lock is lost. */
 	pthread_t		 notify;
@@ -54,6 +58,12 @@ int64_t	heartbeat_due(const struct heartbeat *);
 int	heartbeat_start(struct heartbeat *, struct err *e);
 /* Stop the thread, if it started, wait for it, and free what init made. */
 void	heartbeat_stop(struct heartbeat *);
+/*
+ * Extend as soon as possible (starting the thread if need be), and send
+ * notify_sig when that extend is confirmed, as on loss.  0, or -1 with e
+ * filled.
+ */
+int	heartbeat_extend_now(struct heartbeat *, struct err *e);
 /* Whether the lock is lost (why filled), and until when it is valid. */
 int	heartbeat_state(struct heartbeat *, int64_t *valid_until, char *why,
 	    size_t whylen);

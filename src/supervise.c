@@ -2,16 +2,34 @@
 #include "config.h"
 
 /*
+ * The invariant: the command -- every process of it -- never runs while
+ * rlock does not hold the lock, beyond the loss signal and --kill-after.
+ *
  * All the signals exec cares about are blocked before the heartbeat
  * thread starts and before the fork, and handled in one sigtimedwait loop
  * here: no logic runs in a signal handler.  The loop also wakes when the
  * lock's validity runs out, so a child is signalled on time even if the
  * heartbeat thread is stuck in a connect.
  *
- * The child goes into its own process group (unless --foreground), so
- * that a signal on loss reaches everything it started, and it asks the
- * kernel for SIGKILL when rlock dies: a child must never run on unguarded
- * after its lock expired.
+ * The command goes into a process group of its own (unless --foreground),
+ * so that a signal on loss reaches everything it started.  That group is
+ * led by a guard process (guard.c), forked first, which kills the group
+ * if rlock dies and acts on the lock's validity if rlock is stopped.
+ *
+ * Job control, as a shell does it for its jobs:
+ *  - a command that reads the terminal (or changes its settings) is
+ *    stopped by SIGTTIN/SIGTTOU, its group being in the background; if
+ *    rlock has the terminal, it hands it to the command's group and lets
+ *    the command go on.  Until then Ctrl-C reaches rlock, which passes it
+ *    on; after, it reaches the command's group directly;
+ *  - Ctrl-Z (SIGTSTP to rlock, or to the command once it has the
+ *    terminal) suspends the command and rlock together: rlock takes the
+ *    terminal back, and stops; its heartbeat stops with it;
+ *  - when rlock runs again it confirms the lock with an extend before it
+ *    lets the command go on; if the lock was lost meanwhile, the command
+ *    is killed without running again.
+ * Without a terminal (cron) none of this happens, and it costs nothing:
+ * /dev/tty is opened the first time the command stops.
  */
 
 #include <sys/prctl.h>
@@ -24,9 +42,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "duration.h"
+#include "lock.h"
 #include "log.h"
 #include "supervise.h"
 #include "util.h"
@@ -40,34 +61,49 @@ const int supervise_restored[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, 0
 };
 
+/* Job control: suspend rlock and the command together. */
+static const int suspending[] = { SIGTSTP, SIGTTIN, SIGTTOU, 0 };
+
 static void
-waited_set(sigset_t *set)
+waited_set(sigset_t *set, const sigset_t *ignored)
 {
 	const int	*s;
 
 	sigemptyset(set);
 	for (s = supervise_forwarded; *s != 0; s++)
 		sigaddset(set, *s);
+	for (s = suspending; *s != 0; s++)
+		sigaddset(set, *s);
+	/* Ignored at start: blocking one would queue it instead. */
+	for (s = supervise_forwarded; *s != 0; s++)
+		if (sigismember(ignored, *s))
+			sigdelset(set, *s);
+	for (s = suspending; *s != 0; s++)
+		if (sigismember(ignored, *s))
+			sigdelset(set, *s);
 	sigaddset(set, SIGCHLD);
 	sigaddset(set, SUPERVISE_WAKE);
 }
 
 void
-supervise_block_signals(void)
+supervise_block_signals(const sigset_t *ignored)
 {
 	sigset_t	set;
 
-	waited_set(&set);
+	waited_set(&set, ignored);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
+
+/* ------------------------------------------------------------ the child */
 
 /*
  * In the child, between vfork and exec: it runs on rlock's memory and
  * stack until exec, so only system calls that touch nothing of rlock's,
- * and the one store of exec's errno that tells the parent why it failed.
+ * and the stores that tell the parent what failed.
  */
 static void __attribute__((noreturn))
-child(const struct supervise *sv, pid_t parent, volatile int *err)
+child(const struct supervise *sv, pid_t parent, volatile int *err,
+    volatile int *step)
 {
 	struct sigaction	sa;
 	sigset_t		none;
@@ -87,8 +123,11 @@ child(const struct supervise *sv, pid_t parent, volatile int *err)
 	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (!sv->foreground)
-		setpgid(0, 0);
+	if (!sv->foreground && setpgid(0, sv->guard.pid) == -1) {
+		*step = 1;
+		*err = errno;
+		_exit(126);
+	}
 #ifdef HAVE_PRCTL
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
@@ -137,6 +176,21 @@ exited(pid_t pid)
 	return si.si_pid == pid;
 }
 
+/* Is the child stopped now?  The signal that stopped it, or 0. */
+static int
+stopped(pid_t pid)
+{
+	siginfo_t	si;
+
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, pid, &si, WSTOPPED | WNOHANG) == -1 ||
+	    si.si_pid != pid || si.si_code != CLD_STOPPED)
+		return 0;
+	return si.si_status;
+}
+
+static int	hand_terminal(struct supervise *);
+
 /*
  * vfork, not fork: rlock is suspended until the child has exec'ed (or
  * failed to), so the kernel copies no page tables and neither side takes
@@ -149,21 +203,52 @@ int
 supervise_spawn(struct supervise *sv, int *status, struct err *e)
 {
 	pid_t		parent = getpid(), pid;
-	volatile int	err = 0;
-	int		ws;
+	volatile int	err = 0, step = 0;
+	int64_t		margin;
 
+	sv->tty = -1;
+	sv->guard.fd = -1;
+	if (!sv->foreground) {
+		/* Half the drift: before the key can expire on the server. */
+		margin = lock_drift(sv->ttl_ms) / 2;
+		if (guard_start(&sv->guard, sv->valid_until, margin > 0 ?
+		    margin : 1, sv->on_lost, sv->kill_after_ms, e) == -1) {
+			*status = 70;
+			return -1;
+		}
+	}
+	/*
+	 * At a terminal, with rlock in its foreground and standard input and
+	 * output on it, the command gets it from the start, as a shell's job
+	 * does.  Otherwise (`rlock exec job -- make | less`) the terminal
+	 * stays with rlock's group, where a pager may need it, and the
+	 * command gets it only if it stops for it.
+	 */
+	if (!sv->foreground && tcgetpgrp(0) == getpgrp() &&
+	    tcgetpgrp(1) == getpgrp())
+		hand_terminal(sv);
 	if ((pid = vfork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "fork: %s", strerror(errno));
 		*status = 70;
+		supervise_kill(sv);
+		supervise_end(sv);
 		return -1;
 	}
 	if (pid == 0)
-		child(sv, parent, &err);
+		child(sv, parent, &err, &step);
 	if (err == 0) {
 		sv->pid = pid;
 		return 0;
 	}
-	reap(pid, &ws, 0);
+	sv->pid = pid;
+	supervise_kill(sv);
+	supervise_end(sv);
+	if (step == 1) {
+		*status = 70;
+		err_set(e, ERR_SOFTWARE, "cannot put the command in its "
+		    "process group: %s", strerror(err));
+		return -1;
+	}
 	*status = err == ENOENT ? 127 : 126;
 	err_set(e, ERR_USAGE, "cannot run '%s': %s", sv->argv[0],
 	    strerror(err));
@@ -176,19 +261,163 @@ signal_child(struct supervise *sv, int sig)
 	if (sv->foreground)
 		kill(sv->pid, sig);
 	else
-		kill(-sv->pid, sig);
+		kill(-sv->guard.pid, sig);
 }
+
+void
+supervise_confirmed(void *arg, int64_t valid_until)
+{
+	struct supervise	*sv = arg;
+
+	guard_valid(&sv->guard, valid_until);
+}
+
+/* ---------------------------------------------------------- the terminal */
+
+/* rlock's controlling terminal, if it has one and holds its foreground. */
+static int
+own_terminal(struct supervise *sv)
+{
+	if (sv->tty == -1 && (sv->tty = open("/dev/tty", O_RDWR | O_NOCTTY |
+	    O_CLOEXEC)) == -1)
+		sv->tty = -2;
+	return sv->tty >= 0 && tcgetpgrp(sv->tty) == getpgrp();
+}
+
+static int
+hand_terminal(struct supervise *sv)
+{
+	if (sv->foreground || !own_terminal(sv) ||
+	    tcsetpgrp(sv->tty, sv->guard.pid) == -1)
+		return 0;
+	log_verbose("the command's process group has the terminal");
+	sv->handed = 1;
+	return 1;
+}
+
+/*
+ * Back to rlock's group, if the command's group still has it.  rlock is
+ * in the background then: SIGTTOU is blocked, which lets it.
+ */
+static void
+take_terminal(struct supervise *sv)
+{
+	if (!sv->handed)
+		return;
+	sv->handed = 0;
+	if (tcgetpgrp(sv->tty) == sv->guard.pid)
+		tcsetpgrp(sv->tty, getpgrp());
+}
+
+/* ---------------------------------------------------------- job control */
+
+/*
+ * Stop rlock with sig, as if it had not caught it (and its whole process
+ * group, the shell's job, if group): returns once something continues it.
+ * A job-control signal that was ignored at start stops it with SIGSTOP.
+ */
+static void
+stop_self(struct supervise *sv, int sig, int group)
+{
+	sigset_t	one;
+
+	if (sig != SIGSTOP && sigismember(&sv->ignored, sig))
+		sig = SIGSTOP;
+	kill(group ? 0 : getpid(), sig);
+	if (sig == SIGSTOP)
+		return;		/* stopped before kill returned */
+	/* Pending and blocked: let it act, by default, now. */
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	pthread_sigmask(SIG_BLOCK, &one, NULL);
+}
+
+/*
+ * Suspend the command and rlock with it.  tell: the command has not been
+ * stopped yet; group: stop rlock's whole process group (the shell's job),
+ * as the terminal would have if the command had not had it.
+ */
+static int
+suspend(struct supervise *sv, struct heartbeat *hb, int sig, int tell,
+    int group, struct err *e)
+{
+	int64_t	valid_until;
+	char	d[32];
+
+	sv->suspended = 1;
+	guard_suspended(&sv->guard, 1);
+	if (tell)
+		signal_child(sv, sig == SIGSTOP ? SIGTSTP : sig);
+	if (sv->handed) {
+		take_terminal(sv);
+		sv->give_back = 1;
+	}
+	heartbeat_state(hb, &valid_until, NULL, 0);
+	log_verbose("suspended (SIG%s); the lock ends in %s unless rlock "
+	    "runs again before", sigabbrev_np(sig),
+	    duration_format(valid_until - now_mono_ms(), d, sizeof d));
+	stop_self(sv, sig, group);
+	/* Running again: the command goes on once an extend confirms. */
+	sv->resumed_at = now_mono_ms();
+	log_verbose("continued: confirming the lock before the command "
+	    "goes on");
+	return heartbeat_extend_now(hb, e);
+}
+
+static void
+resume(struct supervise *sv)
+{
+	sv->suspended = 0;
+	guard_suspended(&sv->guard, 0);
+	if (sv->give_back) {
+		sv->give_back = 0;
+		hand_terminal(sv);
+	}
+	signal_child(sv, SIGCONT);
+}
+
+/* The command stopped of its own (sig): follow it, or hand it the tty. */
+static int
+child_stopped(struct supervise *sv, struct heartbeat *hb, int sig,
+    struct err *e)
+{
+	int	has_tty = sv->handed && tcgetpgrp(sv->tty) == sv->guard.pid;
+
+	if ((sig == SIGTTIN || sig == SIGTTOU) && !has_tty &&
+	    hand_terminal(sv)) {
+		signal_child(sv, SIGCONT);
+		return 0;
+	}
+	/* Somebody paused it (SIGSTOP) while rlock keeps the lock: fine. */
+	if (sig == SIGSTOP && !has_tty)
+		return 0;
+	return suspend(sv, hb, sig, 0, 1, e);
+}
+
+/* --------------------------------------------------------------- loss */
 
 void
 supervise_kill(struct supervise *sv)
 {
 	int	status;
 
-	if (sv->pid <= 0)
-		return;
-	signal_child(sv, SIGKILL);
-	reap(sv->pid, &status, 0);
-	sv->pid = 0;
+	if (sv->pid > 0) {
+		signal_child(sv, SIGKILL);
+		reap(sv->pid, &status, 0);
+		sv->pid = 0;
+	}
+	take_terminal(sv);
+	guard_done(&sv->guard);
+}
+
+void
+supervise_end(struct supervise *sv)
+{
+	guard_reap(&sv->guard);
+	if (sv->tty >= 0)
+		close(sv->tty);
+	sv->tty = -1;
 }
 
 const char *
@@ -205,6 +434,7 @@ static void
 on_loss(struct supervise *sv, const char *why)
 {
 	char	when[64];
+	int	acted = guard_acted(&sv->guard);
 
 	sv->lost = 1;
 	sv->lost_at = now_wall_ms();
@@ -214,6 +444,27 @@ on_loss(struct supervise *sv, const char *why)
 		log_error("lock '%s' was lost at %s: %s; --on-lost ignore: the "
 		    "command runs on unguarded", sv->name,
 		    format_time(sv->lost_at, when, sizeof when), why);
+		if (sv->suspended)
+			resume(sv);
+		return;
+	}
+	if (sv->suspended) {
+		/* It is stopped: it never runs again. */
+		sv->sent = SIGKILL;
+		snprintf(sv->why, sizeof sv->why, "%s, while the command was "
+		    "suspended", why);
+		if (acted == 0) {
+			log_verbose("lock lost: %s; killing the suspended "
+			    "command", why);
+			signal_child(sv, SIGKILL);
+		}
+		return;
+	}
+	if (acted != 0) {
+		/* rlock could not run in time; the guard did it already. */
+		sv->sent = acted;
+		snprintf(sv->why, sizeof sv->why, "%s (rlock was stopped "
+		    "then; its guard signalled the command)", why);
 		return;
 	}
 	sv->sent = sv->on_lost;
@@ -232,26 +483,36 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 	char		why[256];
 	int		sig, status, killed = 0;
 
-	waited_set(&set);
+	waited_set(&set, &sv->ignored);
 	due = heartbeat_due(hb);
 	for (;;) {
 		if (exited(sv->pid))
 			break;
+		if (!sv->foreground && !sv->suspended &&
+		    (sig = stopped(sv->pid)) != 0 &&
+		    child_stopped(sv, hb, sig, e) == -1)
+			goto fail;
 		now = now_mono_ms();
 		if (!hb->started && !sv->lost && now >= due &&
-		    heartbeat_start(hb, e) == -1) {
-			/* Unguarded is not an option: stop the command. */
-			supervise_kill(sv);
-			return -1;
-		}
+		    heartbeat_start(hb, e) == -1)
+			goto fail;
 		if (!sv->lost) {
 			if (heartbeat_state(hb, &valid_until, why, sizeof why))
 				on_loss(sv, why);
 			else if (now >= valid_until)
 				on_loss(sv, "no extend was confirmed before "
 				    "the lock's validity ended");
-			if (sv->lost && sv->sent)
+			else if (sv->suspended && valid_until >=
+			    sv->resumed_at + sv->ttl_ms -
+			    lock_drift(sv->ttl_ms)) {
+				log_verbose("the lock is confirmed: the "
+				    "command goes on");
+				resume(sv);
+			}
+			if (sv->lost && sv->sent && sv->sent != SIGKILL) {
 				kill_at = now + sv->kill_after_ms;
+				guard_killing(&sv->guard, kill_at);
+			}
 		}
 		if (kill_at >= 0 && now >= kill_at && !killed) {
 			log_verbose("the command outlived --kill-after: "
@@ -272,6 +533,17 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		sig = sigtimedwait(&set, &info, &ts);
 		if (sig == -1 || sig == SIGCHLD || sig == SUPERVISE_WAKE)
 			continue;
+		if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+			/*
+			 * To rlock, or to its group from the terminal: then a
+			 * --foreground command had it too.
+			 */
+			if (suspend(sv, hb, sig, !sv->suspended &&
+			    !(sv->foreground && info.si_code == SI_KERNEL), 0,
+			    e) == -1)
+				goto fail;
+			continue;
+		}
 		/*
 		 * A signal the terminal sent to our foreground group has
 		 * already reached a --foreground child: do not send it twice.
@@ -284,11 +556,20 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 	}
 	/*
 	 * After a loss nothing the command started may run on unguarded.
-	 * The child is not reaped yet, so its group id is still its own.
+	 * The guard still leads the group, so its id is still the group's.
 	 */
+	take_terminal(sv);
+	if (!sv->lost && guard_acted(&sv->guard) != 0)
+		on_loss(sv, sv->suspended ? "its validity ended" : "no "
+		    "extend was confirmed before the lock's validity ended");
 	if (sv->lost && sv->sent && !sv->foreground)
-		kill(-sv->pid, SIGKILL);
+		signal_child(sv, SIGKILL);
 	reap(sv->pid, &status, 0);
 	sv->pid = 0;
+	guard_done(&sv->guard);
 	return status;
+fail:
+	/* Unguarded is not an option: stop the command. */
+	supervise_kill(sv);
+	return -1;
 }

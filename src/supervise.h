@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "err.h"
+#include "guard.h"
 #include "heartbeat.h"
 
 struct supervise {
@@ -19,6 +20,8 @@ struct supervise {
 	int		 on_lost;	/* signal, or 0 to only report */
 	int64_t		 kill_after_ms;
 	sigset_t	 ignored;	/* ignored when rlock started */
+	int64_t		 ttl_ms;	/* the lock's */
+	int64_t		 valid_until;	/* the lock's, when the command starts */
 
 	/* What happened. */
 	pid_t		 pid;
@@ -26,6 +29,14 @@ struct supervise {
 	char		 why[256];
 	int64_t		 lost_at;	/* wall clock ms, for the message */
 	int		 sent;		/* signal sent on loss, 0 if none */
+
+	/* Inside: the group's guard, the terminal, job control. */
+	struct guard	 guard;
+	int		 tty;		/* /dev/tty: -1 not opened yet, -2 none */
+	int		 handed;	/* the command's group has the terminal */
+	int		 give_back;	/* ... and gets it again on resume */
+	int		 suspended;	/* stopped with rlock, not resumed yet */
+	int64_t		 resumed_at;	/* when rlock ran again */
 };
 
 /* The signals exec forwards, and the one the heartbeat wakes us with. */
@@ -35,29 +46,37 @@ extern const int	supervise_restored[];
 
 /*
  * Block the signals the supervisor will wait for, in this thread and in
- * every thread started after.  Call before starting the heartbeat and
+ * every thread started after, except those in ignored (ignored when rlock
+ * started: they stay ignored).  Call before starting the heartbeat and
  * before supervise_spawn.
  */
-void	supervise_block_signals(void);
+void	supervise_block_signals(const sigset_t *ignored);
 
 /*
- * Fork and exec.  The child restores signal dispositions and mask, moves
- * to its own process group unless foreground, asks to be killed if rlock
- * dies (PR_SET_PDEATHSIG), and execs.  Returns 0 once the exec succeeded;
- * -1 when it failed, with e filled and *status 126 or 127, the child
- * already reaped.
+ * Start the guard (unless foreground), then vfork and exec.  The child
+ * restores signal dispositions and mask, joins the guard's process group
+ * unless foreground, asks to be killed if rlock dies (PR_SET_PDEATHSIG),
+ * and execs.  Returns 0 once the exec succeeded; -1 when it failed, with
+ * e filled and *status 126, 127 or 70, nothing left running.
  */
 int	supervise_spawn(struct supervise *, int *status, struct err *e);
 
 /*
  * Wait for the child, forwarding signals, starting the heartbeat thread
- * when it is due, and acting on loss of the lock (from the heartbeat, or
- * seen here when its validity runs out): send on_lost to the child's
- * group, then SIGKILL after kill_after_ms.  Returns the child's exit
- * status, or 128+S if it died of signal S; -1 (e filled, child killed)
- * if the heartbeat could not be started.
+ * when it is due, following job control (the terminal, Ctrl-Z) and acting
+ * on loss of the lock (from the heartbeat, or seen here when its validity
+ * runs out): send on_lost to the child's group, then SIGKILL after
+ * kill_after_ms.  Returns the child's exit status, or 128+S if it died of
+ * signal S; -1 (e filled, child killed) if the heartbeat could not be
+ * started.  The guard is told to go; call supervise_end after the release.
  */
 int	supervise_wait(struct supervise *, struct heartbeat *, struct err *e);
+
+/* Called by the heartbeat thread with each confirmed validity. */
+void	supervise_confirmed(void *sv, int64_t valid_until);
+
+/* Reap the guard and close the terminal (after supervise_wait or _kill). */
+void	supervise_end(struct supervise *);
 
 /* "2026-11-22 01:53:05", local time, for loss messages. */
 const char *format_time(int64_t wall_ms, char *buf, size_t len);

@@ -11,6 +11,27 @@ lock_key() {
 	echo "rlock:{$1}"
 }
 
+# Wait (bounded) until the lock NAME is held, i.e. the command is about to run.
+wait_held() {
+	local i
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(rcli EXISTS "$(lock_key "$1")")" == 1 ]] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+# Wait (bounded, 10 s) until a waiter is blocked on the server (its BLPOP
+# shows in CLIENT LIST).
+wait_waiting() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		rcli CLIENT LIST | grep -q ' cmd=blpop ' && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
 # make_script NAME BODY: write an executable /bin/sh script into the test's
 # temp dir and print its path.
 make_script() {

@@ -206,3 +206,69 @@ exit 0' >/dev/null
 	assert_one_error_line
 	[[ "$stderr" == *"lost"* ]] || fail "stderr does not say lost: $stderr"
 }
+
+# ---------------------------------------------------------------------------
+# A loss found after the command ended: at release, at the --min-hold
+# hand-off.  Loud, and 75, whoever finds it (heartbeat or release).
+# ---------------------------------------------------------------------------
+
+@test "exec-loss: a lock taken over during a quick command is found at release: one line naming the lock, exit 75" {
+	run --separate-stderr rlock exec -t 10s job -- \
+		sh -c 'redis-cli -p "$REDIS_PORT" SET "$RLOCK_KEY" other PX 5000 >/dev/null; exit 0'
+	assert_equal "$status" 75
+	assert_one_error_line
+	[[ "$stderr" == "rlock: lock 'job' was lost before its release"* ]] ||
+		fail "unexpected stderr: $stderr"
+	# The other holder keeps what it has.
+	assert_equal "$(rcli GET "$(lock_key job)")" other
+}
+
+@test "exec-loss: a loss found at release keeps a failing command's own status, and still says so" {
+	run --separate-stderr rlock exec -t 10s job -- \
+		sh -c 'redis-cli -p "$REDIS_PORT" DEL "$RLOCK_KEY" >/dev/null; exit 3'
+	assert_equal "$status" 3
+	assert_one_error_line
+	[[ "$stderr" == "rlock: lock 'job' was lost before its release"*"the command's status"* ]] ||
+		fail "unexpected stderr: $stderr"
+}
+
+@test "exec-loss: --min-hold with the key deleted during the command says lost and exits 75, even without -v" {
+	run --separate-stderr rlock exec --min-hold 5s job -- \
+		sh -c 'redis-cli -p "$REDIS_PORT" DEL "$RLOCK_KEY" >/dev/null; exit 0'
+	assert_equal "$status" 75
+	assert_one_error_line
+	[[ "$stderr" == "rlock: lock 'job' was lost before the --min-hold hand-off"* ]] ||
+		fail "unexpected stderr: $stderr"
+	assert_equal "$(rcli EXISTS "$(lock_key job)")" 0
+}
+
+@test "exec-loss: --min-hold with the lock taken over leaves the new holder alone and exits 75" {
+	run --separate-stderr rlock exec --min-hold 5s job -- \
+		sh -c 'redis-cli -p "$REDIS_PORT" SET "$RLOCK_KEY" other PX 30000 >/dev/null; exit 0'
+	assert_equal "$status" 75
+	assert_one_error_line
+	[[ "$stderr" == *"'job' was lost"* ]] || fail "unexpected stderr: $stderr"
+	# The hand-off did not stretch the other holder's TTL to 5 s.
+	local pttl
+	pttl=$(rcli PTTL "$(lock_key job)")
+	(( pttl > 5000 )) || fail "the other holder's lock was touched: PTTL $pttl"
+}
+
+@test "exec-loss: --on-lost ignore with a loss found at release exits 75 with one line" {
+	run --separate-stderr rlock exec -t 10s --on-lost ignore job -- \
+		sh -c 'redis-cli -p "$REDIS_PORT" DEL "$RLOCK_KEY" >/dev/null; exit 0'
+	assert_equal "$status" 75
+	assert_one_error_line
+	[[ "$stderr" == *"'job' was lost"* ]] || fail "unexpected stderr: $stderr"
+}
+
+@test "exec-loss: --on-lost ignore keeps a failing command's status after a heartbeat loss" {
+	make_script fail3.sh 'redis-cli -p "$REDIS_PORT" DEL "$RLOCK_KEY" >/dev/null
+i=0
+while [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
+exit 3' >/dev/null
+	run --separate-stderr rlock exec -t 1s --on-lost ignore job -- ./fail3.sh
+	assert_equal "$status" 3
+	assert_one_error_line
+	[[ "$stderr" == *"'job' was lost"*"--on-lost ignore"* ]] || fail "unexpected stderr: $stderr"
+}
