@@ -134,7 +134,7 @@ complete -c rlock -n $exec_opt -l token -x -d 'Take the lock with TOKEN instead 
 complete -c rlock -n $exec_opt -l heartbeat -x -d 'Extend the lock this often while the command runs (default TTL/3)'
 complete -c rlock -n $exec_opt -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2 ignore' -d 'Signal for the command if the lock is lost (default TERM)'
 complete -c rlock -n $exec_opt -l kill-after -x -d 'Then SIGKILL if it is still running after DUR (default 10s)'
-complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's process group (interactive commands)"
+complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's process group (no guard, no terminal hand-over)"
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'
 complete -c rlock -n $exec_opt -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'

@@ -279,7 +279,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		lock_new_token(token, sizeof token);
 	cmdline = command_line(argv);
 	cmd_meta(&meta, (long long)getpid(), cmdline);
-	memset(&sv, 0, sizeof sv);
+	supervise_init(&sv);
 
 	if (cmd_connect(ctx) == -1) {
 		free(cmdline);
@@ -321,7 +321,6 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	sv.on_lost = ctx->o.on_lost;
 	sv.kill_after_ms = ctx->o.kill_after_ms;
 	sv.ttl_ms = l.ttl_ms;
-	sv.valid_until = l.valid_until;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);
 		log_error("%s", ctx->err.msg);
@@ -336,14 +335,13 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	heartbeat_stop(&hb);
 	if (status == -1) {
 		cmd_give_back(&l);
-		supervise_end(&sv);
 		rc = cmd_fail(ctx);
 		goto out;
 	}
 	/* The heartbeat moved the lock's validity on: the release needs none. */
 	rc = finish(ctx, &l, &sv, status);
-	supervise_end(&sv);
 out:
+	supervise_end(&sv);
 	free_env(env);
 	free(cmdline);
 	lock_free(&l);

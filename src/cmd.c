@@ -96,7 +96,7 @@ static const struct opt_def opt_defs[] = {
 	{ O_KILL_AFTER, 0, "kill-after", "DUR",
 	  "then SIGKILL if it is still running after DUR (default 10s)" },
 	{ O_FOREGROUND, 0, "foreground", NULL,
-	  "run the command in rlock's process group (interactive commands)" },
+	  "run the command in rlock's own process group (no guard)" },
 	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING" },
 	{ O_MIN_HOLD, 0, "min-hold", "DUR",
 	  "keep the lock at least DUR after acquiring; let it expire then" },

@@ -8,9 +8,10 @@
  * stopped rlock (SIGSTOP, a debugger) extends nothing, so the lock
  * expires under a command that keeps running.  The guard covers both:
  *
- *  - it is forked before the command and leads the command's process
- *    group, so the group exists (and its id stays unused by anyone else)
- *    for as long as the guard lives;
+ *  - it joins the command's process group, so the group exists (and its
+ *    id stays unused by anyone else) for as long as the guard lives, and
+ *    signals to the group reach everything the command started even after
+ *    the command itself has exited;
  *  - it reads the read end of a pipe whose only write end is rlock's: end
  *    of file without guard_done means rlock is gone, and the guard
  *    kills the group;
@@ -22,8 +23,11 @@
  * The guard blocks every signal, so what rlock or a terminal sends to the
  * group (Ctrl-C, Ctrl-Z, the loss signal) does not touch it; only SIGKILL
  * does, which ends the group anyway.  It runs only async-signal-safe
- * system calls: rlock has no other thread when it forks, but the guard
- * must never depend on that.
+ * system calls: rlock's heartbeat thread may be running when it forks.
+ *
+ * It is forked with _Fork (no fork handlers: they would write, and so copy,
+ * pages of libc's), and it closes every descriptor it inherited, so that
+ * no pipe rlock's caller reads stays open in it.
  */
 
 #include <sys/mman.h>
@@ -79,10 +83,9 @@ kill_group(struct guard_shared *sh, pid_t pg)
 }
 
 static void __attribute__((noreturn))
-guard_main(struct guard_shared *sh, pid_t parent)
+guard_main(struct guard_shared *sh, pid_t parent, pid_t pg)
 {
 	struct pollfd	pfd = { .fd = 0, .events = POLLIN };
-	pid_t		pg = getpid();
 	int64_t		now, wake, valid, k, kill_at = -1;
 	int		timeout, signalled = 0;
 	char		buf[64];
@@ -134,7 +137,7 @@ guard_main(struct guard_shared *sh, pid_t parent)
 }
 
 int
-guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
+guard_start(struct guard *g, pid_t pg, int64_t valid_until, int64_t margin_ms,
     int on_lost, int64_t kill_after_ms, struct err *e)
 {
 	struct guard_shared	*sh;
@@ -166,7 +169,7 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 	/* Blocked before the fork, so that no signal finds it half set up. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if ((pid = fork()) == -1) {
+	if ((pid = _Fork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "fork: %s", strerror(errno));
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		close(p[0]);
@@ -175,7 +178,7 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 		return -1;
 	}
 	if (pid == 0) {
-		setpgid(0, 0);
+		setpgid(0, pg);
 		if (p[0] != 0) {
 			dup2(p[0], 0);
 			close(p[0]);
@@ -184,11 +187,11 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 #ifdef HAVE_PRCTL
 		prctl(PR_SET_NAME, "rlock-guard");
 #endif
-		guard_main(sh, parent);
+		guard_main(sh, parent, pg);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	/* Both sides set the group, so the command can join it at once. */
-	setpgid(pid, pid);
+	/* Both sides set the group: it is in it when this returns. */
+	setpgid(pid, pg);
 	close(p[0]);
 	g->pid = pid;
 	g->fd = p[1];
@@ -254,17 +257,17 @@ guard_done(struct guard *g)
 	g->fd = -1;
 }
 
+/*
+ * Reap it if it has gone.  One that is still on its way out (it has seen
+ * end of file and exits) is not waited for: when rlock exits first, init
+ * reaps it, a few hundred microseconds of rlock's exit saved on a slow
+ * machine.
+ */
 void
 guard_reap(struct guard *g)
 {
-	pid_t	r;
-	int	ws;
-
-	if (g->pid > 0) {
-		do
-			r = waitpid(g->pid, &ws, 0);
-		while (r == -1 && errno == EINTR);
-	}
+	if (g->pid > 0)
+		waitpid(g->pid, NULL, WNOHANG);
 	if (g->fd >= 0)
 		close(g->fd);
 	if (g->sh != NULL)

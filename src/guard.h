@@ -16,16 +16,17 @@ struct guard {
 };
 
 /*
- * Fork the guard: the leader of a new process group, into which the
- * command then goes.  It kills the whole group with SIGKILL when rlock
- * dies, whatever kills rlock; and if rlock stops acting (stopped, wedged)
- * it acts in its place when the lock's validity runs out: on_lost to the
- * group (SIGKILL at once if the command is suspended), then SIGKILL
+ * Fork the guard into the command's process group pg.  It kills the whole
+ * group with SIGKILL when rlock dies, whatever kills rlock; and if rlock
+ * stops acting (stopped, wedged) it acts in its place when the lock's
+ * validity (valid_until, then what guard_valid says) runs out: on_lost to
+ * the group (SIGKILL at once if the command is suspended), then SIGKILL
  * kill_after_ms later.  margin_ms is how long after the validity it waits
  * for rlock to act first.  0, or -1 with e filled.
  */
-int	guard_start(struct guard *, int64_t valid_until, int64_t margin_ms,
-	    int on_lost, int64_t kill_after_ms, struct err *e);
+int	guard_start(struct guard *, pid_t pg, int64_t valid_until,
+	    int64_t margin_ms, int on_lost, int64_t kill_after_ms,
+	    struct err *e);
 /* The lock was confirmed until valid_until (any thread). */
 void	guard_valid(struct guard *, int64_t valid_until);
 /* The command is (1) or is no longer (0) suspended with rlock. */

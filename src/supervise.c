@@ -52,6 +52,9 @@
 #include "supervise.h"
 #include "util.h"
 
+/* See start_guard. */
+#define GUARD_AFTER_MS	10
+
 const int supervise_forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0
 };
@@ -102,8 +105,8 @@ supervise_block_signals(const sigset_t *ignored)
  * and the stores that tell the parent what failed.
  */
 static void __attribute__((noreturn))
-child(const struct supervise *sv, pid_t parent, volatile int *err,
-    volatile int *step)
+child(const struct supervise *sv, pid_t parent, int tty, volatile int *err,
+    volatile int *handed)
 {
 	struct sigaction	sa;
 	sigset_t		none;
@@ -121,13 +124,13 @@ child(const struct supervise *sv, pid_t parent, volatile int *err,
 		    SIG_DFL;
 		sigaction(*s, &sa, NULL);
 	}
+	if (!sv->foreground)
+		setpgid(0, 0);
+	/* Still with rlock's mask: SIGTTOU blocked lets a background group. */
+	if (tty >= 0 && tcsetpgrp(tty, getpid()) == 0)
+		*handed = 1;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (!sv->foreground && setpgid(0, sv->guard.pid) == -1) {
-		*step = 1;
-		*err = errno;
-		_exit(126);
-	}
 #ifdef HAVE_PRCTL
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
@@ -189,7 +192,7 @@ stopped(pid_t pid)
 	return si.si_status;
 }
 
-static int	hand_terminal(struct supervise *);
+static int	own_terminal(struct supervise *);
 
 /*
  * vfork, not fork: rlock is suspended until the child has exec'ed (or
@@ -199,24 +202,21 @@ static int	hand_terminal(struct supervise *);
  * Being suspended until then is also what tells us whether exec worked,
  * with no pipe.
  */
+void
+supervise_init(struct supervise *sv)
+{
+	memset(sv, 0, sizeof *sv);
+	sv->tty = -1;
+	sv->guard.fd = -1;
+}
+
 int
 supervise_spawn(struct supervise *sv, int *status, struct err *e)
 {
 	pid_t		parent = getpid(), pid;
-	volatile int	err = 0, step = 0;
-	int64_t		margin;
+	volatile int	err = 0, handed = 0;
+	volatile int	tty = -1;
 
-	sv->tty = -1;
-	sv->guard.fd = -1;
-	if (!sv->foreground) {
-		/* Half the drift: before the key can expire on the server. */
-		margin = lock_drift(sv->ttl_ms) / 2;
-		if (guard_start(&sv->guard, sv->valid_until, margin > 0 ?
-		    margin : 1, sv->on_lost, sv->kill_after_ms, e) == -1) {
-			*status = 70;
-			return -1;
-		}
-	}
 	/*
 	 * At a terminal, with rlock in its foreground and standard input and
 	 * output on it, the command gets it from the start, as a shell's job
@@ -225,34 +225,49 @@ supervise_spawn(struct supervise *sv, int *status, struct err *e)
 	 * command gets it only if it stops for it.
 	 */
 	if (!sv->foreground && tcgetpgrp(0) == getpgrp() &&
-	    tcgetpgrp(1) == getpgrp())
-		hand_terminal(sv);
+	    tcgetpgrp(1) == getpgrp() && own_terminal(sv))
+		tty = sv->tty;
 	if ((pid = vfork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "fork: %s", strerror(errno));
 		*status = 70;
-		supervise_kill(sv);
-		supervise_end(sv);
 		return -1;
 	}
 	if (pid == 0)
-		child(sv, parent, &err, &step);
-	if (err == 0) {
-		sv->pid = pid;
-		return 0;
-	}
+		child(sv, parent, tty, &err, &handed);
 	sv->pid = pid;
-	supervise_kill(sv);
-	supervise_end(sv);
-	if (step == 1) {
-		*status = 70;
-		err_set(e, ERR_SOFTWARE, "cannot put the command in its "
-		    "process group: %s", strerror(err));
-		return -1;
+	sv->spawned_at = now_mono_ms();
+	if (handed) {
+		sv->handed = 1;
+		log_verbose("the command's process group has the terminal");
 	}
+	if (err == 0)
+		return 0;
+	supervise_kill(sv);
 	*status = err == ENOENT ? 127 : 126;
 	err_set(e, ERR_USAGE, "cannot run '%s': %s", sv->argv[0],
 	    strerror(err));
 	return -1;
+}
+
+/*
+ * The guard costs a fork: about 1.5 ms of a 5 ms `exec -- true` cycle on
+ * a virtual machine where every copy-on-write fault is dear, more than
+ * all the rest of rlock's overhead over flock.  A command that is over
+ * within GUARD_AFTER_MS never costs one; one that runs longer has it from
+ * then on.  In those first milliseconds the command's direct child still
+ * dies with rlock (PR_SET_PDEATHSIG), and the lock cannot expire.
+ */
+static int
+start_guard(struct supervise *sv, struct heartbeat *hb, struct err *e)
+{
+	int64_t	valid_until, margin = lock_drift(sv->ttl_ms) / 2;
+
+	if (sv->foreground || sv->guard.pid > 0)
+		return 0;
+	heartbeat_state(hb, &valid_until, NULL, 0);
+	/* Half the drift: before the key can expire on the server. */
+	return guard_start(&sv->guard, sv->pid, valid_until, margin > 0 ?
+	    margin : 1, sv->on_lost, sv->kill_after_ms, e);
 }
 
 static void
@@ -260,8 +275,8 @@ signal_child(struct supervise *sv, int sig)
 {
 	if (sv->foreground)
 		kill(sv->pid, sig);
-	else
-		kill(-sv->guard.pid, sig);
+	else if (sv->pid > 0)	/* never kill(0): that is our group */
+		kill(-sv->pid, sig);
 }
 
 void
@@ -288,7 +303,7 @@ static int
 hand_terminal(struct supervise *sv)
 {
 	if (sv->foreground || !own_terminal(sv) ||
-	    tcsetpgrp(sv->tty, sv->guard.pid) == -1)
+	    tcsetpgrp(sv->tty, sv->pid) == -1)
 		return 0;
 	log_verbose("the command's process group has the terminal");
 	sv->handed = 1;
@@ -305,7 +320,7 @@ take_terminal(struct supervise *sv)
 	if (!sv->handed)
 		return;
 	sv->handed = 0;
-	if (tcgetpgrp(sv->tty) == sv->guard.pid)
+	if (tcgetpgrp(sv->tty) == sv->pid)
 		tcsetpgrp(sv->tty, getpgrp());
 }
 
@@ -345,6 +360,8 @@ suspend(struct supervise *sv, struct heartbeat *hb, int sig, int tell,
 	int64_t	valid_until;
 	char	d[32];
 
+	if (start_guard(sv, hb, e) == -1)
+		return -1;
 	sv->suspended = 1;
 	guard_suspended(&sv->guard, 1);
 	if (tell)
@@ -354,9 +371,10 @@ suspend(struct supervise *sv, struct heartbeat *hb, int sig, int tell,
 		sv->give_back = 1;
 	}
 	heartbeat_state(hb, &valid_until, NULL, 0);
+	valid_until -= now_mono_ms();
 	log_verbose("suspended (SIG%s); the lock ends in %s unless rlock "
 	    "runs again before", sigabbrev_np(sig),
-	    duration_format(valid_until - now_mono_ms(), d, sizeof d));
+	    duration_format(valid_until > 0 ? valid_until : 0, d, sizeof d));
 	stop_self(sv, sig, group);
 	/* Running again: the command goes on once an extend confirms. */
 	sv->resumed_at = now_mono_ms();
@@ -382,7 +400,7 @@ static int
 child_stopped(struct supervise *sv, struct heartbeat *hb, int sig,
     struct err *e)
 {
-	int	has_tty = sv->handed && tcgetpgrp(sv->tty) == sv->guard.pid;
+	int	has_tty = sv->handed && tcgetpgrp(sv->tty) == sv->pid;
 
 	if ((sig == SIGTTIN || sig == SIGTTOU) && !has_tty &&
 	    hand_terminal(sv)) {
@@ -414,6 +432,7 @@ supervise_kill(struct supervise *sv)
 void
 supervise_end(struct supervise *sv)
 {
+	guard_done(&sv->guard);
 	guard_reap(&sv->guard);
 	if (sv->tty >= 0)
 		close(sv->tty);
@@ -496,6 +515,9 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		if (!hb->started && !sv->lost && now >= due &&
 		    heartbeat_start(hb, e) == -1)
 			goto fail;
+		if (now >= sv->spawned_at + GUARD_AFTER_MS &&
+		    start_guard(sv, hb, e) == -1)
+			goto fail;
 		if (!sv->lost) {
 			if (heartbeat_state(hb, &valid_until, why, sizeof why))
 				on_loss(sv, why);
@@ -524,6 +546,9 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		wake = sv->lost ? (killed ? -1 : kill_at) : valid_until;
 		if (!hb->started && !sv->lost && due < wake)
 			wake = due;
+		if (!sv->foreground && sv->guard.pid == 0 &&
+		    sv->spawned_at + GUARD_AFTER_MS < wake)
+			wake = sv->spawned_at + GUARD_AFTER_MS;
 		if (wake < 0)
 			wake = now + 60000;
 		if (wake <= now)

@@ -21,7 +21,6 @@ struct supervise {
 	int64_t		 kill_after_ms;
 	sigset_t	 ignored;	/* ignored when rlock started */
 	int64_t		 ttl_ms;	/* the lock's */
-	int64_t		 valid_until;	/* the lock's, when the command starts */
 
 	/* What happened. */
 	pid_t		 pid;
@@ -37,6 +36,7 @@ struct supervise {
 	int		 give_back;	/* ... and gets it again on resume */
 	int		 suspended;	/* stopped with rlock, not resumed yet */
 	int64_t		 resumed_at;	/* when rlock ran again */
+	int64_t		 spawned_at;	/* when the command started */
 };
 
 /* The signals exec forwards, and the one the heartbeat wakes us with. */
@@ -52,12 +52,16 @@ extern const int	supervise_restored[];
  */
 void	supervise_block_signals(const sigset_t *ignored);
 
+/* Ready a zeroed supervise for _spawn, and for _end on any path. */
+void	supervise_init(struct supervise *);
+
 /*
- * Start the guard (unless foreground), then vfork and exec.  The child
- * restores signal dispositions and mask, joins the guard's process group
- * unless foreground, asks to be killed if rlock dies (PR_SET_PDEATHSIG),
- * and execs.  Returns 0 once the exec succeeded; -1 when it failed, with
- * e filled and *status 126, 127 or 70, nothing left running.
+ * vfork and exec.  The child restores signal dispositions and mask, moves
+ * to a process group of its own unless foreground (taking the terminal
+ * if rlock has it and stdin and stdout are on it), asks to be killed if
+ * rlock dies (PR_SET_PDEATHSIG), and execs.  Returns 0 once the exec
+ * succeeded; -1 when it failed, with e filled and *status 126, 127 or 70,
+ * nothing left running.
  */
 int	supervise_spawn(struct supervise *, int *status, struct err *e);
 
@@ -75,7 +79,7 @@ int	supervise_wait(struct supervise *, struct heartbeat *, struct err *e);
 /* Called by the heartbeat thread with each confirmed validity. */
 void	supervise_confirmed(void *sv, int64_t valid_until);
 
-/* Reap the guard and close the terminal (after supervise_wait or _kill). */
+/* End and reap the guard, close the terminal: the last call, on every path. */
 void	supervise_end(struct supervise *);
 
 /* "2026-11-22 01:53:05", local time, for loss messages. */

@@ -120,6 +120,19 @@ tmux_start() {
 	tmux -S "$TMUX_SOCK" set-option -t t remain-on-exit on >/dev/null
 }
 
+# tty_wrapper ARGS...: write run.sh, which runs rlock with ARGS on the pane's
+# terminal, stderr to rlock.err, then records "exit:N" in the file "status".
+# It ignores nothing: a trap (not SIG_IGN, which rlock would inherit) keeps
+# the wrapper alive through a Ctrl-C.
+tty_wrapper() {
+	{
+		printf '#!/bin/bash\ntrap : INT\ncd %q\n' "$BATS_TEST_TMPDIR"
+		printf '%q ' "$RLOCK" -u "$RLOCK_URL" "$@"
+		printf '2>rlock.err\necho "exit:$?" > status\n'
+	} >run.sh
+	chmod +x run.sh
+}
+
 tmux_cmd() {
 	tmux -S "$TMUX_SOCK" "$@"
 }

@@ -115,15 +115,20 @@ wait' >/dev/null
 	done
 }
 
-@test "exec-job: the command's group is led by rlock's guard, which goes when the command ends" {
+@test "exec-job: the command leads its own group, which holds rlock's guard until the command ends" {
 	ticker
 	bg_start R "$RLOCK" exec job -- ./tick.sh
 	wait_file cpid 10000 || fail "the command did not start: $(cat R.err)"
-	local c g
+	local c g i
 	c=$(cat cpid)
-	g=$(ps -o pgid= -p "$c" | tr -d ' ')
-	[[ "$g" != "$(ps -o pgid= -p "$R" | tr -d ' ')" ]] || fail "the command is in rlock's group"
-	assert_equal "$(cat "/proc/$g/comm")" rlock-guard
+	assert_equal "$(ps -o pgid= -p "$c" | tr -d ' ')" "$c"
+	# The guard joins the group once the command has run 10 ms.
+	for ((i = 0; i < 250; i++)); do
+		g=$(ps -e -o pid=,pgid=,comm= | awk -v g="$c" '$2 == g && $3 == "rlock-guard" { print $1 }')
+		[[ -n "$g" ]] && break
+		sleep 0.02
+	done
+	[[ -n "$g" ]] || fail "no rlock-guard in the command's group $c: $(ps -e -o pid,pgid,comm)"
 	assert_equal "$(ps -o ppid= -p "$g" | tr -d ' ')" "$R"
 	touch stop
 	bg_wait "$R" 10000 || fail "rlock did not finish"
@@ -151,16 +156,24 @@ wait' >/dev/null
 	grep -q "lock 'job' was lost" R.err || fail "no loss line: $(cat R.err)"
 }
 
-@test "exec-job: SIGTSTP to rlock suspends the command too; continued within the TTL it goes on" {
+# suspend_ticker TTL: run the ticker under rlock exec -t TTL (as R), then
+# send rlock SIGTSTP and wait until both are stopped.  Sets C (the
+# command's pid) and N (its ticks when stopped).
+suspend_ticker() {
 	ticker
-	bg_start R "$RLOCK" exec -t 10s job -- ./tick.sh
+	bg_start R "$RLOCK" exec -t "$1" job -- ./tick.sh
 	wait_file cpid 10000 || fail "the command did not start: $(cat R.err)"
-	local c n
-	c=$(cat cpid)
+	C=$(cat cpid)
+	track_pid "$C" tick.sh
 	kill -TSTP "$R"
 	wait_state "$R" T || fail "rlock did not stop: $(proc_state "$R")"
-	wait_state "$c" T || fail "the command was not suspended with rlock: $(proc_state "$c")"
-	n=$(ticks)
+	wait_state "$C" T || fail "the command was not suspended with rlock: $(proc_state "$C")"
+	N=$(ticks)
+}
+
+@test "exec-job: SIGTSTP to rlock suspends the command too; continued within the TTL it goes on" {
+	suspend_ticker 10s
+	local n=$N
 	assert_still "$n"
 	kill -CONT "$R"
 	wait_ticks_past "$n" 5000 || fail "the command did not go on once rlock was continued"
@@ -171,16 +184,8 @@ wait' >/dev/null
 }
 
 @test "exec-job: suspended past the TTL, the command never runs again, another holder gets the lock, rlock exits 75" {
-	ticker
-	bg_start R "$RLOCK" exec -t 1s job -- ./tick.sh
-	wait_file cpid 10000 || fail "the command did not start: $(cat R.err)"
-	local c n
-	c=$(cat cpid)
-	track_pid "$c" tick.sh
-	kill -TSTP "$R"
-	wait_state "$R" T || fail "rlock did not stop"
-	wait_state "$c" T 5000 || fail "the command was not suspended: $(proc_state "$c")"
-	n=$(ticks)
+	suspend_ticker 1s
+	local c=$C n=$N
 	wait_taken_by_other job || fail "the lock never expired while rlock was stopped"
 	# Two holders now, on paper: the first one's command must not run.
 	assert_still "$n"
@@ -264,16 +269,9 @@ EOF
 # At a terminal, without job control (a script on the pane's terminal)
 # ---------------------------------------------------------------------------
 
-# on_tty ARGS...: run rlock ARGS on the pane's terminal (stderr to
-# rlock.err) and record "exit:N" in "status".  A trap (not SIG_IGN, which
-# rlock would inherit) keeps the script alive through a Ctrl-C.
+# on_tty ARGS...: run rlock ARGS on a pane's terminal (tty_wrapper).
 on_tty() {
-	{
-		printf '#!/bin/bash\ntrap : INT\ncd %q\n' "$BATS_TEST_TMPDIR"
-		printf '%q ' "$RLOCK" -u "$RLOCK_URL" "$@"
-		printf '2>rlock.err\necho "exit:$?" > status\n'
-	} >run.sh
-	chmod +x run.sh
+	tty_wrapper "$@"
 	tmux_start "$BATS_TEST_TMPDIR/run.sh"
 }
 
@@ -341,20 +339,30 @@ interactive() {
 	tmux_wait_screen '^\$' 10000 || fail "no prompt: $TMUX_SCREEN"
 }
 
+# ctrl_z: type Control-Z and wait for the shell to say the job stopped;
+# N is then the number of ticks.
+ctrl_z() {
+	tmux_cmd send-keys -t t C-z
+	tmux_wait_screen 'Stopped' 5000 || fail "the shell did not see the job stop: $TMUX_SCREEN"
+	N=$(ticks)
+}
+
+# fg_goes_on: type fg and wait for the command to tick past N again.
+fg_goes_on() {
+	tmux_cmd send-keys -t t fg Enter
+	wait_ticks_past "$N" 5000 || fail "the command did not go on after fg: $TMUX_SCREEN"
+}
+
 @test "exec-job: Ctrl-Z at a terminal suspends the command; fg within the TTL lets it go on" {
 	ticker
 	interactive exec -t 10s job -- ./tick.sh
 	tmux_cmd send-keys -t t ./job.sh Enter
 	wait_file cpid 10000 || fail "the command did not start: $TMUX_SCREEN"
 	wait_ticks_past 2 || fail "no ticks"
-	tmux_cmd send-keys -t t C-z
-	tmux_wait_screen 'Stopped' 5000 || fail "the shell did not see the job stop: $TMUX_SCREEN"
+	ctrl_z
 	wait_state "$(cat cpid)" T 5000 || fail "the command was not suspended"
-	local n
-	n=$(ticks)
-	assert_still "$n"
-	tmux_cmd send-keys -t t fg Enter
-	wait_ticks_past "$n" 5000 || fail "the command did not go on after fg: $TMUX_SCREEN"
+	assert_still "$N"
+	fg_goes_on
 	touch stop
 	wait_file status 10000 || fail "rlock did not finish: $(cat rlock.err)"
 	assert_equal "$(cat status)" exit:0
@@ -368,10 +376,8 @@ interactive() {
 	wait_file cpid 10000 || fail "the command did not start: $TMUX_SCREEN"
 	track_pid "$(cat cpid)" tick.sh
 	wait_ticks_past 2 || fail "no ticks"
-	tmux_cmd send-keys -t t C-z
-	tmux_wait_screen 'Stopped' 5000 || fail "the shell did not see the job stop: $TMUX_SCREEN"
-	local n
-	n=$(ticks)
+	ctrl_z
+	local n=$N
 	wait_taken_by_other job || fail "the lock never expired while suspended"
 	assert_still "$n"
 	tmux_cmd send-keys -t t fg Enter
@@ -396,13 +402,9 @@ echo "again:$b"' >/dev/null
 	tmux_cmd send-keys -t t one Enter
 	tmux_wait_screen '^got:one$' 10000 || fail "the command did not read: $TMUX_SCREEN"
 	wait_ticks_past 2 || fail "no ticks"
-	tmux_cmd send-keys -t t C-z
-	tmux_wait_screen 'Stopped' 5000 || fail "the shell did not see the job stop: $TMUX_SCREEN"
-	local n
-	n=$(ticks)
-	assert_still "$n"
-	tmux_cmd send-keys -t t fg Enter
-	wait_ticks_past "$n" 5000 || fail "the command did not go on after fg: $TMUX_SCREEN"
+	ctrl_z
+	assert_still "$N"
+	fg_goes_on
 	touch stop
 	tmux_cmd send-keys -t t two Enter
 	tmux_wait_screen '^again:two$' 10000 || fail "the command could not read after fg: $TMUX_SCREEN"

@@ -157,8 +157,8 @@ pgid_of() {
 	cg=$(pgid_of "$c")
 	rg=$(pgid_of "$R")
 	touch stop
-	# A group of its own, led by rlock's guard (see exec-job.bats).
-	[[ -n "$rg" && -n "$cg" && "$cg" != "$rg" ]] || fail "command pgid $cg, rlock pgid $rg"
+	assert_equal "$cg" "$c"
+	[[ -n "$rg" && "$cg" != "$rg" ]] || fail "command pgid $cg, rlock pgid $rg"
 	bg_wait "$R" 10000 || fail "rlock did not finish"
 	assert_equal "$BG_STATUS" 0
 }
@@ -200,19 +200,6 @@ exit 0' >/dev/null
 # ---------------------------------------------------------------------------
 # A terminal (private tmux server)
 # ---------------------------------------------------------------------------
-
-# tty_wrapper COMMAND...: write run.sh, which runs rlock with the given exec
-# arguments on the pane's terminal, stderr to rlock.err, then records
-# "exit:N" in the file "status". It ignores nothing: a trap (not SIG_IGN, which
-# rlock would inherit) keeps the wrapper alive through a Ctrl-C.
-tty_wrapper() {
-	{
-		printf '#!/bin/bash\ntrap : INT\ncd %q\n' "$BATS_TEST_TMPDIR"
-		printf '%q ' "$RLOCK" -u "$RLOCK_URL" "$@"
-		printf '2>rlock.err\necho "exit:$?" > status\n'
-	} >run.sh
-	chmod +x run.sh
-}
 
 @test "exec-signals: --foreground lets the command read the terminal" {
 	tty_wrapper exec --foreground job -- sh -c 'read x; echo got:$x'
