@@ -156,12 +156,26 @@ wait' >/dev/null
 	grep -q "lock 'job' was lost" R.err || fail "no loss line: $(cat R.err)"
 }
 
+# bg_job VAR CMD...: bg_start CMD in a process group of its own, as a shell
+# with job control starts a job.  The kernel discards SIGTSTP sent to a
+# process in an orphaned group (none of its members has a parent in
+# another group of the session: nobody could continue it), which the
+# test's own group may well be under make and CI; this one has bats's
+# shell for a parent.
+bg_job() {
+	local var=$1
+	shift
+	bg_start "$var" python3 -c 'import os, sys
+os.setpgid(0, 0)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+
 # suspend_ticker TTL: run the ticker under rlock exec -t TTL (as R), then
 # send rlock SIGTSTP and wait until both are stopped.  Sets C (the
 # command's pid) and N (its ticks when stopped).
 suspend_ticker() {
 	ticker
-	bg_start R "$RLOCK" exec -t "$1" job -- ./tick.sh
+	bg_job R "$RLOCK" exec -t "$1" job -- ./tick.sh
 	wait_file cpid 10000 || fail "the command did not start: $(cat R.err)"
 	C=$(cat cpid)
 	track_pid "$C" tick.sh
