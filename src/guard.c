@@ -195,7 +195,8 @@ guard_start(struct guard *g, pid_t pg, int64_t valid_until, int64_t margin_ms,
 	close(p[0]);
 	g->pid = pid;
 	g->fd = p[1];
-	g->sh = sh;
+	/* The heartbeat thread may look for it (guard_valid) from now on. */
+	__atomic_store_n(&g->sh, sh, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -216,11 +217,19 @@ poke(struct guard *g)
 void
 guard_valid(struct guard *g, int64_t valid_until)
 {
-	if (g->sh == NULL)
+	struct guard_shared	*sh = __atomic_load_n(&g->sh, __ATOMIC_ACQUIRE);
+	int64_t			 old;
+
+	if (sh == NULL)
 		return;
-	/* Later only; the guard finds it when it wakes at the old time. */
-	if (valid_until > atomic_load(&g->sh->valid_until))
-		atomic_store(&g->sh->valid_until, valid_until);
+	/*
+	 * Later only (the heartbeat thread and the supervisor may both say);
+	 * the guard finds it when it wakes at the old time.
+	 */
+	old = atomic_load(&sh->valid_until);
+	while (valid_until > old &&
+	    !atomic_compare_exchange_weak(&sh->valid_until, &old, valid_until))
+		;
 }
 
 void

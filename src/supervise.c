@@ -266,8 +266,13 @@ start_guard(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		return 0;
 	heartbeat_state(hb, &valid_until, NULL, 0);
 	/* Half the drift: before the key can expire on the server. */
-	return guard_start(&sv->guard, sv->pid, valid_until, margin > 0 ?
-	    margin : 1, sv->on_lost, sv->kill_after_ms, e);
+	if (guard_start(&sv->guard, sv->pid, valid_until, margin > 0 ?
+	    margin : 1, sv->on_lost, sv->kill_after_ms, e) == -1)
+		return -1;
+	/* An extend confirmed while it was being forked: tell it too. */
+	heartbeat_state(hb, &valid_until, NULL, 0);
+	guard_valid(&sv->guard, valid_until);
+	return 0;
 }
 
 static void
