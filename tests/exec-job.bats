@@ -39,6 +39,19 @@ wait_state() {
 	return 1
 }
 
+# wait_guard PGID: wait (bounded, 5 s) until rlock's guard has joined the
+# process group PGID, which it does once the command has run 10 ms; sets
+# GUARD to its pid.
+wait_guard() {
+	local i
+	for ((i = 0; i < 250; i++)); do
+		GUARD=$(ps -e -o pid=,pgid=,comm= | awk -v g="$1" '$2 == g && $3 == "rlock-guard" { print $1 }')
+		[[ -n "$GUARD" ]] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
 # A command that writes its pid to "cpid", then appends a tick to "ticks"
 # every 100 ms, until the file "stop" appears (at most 60 s).  It records a
 # SIGTERM in "got" and exits 5.
@@ -107,6 +120,7 @@ wait' >/dev/null
 	track_pid "$(cat p2)" sh
 	track_pid "$(cat p3)" sleep
 	track_pid "$(cat p4)" sleep
+	wait_guard "$(cat p1)" || fail "no guard in the command's group"
 	kill -KILL "$R"
 	bg_wait "$R" 5000 || fail "rlock survived SIGKILL"
 	for f in p1 p2 p3 p4; do
@@ -119,16 +133,11 @@ wait' >/dev/null
 	ticker
 	bg_start R "$RLOCK" exec job -- ./tick.sh
 	wait_file cpid 10000 || fail "the command did not start: $(cat R.err)"
-	local c g i
+	local c g
 	c=$(cat cpid)
 	assert_equal "$(ps -o pgid= -p "$c" | tr -d ' ')" "$c"
-	# The guard joins the group once the command has run 10 ms.
-	for ((i = 0; i < 250; i++)); do
-		g=$(ps -e -o pid=,pgid=,comm= | awk -v g="$c" '$2 == g && $3 == "rlock-guard" { print $1 }')
-		[[ -n "$g" ]] && break
-		sleep 0.02
-	done
-	[[ -n "$g" ]] || fail "no rlock-guard in the command's group $c: $(ps -e -o pid,pgid,comm)"
+	wait_guard "$c" || fail "no rlock-guard in the command's group $c: $(ps -e -o pid,pgid,comm)"
+	g=$GUARD
 	assert_equal "$(ps -o ppid= -p "$g" | tr -d ' ')" "$R"
 	touch stop
 	bg_wait "$R" 10000 || fail "rlock did not finish"
@@ -145,6 +154,7 @@ wait' >/dev/null
 	bg_start R "$RLOCK" exec -t 2s job -- ./tick.sh
 	wait_file cpid 10000 || fail "the command did not start: $(cat R.err)"
 	track_pid "$(cat cpid)" tick.sh
+	wait_guard "$(cat cpid)" || fail "no guard in the command's group"
 	kill -STOP "$R"
 	# Not stopped, the command would tick on for 60 s.
 	wait_file got 10000 || fail "the command was not signalled while rlock was stopped"
