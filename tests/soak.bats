@@ -147,7 +147,14 @@ echo \"end \$(date +%s%N) \$\$\" >>'$log'")
 		[[ -n "$rp" ]] || continue
 		# Sometimes kill at once, sometimes a little into the section.
 		sleep "0.0$((RANDOM % 4))"
-		_pid_is "$rp" "$RLOCK_COMM" || continue
+		# Stopped first, so that it cannot end between the look and the
+		# kill (a kill that lands on an rlock already exiting is no kill
+		# inside a section): only then is the section checked unfinished.
+		kill -STOP "$rp" 2>/dev/null || continue
+		if ! _pid_is "$rp" "$RLOCK_COMM" || grep -q "^end .* $cp\$" "$log"; then
+			kill -CONT "$rp" 2>/dev/null || true
+			continue
+		fi
 		ts=$(date +%s%N)
 		if kill -KILL "$rp" 2>/dev/null; then
 			echo "kill $ts $rp $cp" >>"$log"
