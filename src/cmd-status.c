@@ -36,6 +36,9 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 		lock_init(&l, &ctx->q, ctx->o.prefix, names[i], NULL);
 		rc = lock_inspect(&l, &st, &ctx->err);
 		lock_free(&l);
+		/* Counted "on 3 of 5" only if the five are five servers. */
+		if (rc == 0 && quorum_distinct(&ctx->q, &ctx->err) == -1)
+			rc = -1;
 		if (rc == -1) {
 			lock_status_free(&st);
 			return -1;
@@ -65,8 +68,8 @@ cmd_status_exec(struct cmd_ctx *ctx)
 
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
-	if (listing && lock_list(&ctx->q, ctx->o.prefix, &names, &n,
-	    &ctx->err) == -1)
+	if (listing && (lock_list(&ctx->q, ctx->o.prefix, &names, &n,
+	    &ctx->err) == -1 || quorum_distinct(&ctx->q, &ctx->err) == -1))
 		return cmd_fail(ctx);
 	array = ctx->o.json && (listing || n > 1);
 	buf_init(&out);

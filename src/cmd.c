@@ -40,6 +40,10 @@
 #define DEFAULT_TIMEOUT_MS	2000
 #define DEFAULT_TTL_MS		30000
 #define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
+#define MIN_TTL_MS		10
+#define CONFIG_MAX_BYTES	(1024 * 1024)
+#define CONFIG_MAX_LINE		4096
+#define PASSWORD_FILE_MAX	4096
 
 static const struct cmd_entry *const cmd_table[] = {
 	&cmd_acquire_entry,
@@ -583,6 +587,7 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 {
 	char	*end, shown[128];
 	long	 n;
+	int	 rc;
 
 	o->given |= 1ULL << d->id;
 	switch (d->id) {
@@ -612,7 +617,15 @@ apply(struct opts *o, const struct opt_def *d, const char *v)
 	case O_VERSION:
 		return 0;
 	case O_TTL:
-		return parse_duration(d->longopt, v, &o->ttl_ms, 0, MAX_TTL_MS);
+		if ((rc = parse_duration(d->longopt, v, &o->ttl_ms, 0,
+		    MAX_TTL_MS)) != 0)
+			return rc;
+		if (o->ttl_ms < MIN_TTL_MS)
+			return cmd_usage_error("invalid duration '%s' for --ttl: "
+			    "the minimum is %dms (less would be spent on the "
+			    "drift margin, 1%% + 2ms, and a round trip)",
+			    cmd_printable(v, shown, sizeof shown), MIN_TTL_MS);
+		return 0;
 	case O_WAIT:
 		return parse_duration(d->longopt, v, &o->wait_ms, 1, 0);
 	case O_NO_WAIT:
@@ -890,28 +903,6 @@ warn_if_readable(const char *path, const char *what)
 		    "(chmod o-r %s)", what, path, path);
 }
 
-/* All of f into *text, NUL-terminated; *len is its length.  0 or -1. */
-static int
-read_all(FILE *f, char **text, size_t *len)
-{
-	size_t	cap = 4096, n = 0, got;
-	char	*p = xmalloc(cap);
-
-	while ((got = fread(p + n, 1, cap - n - 1, f)) > 0) {
-		n += got;
-		if (n + 1 == cap)
-			p = xrealloc(p, cap *= 2);
-	}
-	if (ferror(f)) {
-		free(p);
-		return -1;
-	}
-	p[n] = '\0';
-	*text = p;
-	*len = n;
-	return 0;
-}
-
 /*
  * Read the config file into ctx: --config, else $RLOCK_CONFIG, else
  * /etc/rlock.conf if it exists.  A setting given on the command line
@@ -925,8 +916,7 @@ load_config(struct cmd_ctx *ctx)
 	const char		*path = o->config, *why;
 	char			*line, *next, *key, *value;
 	uint64_t		 given = o->given, bit;
-	size_t			 cap = 0;
-	FILE			*f;
+	size_t			 len = 0;
 	int			 lineno = 0, rc, explicit = 1, has_password = 0;
 
 	if (path == NULL && (path = getenv("RLOCK_CONFIG")) != NULL &&
@@ -936,19 +926,17 @@ load_config(struct cmd_ctx *ctx)
 		path = DEFAULT_CONFIG;
 		explicit = 0;
 	}
-	if ((f = fopen(path, "r")) == NULL) {
-		if (!explicit && errno == ENOENT)
-			return 0;
-		return cmd_usage_error("cannot read the config file %s: %s",
-		    path, strerror(errno));
-	}
-	rc = read_all(f, &ctx->config_text, &cap);
-	fclose(f);
+	if ((rc = read_bounded(path, CONFIG_MAX_BYTES, &ctx->config_text,
+	    &len)) == -1 && !explicit && errno == ENOENT)
+		return 0;
 	if (rc == -1)
 		return cmd_usage_error("cannot read the config file %s: %s",
 		    path, strerror(errno));
+	if (rc == -2)
+		return cmd_usage_error("the config file %s is larger than %d "
+		    "KiB; is it the right file?", path, CONFIG_MAX_BYTES / 1024);
 	/* A NUL would end the text early and hide what follows it. */
-	if (memchr(ctx->config_text, '\0', cap) != NULL) {
+	if (memchr(ctx->config_text, '\0', len) != NULL) {
 		for (line = ctx->config_text; *line != '\0'; line++)
 			lineno += *line == '\n';
 		return cmd_usage_error("%s:%d: a NUL byte; the file is not "
@@ -958,6 +946,9 @@ load_config(struct cmd_ctx *ctx)
 		lineno++;
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
+		if (strlen(line) > CONFIG_MAX_LINE)
+			return cmd_usage_error("%s:%d: the line is longer than "
+			    "%d bytes", path, lineno, CONFIG_MAX_LINE);
 		if ((rc = config_parse_line(line, &key, &value, &why)) == 0)
 			continue;
 		if (rc == -1)
@@ -1000,37 +991,44 @@ load_config(struct cmd_ctx *ctx)
 	return 0;
 }
 
-/* The password from --password-file: its first line, without the newline. */
+/*
+ * The password from --password-file: its first line, without the newline.
+ * Read with a bound: the file may be a device or a pipe that never ends.
+ */
 static int
 read_password_file(const char *path, char **out)
 {
-	FILE	*f;
-	char	*line = NULL;
-	size_t	 cap = 0;
-	ssize_t	 n;
+	char	*text;
+	size_t	 len, n;
 	int	 rc;
 
-	if ((f = fopen(path, "r")) == NULL)
+	if ((rc = read_bounded(path, PASSWORD_FILE_MAX, &text, &len)) == -1)
 		return cmd_usage_error("cannot read --password-file %s: %s",
 		    path, strerror(errno));
-	errno = 0;
-	n = getline(&line, &cap, f);
-	rc = errno;
-	fclose(f);
-	if (n < 0 && rc != 0) {
-		free(line);
-		return cmd_usage_error("cannot read --password-file %s: %s",
-		    path, strerror(rc));
+	if (rc == -2)
+		return cmd_usage_error("--password-file %s is larger than %d "
+		    "bytes; it should hold the password on its first line",
+		    path, PASSWORD_FILE_MAX);
+	n = strcspn(text, "\n");
+	if (memchr(text, '\0', n < len ? n : len) != NULL) {
+		explicit_bzero(text, len);
+		free(text);
+		return cmd_usage_error("--password-file %s: a NUL byte on "
+		    "the first line; the file is not text", path);
 	}
-	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-		line[--n] = '\0';
-	if (n <= 0) {
-		free(line);
+	text[n] = '\0';
+	while (n > 0 && text[n - 1] == '\r')
+		text[--n] = '\0';
+	if (n == 0) {
+		explicit_bzero(text, len);
+		free(text);
 		return cmd_usage_error("--password-file %s holds no password "
 		    "on its first line", path);
 	}
+	/* Only the first line is kept: wipe whatever followed it. */
+	explicit_bzero(text + n, len - n);
 	warn_if_readable(path, "--password-file");
-	*out = line;
+	*out = text;
 	return 0;
 }
 
@@ -1058,6 +1056,38 @@ env(const char *name)
 }
 
 /*
+ * Which of urls[0..i-1] names the server urls[i] names, as written (the
+ * database, user and password aside): -1 if none.  Two names for one
+ * server are found once connected (quorum.c compares run_ids).
+ */
+static int
+same_server(const struct url *urls, int i)
+{
+	const struct url	*a, *b = &urls[i];
+	int			 j;
+
+	for (j = 0; j < i; j++) {
+		a = &urls[j];
+		if (a->scheme == URL_UNIX || b->scheme == URL_UNIX) {
+			if (a->scheme == b->scheme &&
+			    strcmp(a->path, b->path) == 0)
+				return j;
+		} else if (a->scheme == URL_SENTINEL ||
+		    b->scheme == URL_SENTINEL) {
+			if (a->scheme == b->scheme &&
+			    strcmp(a->master, b->master) == 0 &&
+			    strcasecmp(a->sentinels[0].host,
+			    b->sentinels[0].host) == 0 &&
+			    a->sentinels[0].port == b->sentinels[0].port)
+				return j;
+		} else if (strcasecmp(a->host, b->host) == 0 &&
+		    a->port == b->port)
+			return j;
+	}
+	return -1;
+}
+
+/*
  * Weigh flag > environment > config file > default for each setting, and
  * check what the URLs and credentials say.
  */
@@ -1067,7 +1097,7 @@ settle(struct cmd_ctx *ctx)
 	struct opts	*o = &ctx->o;
 	const char	*v, *from = "--url";
 	char		 why[256];
-	int		 i, rc, pw_flag;
+	int		 i, j, rc, pw_flag;
 
 	if (!(o->given & OPT(URL)) && (v = env("RLOCK_URL")) != NULL) {
 		clear_urls(o);
@@ -1089,6 +1119,11 @@ settle(struct cmd_ctx *ctx)
 			    cmd_usage_error("invalid %s (URL %d of %d): %s",
 			    from, i + 1, o->nurl, why);
 		ctx->nurls++;
+		if ((j = same_server(ctx->urls, i)) >= 0)
+			return cmd_usage_error("%s and %s name the same server; "
+			    "each server counts once in a quorum, so give "
+			    "each only once", ctx->urls[j].display,
+			    ctx->urls[i].display);
 	}
 	if (!(o->given & OPT(PREFIX)) && (v = getenv("RLOCK_PREFIX")) != NULL)
 		o->prefix = v;
@@ -1125,6 +1160,7 @@ settle(struct cmd_ctx *ctx)
 		log_warn("--tls-insecure: the server's certificate is not "
 		    "checked, so anyone on the path can pose as the server");
 	ctx->ropts.password = ctx->password;
+	ctx->ropts.identify = ctx->nurls > 1;
 	ctx->ropts.connect_timeout_ms = o->connect_timeout_ms;
 	ctx->ropts.timeout_ms = o->timeout_ms;
 	ctx->ropts.tls = &o->tls;
@@ -1174,6 +1210,9 @@ cmd_main(int argc, char **argv)
 	size_t			 i;
 	int			 rc;
 
+	/* Before anything is opened: see std_fds_open. */
+	if (std_fds_open() == -1)
+		return EXIT_SOFTWARE;
 	memset(&ctx, 0, sizeof ctx);
 	/* Before parsing: a cron job's usage error belongs in syslog too. */
 	for (i = 1; i < (size_t)argc && strcmp(argv[i], "--") != 0; i++)

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lock.h"
@@ -34,6 +35,14 @@
 #define NO_EXPIRY_RECHECK_MS	5000
 /* Waiters woken by expiry spread their retries over this much. */
 #define JITTER_MS		20
+/*
+ * A grant that arrives after its validity has run out is given back and
+ * tried again, each time after a longer pause (LATE_PAUSE_MS doubled);
+ * after LATE_MAX such grants in a row the round trip is taken to be too
+ * slow for the TTL, and acquiring fails rather than spin.
+ */
+#define LATE_PAUSE_MS		10
+#define LATE_MAX		6
 
 static long long	to_ll(const struct redis_reply *);
 
@@ -306,6 +315,14 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);
+	/* One server under two names would vote twice: give back, refuse. */
+	if (n > 1 && quorum_distinct(l->q, e) == -1) {
+		free(won);
+		free(fences);
+		undo_partial(l);
+		l->maybe_held = 0;
+		return -1;
+	}
 	if (count(won, n) >= quorum_majority(l->q) && n > 1)
 		align_fences(l, won, fences, fence);
 	if (count(won, n) >= quorum_majority(l->q) && l->wait_replicas > 0) {
@@ -349,6 +366,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->maybe_held = 0;
 	if (*pttl_ms == -2)
 		*pttl_ms = 0;
+	/* Granted, but the validity was spent on the way: see LATE_MAX. */
+	l->late = got >= quorum_majority(l->q) ? l->late + 1 : 0;
 	return 0;
 }
 
@@ -403,6 +422,27 @@ wait_chunk(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
 	return sleep < 1 ? 1 : sleep;
 }
 
+/*
+ * Sleep ms (plus jitter) without a server: after a late grant the wake
+ * list holds our own give-back, which would end a BLPOP at once.
+ */
+static int
+pause_ms(int64_t ms, struct err *e)
+{
+	struct timespec	ts;
+
+	ms += jitter();
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = ms % 1000 * 1000000;
+	if (!transport_interrupted)
+		nanosleep(&ts, NULL);
+	if (transport_interrupted) {
+		err_set(e, ERR_INTERRUPTED, "interrupted by a signal");
+		return -1;
+	}
+	return 0;
+}
+
 int
 lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
     const struct lock_meta *m, struct err *e)
@@ -411,9 +451,25 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	int	rc;
 
 	deadline = wait_ms < 0 ? -1 : start + wait_ms;
+	l->late = 0;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) != 0)
 			return rc;
+		if (l->late >= LATE_MAX) {
+			err_set(e, ERR_UNAVAILABLE, "%s: the lock was granted "
+			    "%d times but each grant came after its validity "
+			    "(--ttl %lldms less the drift margin) had run out; "
+			    "use a longer --ttl or a nearer server",
+			    l->q->urls[0].display, l->late, (long long)ttl_ms);
+			return -1;
+		}
+		if (l->late > 0) {
+			/* Not busy: a pause of our own, whatever --wait. */
+			if (pause_ms(LATE_PAUSE_MS << (l->late - 1), e) == -1)
+				return -1;
+			sleep = -1;
+			continue;
+		}
 		if (wait_ms == 0)
 			return 0;
 		if (deadline < 0)

@@ -61,6 +61,7 @@ struct lock {
 	int		 maybe_held;
 	int		 held;
 	int		 waited;	/* times lock_acquire slept */
+	int		 late;		/* grants in a row that came too late */
 	struct lock_holder holder;	/* when busy */
 	lock_wait_fn	 on_wait;
 	void		*on_wait_arg;

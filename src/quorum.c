@@ -68,6 +68,29 @@ quorum_conn(struct quorum *q, int i, struct err *e)
 	return q->conn[i];
 }
 
+int
+quorum_distinct(struct quorum *q, struct err *e)
+{
+	const char	*a, *b;
+	int		 i, j;
+
+	for (i = 0; i < q->n; i++) {
+		if (q->conn[i] == NULL || *(a = redis_run_id(q->conn[i])) == 0)
+			continue;
+		for (j = i + 1; j < q->n; j++)
+			if (q->conn[j] != NULL &&
+			    strcmp(a, (b = redis_run_id(q->conn[j]))) == 0) {
+				err_set(e, ERR_USAGE, "%s and %s are the same "
+				    "server (run_id %.12s...); each server "
+				    "counts once in a quorum, so give each "
+				    "only once", q->urls[i].display,
+				    q->urls[j].display, b);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 struct opener {
 	struct quorum	*q;
 	int		 i;
@@ -180,9 +203,15 @@ quorum_open(struct quorum *q, const struct url *urls, int n,
 	if (n == 1)
 		quorum_conn(q, 0, &q->errs[0]);
 	else if (!needs_threads(urls, n)) {
-		/* A connect still under way is finished by the first request. */
+		/*
+		 * A connect still under way is finished by the first request,
+		 * and the handshake's replies are read with its reply: a
+		 * server that accepts but answers nothing (a stopped process)
+		 * then costs the request's --timeout at most, side by side
+		 * with the others, not a --connect-timeout of its own first.
+		 */
 		under_way = xcalloc(n, sizeof *under_way);
-		connect_in_steps(q, NULL, 2, under_way);
+		connect_in_steps(q, NULL, 1, under_way);
 		free(under_way);
 	}
 	else {
@@ -348,7 +377,8 @@ await_replies(struct quorum *q, const struct request *rq, int *awaiting,
 			if (wait < 0 || dl < wait)
 				wait = dl;
 		}
-		if (left == 0)
+		/* A signal that came outside poll is answered here. */
+		if (left == 0 || transport_interrupted)
 			break;
 		n = poll(pfd, q->n, wait > INT32_MAX ? INT32_MAX : (int)wait);
 		if (n < 0 && transport_interrupted)

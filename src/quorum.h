@@ -85,6 +85,12 @@ int	quorum_command(struct quorum *, const int *only, int argc,
 int	quorum_wait(struct quorum *, const char *key, int64_t timeout_ms,
 	    struct err *e);
 
+/*
+ * -1 (e filled, ERR_USAGE) if two connected servers are one and the same,
+ * reached under two names (their run_ids, learnt on connecting, match).
+ */
+int	quorum_distinct(struct quorum *, struct err *e);
+
 /* Server i's connection, reconnected if need be; NULL with e filled. */
 struct redis *quorum_conn(struct quorum *, int i, struct err *e);
 

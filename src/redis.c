@@ -42,7 +42,8 @@ struct redis {
 	/* The request in flight, formatted, to send again if redirected. */
 	int			 pending;
 	int			 waiting;	/* a BLPOP's reply comes first */
-	int			 hs_auth, hs_select; /* handshake replies due */
+	int			 hs[3];	/* handshake replies due: HS_* */
+	char			 run_id[41]; /* the server's, once identified */
 	char			*pre;		/* sent with it, once: the BLPOP */
 	size_t			 prelen;
 	char			*req;
@@ -54,11 +55,26 @@ struct redis {
 	const char		**keys, **args;
 };
 
+/* The handshake's commands, in the order they are sent. */
+enum { HS_AUTH, HS_SELECT, HS_INFO };
+
 static int	attach(struct redis *, const struct url *, int64_t,
 		    struct err *);
 static int	handshake_recv(struct redis *, const struct url *, int64_t,
 		    struct err *);
 static void	connect_error(const struct url *, struct err *);
+
+static int
+handshaking(const struct redis *r)
+{
+	return r->hs[HS_AUTH] || r->hs[HS_SELECT] || r->hs[HS_INFO];
+}
+
+const char *
+redis_run_id(const struct redis *r)
+{
+	return r->run_id;
+}
 
 static struct redis_reply *
 convert(const redisReply *r)
@@ -143,7 +159,7 @@ redis_broken(const struct redis *r)
 	 * Replies due (a request, a handshake) are not a closed connection,
 	 * nor is a connect under way.
 	 */
-	return r->broken || (!r->pending && !r->hs_auth && !r->hs_select &&
+	return r->broken || (!r->pending && !handshaking(r) &&
 	    !r->t->connecting && !transport_idle_ok(r->t));
 }
 
@@ -445,7 +461,7 @@ redis_recv(struct redis *r, struct redis_reply **out, struct err *e)
 		return -1;
 	}
 	/* A connection made in steps: its AUTH and SELECT replies first. */
-	if ((r->hs_auth || r->hs_select) &&
+	if (handshaking(r) &&
 	    handshake_recv(r, r->url, r->deadline, e) == -1) {
 		r->broken = 1;
 		r->pending = r->waiting = 0;
@@ -564,8 +580,9 @@ redis_commandv(struct redis *r, struct err *e, ...)
 /* ------------------------------------------------------------ connecting */
 
 /*
- * AUTH and SELECT on r's fresh transport, sent in one write (a password
- * error then fails the SELECT too, but that reply is never read).
+ * AUTH, SELECT and, to tell servers apart in a quorum, INFO server, on r's
+ * fresh transport, sent in one write (a password error then fails the
+ * others too, but their replies are never read).
  */
 static int
 handshake_send(struct redis *r, const struct url *u, int64_t deadline,
@@ -574,47 +591,77 @@ handshake_send(struct redis *r, const struct url *u, int64_t deadline,
 	const char	*password = u->password ? u->password :
 			    r->opts->password;
 	const char	*argv[3];
-	char		*cmd[2] = { NULL, NULL }, *buf, db[16];
-	int		 len[2] = { 0, 0 }, argc = 0, rc;
+	char		*cmd[3] = { NULL, NULL, NULL }, *buf, db[16];
+	int		 len[3] = { 0, 0, 0 }, argc = 0, i, rc = 0;
+	size_t		 total = 0;
 
-	r->hs_auth = password != NULL;
-	r->hs_select = u->db > 0;
-	if (r->hs_auth) {
+	r->hs[HS_AUTH] = password != NULL;
+	r->hs[HS_SELECT] = u->db > 0;
+	r->hs[HS_INFO] = r->opts->identify;
+	if (r->hs[HS_AUTH]) {
 		argv[argc++] = "AUTH";
 		if (u->user != NULL)
 			argv[argc++] = u->user;
 		argv[argc++] = password;
-		len[0] = redisFormatCommandArgv(&cmd[0], argc, argv, NULL);
+		len[HS_AUTH] = redisFormatCommandArgv(&cmd[HS_AUTH], argc,
+		    argv, NULL);
 	}
-	if (r->hs_select) {
+	if (r->hs[HS_SELECT]) {
 		snprintf(db, sizeof db, "%d", u->db);
 		argv[0] = "SELECT";
 		argv[1] = db;
-		len[1] = redisFormatCommandArgv(&cmd[1], 2, argv, NULL);
+		len[HS_SELECT] = redisFormatCommandArgv(&cmd[HS_SELECT], 2,
+		    argv, NULL);
 	}
-	if (len[0] < 0 || len[1] < 0) {
-		free(cmd[0]);
-		free(cmd[1]);
+	if (r->hs[HS_INFO]) {
+		argv[0] = "INFO";
+		argv[1] = "server";
+		len[HS_INFO] = redisFormatCommandArgv(&cmd[HS_INFO], 2, argv,
+		    NULL);
+	}
+	for (i = 0; i < 3; i++) {
+		if (len[i] < 0)
+			rc = -1;
+		else
+			total += (size_t)len[i];
+	}
+	if (rc == 0 && total > 0) {
+		buf = xmalloc(total);
+		for (total = 0, i = 0; i < 3; i++) {
+			if (len[i] > 0)
+				memcpy(buf + total, cmd[i], len[i]);
+			total += (size_t)len[i];
+		}
+		rc = transport_write(r->t, buf, total, deadline, e);
+		/* The password was in there: leave it in no freed memory. */
+		explicit_bzero(buf, total);
+		free(buf);
+	} else if (rc == -1)
 		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
-		return -1;
-	}
-	if (len[0] + len[1] == 0)
-		return 0;
-	buf = xmalloc((size_t)len[0] + (size_t)len[1]);
-	if (len[0] > 0)
-		memcpy(buf, cmd[0], len[0]);
-	if (len[1] > 0)
-		memcpy(buf + len[0], cmd[1], len[1]);
-	rc = transport_write(r->t, buf, (size_t)len[0] + (size_t)len[1],
-	    deadline, e);
-	/* The password was in there: do not leave it in freed memory. */
-	explicit_bzero(buf, (size_t)len[0] + (size_t)len[1]);
-	if (cmd[0] != NULL)
-		explicit_bzero(cmd[0], len[0]);
-	free(buf);
-	free(cmd[0]);
-	free(cmd[1]);
+	if (cmd[HS_AUTH] != NULL)
+		explicit_bzero(cmd[HS_AUTH], len[HS_AUTH]);
+	for (i = 0; i < 3; i++)
+		free(cmd[i]);
 	return rc;
+}
+
+/* The run_id line of an INFO reply, into r->run_id ("" if none). */
+static void
+note_run_id(struct redis *r, const struct redis_reply *rr)
+{
+	const char	*p;
+	size_t		 n;
+
+	r->run_id[0] = '\0';
+	if (rr->type != REDIS_T_STRING ||
+	    (p = strstr(rr->str, "run_id:")) == NULL)
+		return;
+	p += 7;
+	n = strcspn(p, "\r\n");
+	if (n >= sizeof r->run_id)
+		n = sizeof r->run_id - 1;
+	memcpy(r->run_id, p, n);
+	r->run_id[n] = '\0';
 }
 
 /* Read what handshake_send asked. */
@@ -622,6 +669,12 @@ static int
 handshake_recv(struct redis *r, const struct url *u, int64_t deadline,
     struct err *e)
 {
+	static const char *const what[3] = {
+		[HS_AUTH] = "authentication failed: ",
+		[HS_SELECT] = "SELECT failed: ",
+		[HS_INFO] = "INFO failed (a quorum needs it to tell servers "
+		    "apart): ",
+	};
 	struct redis_reply	*rr;
 	const struct url	*was = r->url;
 	int64_t			 saved = r->deadline;
@@ -629,21 +682,21 @@ handshake_recv(struct redis *r, const struct url *u, int64_t deadline,
 
 	r->url = u;	/* for redis_reply_error's message */
 	r->deadline = deadline;
-	for (i = 0; i < 2 && rc == 0; i++) {
-		if (!(i == 0 ? r->hs_auth : r->hs_select))
+	for (i = 0; i < 3 && rc == 0; i++) {
+		if (!r->hs[i])
 			continue;
 		if (read_reply(r, &rr, e) == -1) {
 			rc = -1;
 			break;
 		}
 		if (rr->type == REDIS_T_ERROR) {
-			redis_reply_error(r, rr, i == 0 ?
-			    "authentication failed: " : "SELECT failed: ", e);
+			redis_reply_error(r, rr, what[i], e);
 			rc = -1;
-		}
+		} else if (i == HS_INFO)
+			note_run_id(r, rr);
 		redis_reply_free(rr);
 	}
-	r->hs_auth = r->hs_select = 0;
+	r->hs[HS_AUTH] = r->hs[HS_SELECT] = r->hs[HS_INFO] = 0;
 	r->deadline = saved;
 	r->url = was;
 	return rc;
@@ -707,6 +760,7 @@ attach_sentinel(struct redis *r, const struct url *u, int64_t deadline,
 
 	sopts.password = NULL;
 	sopts.tls = NULL;
+	sopts.identify = 0;	/* the master is identified, not a sentinel */
 	for (i = 0; i < u->nsentinels; i++) {
 		memset(&s, 0, sizeof s);
 		s.opts = &sopts;

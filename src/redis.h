@@ -34,6 +34,7 @@ struct redis_opts {
 	int64_t		 timeout_ms;		/* one round trip */
 	const char	*password;		/* when the URL has none */
 	const struct tls_opts *tls;		/* for rediss:// */
+	int		 identify;	/* learn each server's run_id */
 };
 
 struct redis;
@@ -79,6 +80,11 @@ int64_t		 redis_deadline(const struct redis *);
  */
 const char	*redis_display(const struct redis *);
 int		 redis_broken(const struct redis *);
+/*
+ * The server's run_id, learnt with INFO server on connecting when
+ * opts->identify is set (a quorum); "" until then, or if it had none.
+ */
+const char	*redis_run_id(const struct redis *);
 
 /*
  * Send a command now and collect its reply later, so that a caller with

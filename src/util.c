@@ -9,12 +9,15 @@
  * wrong when it refuses one.
  */
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -427,4 +430,56 @@ int64_t
 now_wall_ms(void)
 {
 	return read_clock_ms(CLOCK_REALTIME);
+}
+
+int
+std_fds_open(void)
+{
+	int	fd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		/* open() returns the lowest free descriptor: this one. */
+		if (open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY) != fd)
+			return -1;
+	}
+	return 0;
+}
+
+int
+read_bounded(const char *path, size_t max, char **text, size_t *len)
+{
+	char	*p;
+	size_t	 n = 0;
+	ssize_t	 got = 0;
+	int	 fd, saved;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	p = xmalloc(max + 2);
+	/* One byte past the limit tells a file that is too big. */
+	while (n <= max) {
+		got = read(fd, p + n, max + 1 - n);
+		if (got == -1 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+	}
+	saved = errno;
+	close(fd);
+	if (got == -1) {
+		free(p);
+		errno = saved;
+		return -1;
+	}
+	if (n > max) {
+		free(p);
+		return -2;
+	}
+	p[n] = '\0';
+	*text = p;
+	*len = n;
+	return 0;
 }

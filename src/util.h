@@ -51,6 +51,22 @@ char	*xstrndup(const char *, size_t);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 
+/*
+ * Make sure descriptors 0, 1 and 2 are open, so that no socket or file
+ * rlock opens later becomes its stdin, stdout or stderr.  A closed one is
+ * opened on /dev/null the wrong way round (stdin write-only, stdout and
+ * stderr read-only), so that using it still fails as a closed one would.
+ * -1 if /dev/null cannot be opened.
+ */
+int	 std_fds_open(void);
+
+/*
+ * Read the whole file at path, at most max bytes, NUL-terminated, into
+ * *text (*len: its length).  0; -1 with errno set; -2 when it holds more
+ * than max bytes (a device such as /dev/zero, or a mistake).
+ */
+int	 read_bounded(const char *path, size_t max, char **text, size_t *len);
+
 /* Milliseconds on CLOCK_MONOTONIC and on the wall clock. */
 int64_t	 now_mono_ms(void);
 int64_t	 now_wall_ms(void);

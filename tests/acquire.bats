@@ -186,10 +186,14 @@ teardown() { cleanup_test; }
 }
 
 @test "acquire: the fences of different names are independent" {
+	local fb
+	# a's counter far ahead (as after many acquires) does not move b's.
+	rcli SET 'rlock:{a}:fence' 8000000000000000 >/dev/null
 	rlock acquire a >/dev/null
-	rlock acquire b >/dev/null
-	assert_equal "$(rcli GET 'rlock:{a}:fence')" 1
-	assert_equal "$(rcli GET 'rlock:{b}:fence')" 1
+	fb=$(rlock --json acquire b | json_eval 'd["fence"]')
+	assert_equal "$(rcli GET 'rlock:{a}:fence')" 8000000000000001
+	assert_equal "$(rcli GET 'rlock:{b}:fence')" "$fb"
+	assert_between "$fb" 1 7999999999999999 "b's fence"
 }
 
 @test "acquire: the :info hash has token, host, pid, user, ttl_ms, acquired_ms and fence" {

@@ -165,19 +165,21 @@ stop_tmux() {
 # Redis restarted empty on the same port
 # ---------------------------------------------------------------------------
 
-# restart_redis_empty VAR: stop the server started as VAR and start a fresh
-# one (no data) on the same port, socket and dir; updates VAR_PID. The new
-# PID is recorded like start_redis_as's, so stop_all_redis stops it.
+# restart_redis_empty VAR [ARGS...]: stop the server started as VAR and start
+# a fresh one (no data, unless ARGS such as --appendonly yes load some from
+# its dir) on the same port, socket and dir; updates VAR_PID. The new PID is
+# recorded like start_redis_as's, so stop_all_redis stops it.
 restart_redis_empty() {
 	local var=$1 portv="${1}_PORT" sockv="${1}_SOCK" dirv="${1}_DIR" pidv="${1}_PID"
 	local port=${!portv} sock=${!sockv} dir=${!dirv} pid try i
+	shift
 	_kill_pid "${!pidv}"
 	for ((try = 0; try < 10; try++)); do
 		rm -f "$sock"
 		redis-server --port "$port" --bind 127.0.0.1 \
 			--unixsocket "$sock" --unixsocketperm 700 \
 			--save '' --appendonly no --daemonize no \
-			--dir "$dir" --logfile "$dir/redis-restart.log" \
+			--dir "$dir" --logfile "$dir/redis-restart.log" "$@" \
 			</dev/null >>"$dir/stdout.log" 2>&1 3>&- &
 		pid=$!
 		echo "$pid" >>"$(_scope_dir)/.redis-pids"

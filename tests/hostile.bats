@@ -217,9 +217,10 @@ name_commands() {
 	done
 	sweep_finish
 
-	# Not everything long is wrong: a 1 MB comment line before a valid
-	# setting is read past, and the setting after it applies.
-	{ printf '# '; head -c 1048576 /dev/zero | tr '\0' x; printf '\nttl = 7s\n'; } >"$d/mb-comment"
+	# Not everything long is wrong: a 4000-byte comment line (under the
+	# 4096-byte limit on a line) before a valid setting is read past, and
+	# the setting after it applies.
+	{ printf '# '; head -c 4000 /dev/zero | tr '\0' x; printf '\nttl = 7s\n'; } >"$d/mb-comment"
 	run --separate-stderr rlock -u "$RLOCK_URL" --config "$d/mb-comment" -n acquire job
 	assert_success
 	assert_equal "$stderr" ""

@@ -164,18 +164,19 @@ teardown() {
 # ---------------------------------------------------------------------------
 
 @test "quorum: fences increase across holders even when the servers' counters are skewed" {
-	qcli 1 SET 'rlock:{job}:fence' 100 >/dev/null
-	qcli 2 SET 'rlock:{job}:fence' 5 >/dev/null
+	# Counters above the clock's floor, far apart.
+	qcli 1 SET 'rlock:{job}:fence' 8000000000000100 >/dev/null
+	qcli 2 SET 'rlock:{job}:fence' 8000000000000005 >/dev/null
 	run --separate-stderr rlockq --json acquire job
 	assert_success
 	local f1 tok i c
 	f1=$(json_eval 'd["fence"]' <<<"$output")
 	tok=$(json_eval 'd["token"]' <<<"$output" | tr -d '"')
-	assert_between "$f1" 101 1000000 "first fence"
+	assert_between "$f1" 8000000000000101 8000000001000000 "first fence"
 	for i in 1 2 3 4 5; do
 		[[ "$(qcli "$i" GET 'rlock:{job}')" == "$tok" ]] || continue
 		c=$(qcli "$i" GET 'rlock:{job}:fence')
-		assert_between "$c" "$f1" 1000000 "fence counter on server $i"
+		assert_between "$c" "$f1" 8000000001000000 "fence counter on server $i"
 		assert_equal "$(qcli "$i" HGET 'rlock:{job}:info' fence)" "$f1"
 	done
 	assert_equal "$(nodes_with_token job "$tok")" 5
@@ -186,14 +187,14 @@ teardown() {
 	assert_success
 	local f2
 	f2=$(json_eval 'd["fence"]' <<<"$output")
-	assert_between "$f2" $((f1 + 1)) 1000000 "second fence"
+	assert_between "$f2" $((f1 + 1)) 8000000001000000 "second fence"
 
 	# The holder's environment in exec gets the quorum fence too.
 	tok=$(json_eval 'd["token"]' <<<"$output" | tr -d '"')
 	rlockq release --token "$tok" job
 	run --separate-stderr rlockq exec job -- sh -c 'echo "$RLOCK_FENCE"'
 	assert_success
-	assert_between "$output" $((f2 + 1)) 1000000 "exec's RLOCK_FENCE"
+	assert_between "$output" $((f2 + 1)) 8000000001000000 "exec's RLOCK_FENCE"
 }
 
 # ---------------------------------------------------------------------------

@@ -127,8 +127,9 @@ all_calls_but_ours() {
 	rlock release --token "$holder" job
 	bg_wait "$WAITER" 9000 || fail "the waiter did not get the lock"
 	assert_equal "$BG_STATUS" 0
-	# The waiter's calls plus the one release.
-	assert_between "$(all_calls_but_ours)" 1 20 "all calls"
+	# The waiter's calls plus the one release (an acquire that wins makes
+	# 7-8 calls inside its script, the fence's SET to the clock among them).
+	assert_between "$(all_calls_but_ours)" 1 24 "all calls"
 }
 
 @test "wait: SIGTERM to a waiting rlock ends it and leaves the holder's lock unchanged" {

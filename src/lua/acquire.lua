@@ -2,7 +2,8 @@
 -- KEYS: lock, fence, info, wake.  ARGV: token, ttl_ms, host, pid, user, command.
 -- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
 -- host, pid, command, acquired_ms, now_ms} when another token does (the
--- holder, for a waiter to show).  The fence counter never expires and only grows;
+-- holder, for a waiter to show).  The fence counter never expires and only grows
+-- (to at least the server's TIME in microseconds, under 2^53 until 2255);
 -- a token that already holds the lock keeps its fence and its acquire time.
 if redis.replicate_commands then redis.replicate_commands() end
 local cur = redis.call('GET', KEYS[1])
@@ -24,7 +25,16 @@ if not fence then
 	if not cur then
 		redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl, 'NX')
 	end
+	-- Never below the server's clock in microseconds: a counter lost with
+	-- the data (a restart without persistence, an AOF that missed the last
+	-- writes, a failover to a replica that lagged) comes back above every
+	-- fence handed out before, while the clocks stay roughly in step.
+	local floor = t[1] * 1000000 + t[2]
 	fence = redis.call('INCR', KEYS[2])
+	if fence < floor then
+		fence = floor
+		redis.call('SET', KEYS[2], string.format('%.0f', floor))
+	end
 	redis.call('DEL', KEYS[3], KEYS[4])
 	redis.call('HSET', KEYS[3], 'token', ARGV[1], 'fence', fence,
 		'acquired_ms', t[1] * 1000 + math.floor(t[2] / 1000))
