@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # doctor.bats: `rlock doctor` against servers configured to trigger each of
 # its findings: persistence, eviction policy, role, replicas, cluster mode,
-# script permission (ACL), reachability; its --json form; and its exit
+# script permission and the commands an ACL user may run (more in
+# acl.bats), reachability; its --json form; and its exit
 # status (0 all well, 1 something to fix, 69 a server cannot be reached).
 
 load helpers
@@ -92,11 +93,12 @@ wait_replica_up() {
 	assert_finding ok "$RLOCK_URL" eviction "*noeviction*"
 	assert_finding warning "$RLOCK_URL" persistence "appendonly no*"
 	assert_finding ok "$RLOCK_URL" scripts "*EVAL allowed*"
+	assert_finding ok "$RLOCK_URL" acl "user default may run every command rlock sends"
 	refute_finding "$RLOCK_URL" cluster
 	# The findings come in the documented order.
 	local order
 	order=$(sed -E 's/^[a-z]+ +[^ ]+ ([a-z-]+): .*/\1/' <<<"$output" | tr '\n' ' ')
-	assert_equal "$order" "reachable version role replicas eviction persistence scripts "
+	assert_equal "$order" "reachable version role replicas eviction persistence scripts acl "
 	# doctor writes nothing.
 	assert_equal "$(rcli DBSIZE)" 0
 }
@@ -160,6 +162,7 @@ wait_replica_up() {
 	rcli ACL DELUSER bob >/dev/null
 	assert_equal "$status" 1
 	assert_finding error "$shown" scripts "*cannot run scripts*"
+	assert_finding error "$shown" acl "user bob may not run EVALSHA, EVAL; the commands the scripts call were not checked (ACL SETUSER bob ~rlock:* +evalsha *)"
 	assert_finding ok "$shown" reachable
 	refute_contains bob-pw "$output $stderr"
 }
@@ -201,7 +204,7 @@ wait_replica_up() {
 	echo "$output" | json_check 'all(f["severity"] in ("ok","info","warning","error") for f in d)'
 	echo "$output" | json_check 'all(isinstance(f["message"], str) and f["message"] for f in d)'
 	echo "$output" | json_check 'all(f["remedy"] is None or isinstance(f["remedy"], str) for f in d)'
-	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","version","role","replicas","eviction","persistence","scripts"]'
+	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","version","role","replicas","eviction","persistence","scripts","acl"]'
 	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["severity"] == "warning"'
 	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["remedy"]'
 	echo "$output" | json_check '[f for f in d if f["check"] == "role"][0]["remedy"] is None'
