@@ -209,7 +209,7 @@ while time.time() < deadline:
 	done
 }
 
-@test "fastpath: two silent servers in a quorum of five cost one --connect-timeout between them, not two" {
+@test "fastpath: two silent servers in a quorum of five cost the acquire no --connect-timeout: the majority decides" {
 	local i urls t0 t1
 	pw_servers C 3 || fail "the servers did not start"
 	urls=("${URLS[@]}")
@@ -222,7 +222,9 @@ while time.time() < deadline:
 	t1=$(now_ms)
 	assert_success
 	assert_equal "$stderr" ""
-	assert_between $((t1 - t0)) 1400 2900 "acquire took (ms)"
+	# Their AUTH replies are read with the script's, side by side: the
+	# three that answer settle it well before --connect-timeout.
+	assert_between $((t1 - t0)) 0 1400 "acquire took (ms)"
 	for ((i = 1; i <= 3; i++)); do
 		assert_equal "$(RCLI_AUTH=pw rcli_as "C$i" GET 'rlock:{job}')" "$output"
 	done

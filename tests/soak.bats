@@ -103,11 +103,13 @@ EOF
 @test "soak: critical sections never overlap while rlocks are SIGKILLed, and killed commands die" {
 	local d=$BATS_TEST_TMPDIR log=$BATS_TEST_TMPDIR/log w
 	: >"$log"
-	# The critical section: stamp its start, work 0.2 s, stamp its end. The
-	# section's id is the pid of the sh that rlock runs.
+	# The critical section: stamp its start, work 0.5 s, stamp its end. The
+	# section's id is the pid of the sh that rlock runs. Half a second, so
+	# that the killer finds a run inside it even on a busy machine, where
+	# each of its looks (pgrep, cat, grep) can take a tenth of a second.
 	local crit
 	crit=$(make_script crit "echo \"start \$(date +%s%N) \$\$\" >>'$log'
-sleep 0.2
+sleep 0.5
 echo \"end \$(date +%s%N) \$\$\" >>'$log'")
 	for w in 1 2 3; do
 		# Up to 60 runs each, until the killer says stop, and 25 s at most.
@@ -129,7 +131,7 @@ echo \"end \$(date +%s%N) \$\$\" >>'$log'")
 	# at most 100 looks 20 ms apart.
 	local kills=0 attempt look wp rp cp c ts victims=() until=$((SECONDS + 20))
 	for ((attempt = 0; attempt < 40 && kills < 4 && SECONDS < until; attempt++)); do
-		sleep "0.$((3 + RANDOM % 6))"
+		sleep "0.$((1 + RANDOM % 4))"
 		rp=
 		for ((look = 0; look < 100; look++)); do
 			for w in $(shuf -e 1 2 3); do
@@ -176,7 +178,7 @@ echo \"end \$(date +%s%N) \$\$\" >>'$log'")
 
 	((kills >= 3)) || fail "the killer managed only $kills kills in 40 attempts"
 	# No killed command outlived its rlock (PR_SET_PDEATHSIG): each sh is
-	# gone, long before its 0.2 s section could have ended by itself.
+	# gone, long before its 0.5 s section could have ended by itself.
 	for cp in "${victims[@]}"; do
 		! _pid_is "$cp" sh || fail "the command $cp survived its killed rlock"
 	done
