@@ -34,7 +34,8 @@ ckey_on() {
 		name="job-$n"
 		owner=$(owner_of "$name")
 		used[$owner]=1
-		run --separate-stderr rlock -u "$C1_URL" acquire "$name"
+		# Long enough for all thirty to outlive the loops on a busy machine.
+		run --separate-stderr rlock -u "$C1_URL" acquire -t 10m "$name"
 		assert_success
 		toks[$name]=$output
 		# The keys are on the node that serves the slot, and only there.
