@@ -20,14 +20,15 @@ setup() {
 }
 teardown() { exec_teardown; }
 
-@test "soak: 4 workers x 100 exec'd read-modify-writes of a counter end at exactly 400" {
-	local d=$BATS_TEST_TMPDIR w
+@test "soak: 4 workers x up to 100 exec'd read-modify-writes of a counter lose no increment" {
+	local d=$BATS_TEST_TMPDIR w total=0 n
 	echo 0 >"$d/f"
 	# A counter above the clock's floor counts acquires one by one.
 	rcli SET 'rlock:{ctr}:fence' 8000000000000000 >/dev/null
 	for w in 1 2 3 4; do
-		# Each worker: 100 runs, bounded by a 50 s deadline; every run's exit
-		# status goes to its own file.
+		# Each worker: 100 runs, or as many as a 50 s deadline allows (a
+		# busy machine under the sanitizers manages about half); every
+		# run's exit status goes to its own file.
 		# shellcheck disable=SC2016 # the worker script expands its own arguments
 		bg_start "W$w" bash -c '
 			rl=$1 d=$2 w=$3
@@ -40,17 +41,21 @@ teardown() { exec_teardown; }
 	done
 	for w in 1 2 3 4; do
 		local v="W$w"
-		bg_wait "${!v}" 55000 || fail "worker $w did not finish within 55 s"
+		bg_wait "${!v}" 120000 || fail "worker $w did not finish within 120 s"
 		assert_equal "$BG_STATUS" 0
 	done
 	for w in 1 2 3 4; do
-		assert_equal "$(wc -l <"$d/status.$w")" 100
+		n=$(wc -l <"$d/status.$w")
+		# Enough contention for the count to mean something.
+		assert_between "$n" 20 100 "runs of worker $w"
 		assert_equal "$(grep -cvx 0 "$d/status.$w")" 0
+		total=$((total + n))
 	done
-	assert_equal "$(cat "$d/f")" 400
+	# Every run incremented once, none was lost to an overlap.
+	assert_equal "$(cat "$d/f")" "$total"
 	assert_lock_free ctr
-	# Every run took the lock once: the fence counter moved on by 400.
-	assert_equal "$(rcli GET 'rlock:{ctr}:fence')" 8000000000000400
+	# Every run took the lock once: the fence counter moved on by as many.
+	assert_equal "$(rcli GET 'rlock:{ctr}:fence')" $((8000000000000000 + total))
 }
 
 # check_sections LOG: read "start NS ID", "end NS ID" and "kill NS RLOCKPID
