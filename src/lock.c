@@ -130,24 +130,6 @@ settled_grant(struct redis_reply **rep, const int *done, int n, void *arg)
 	return yes >= n / 2 + 1 || no > n - (n / 2 + 1);
 }
 
-/* Settled: a majority released it (the rest expire by themselves). */
-static int
-settled_release(struct redis_reply **rep, const int *done, int n, void *arg)
-{
-	int	i, yes = 0, no = 0;
-
-	for (i = 0; i < n; i++) {
-		if (!done[i])
-			continue;
-		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
-		    rep[i]->integer == 1)
-			yes++;
-		else
-			no++;
-	}
-	return yes >= n / 2 + 1 || no > n - (n / 2 + 1);
-}
-
 static int
 count(const int *v, int n)
 {
@@ -521,8 +503,17 @@ lock_release(struct lock *l, struct err *e)
 	keys[2] = l->wake_key;
 	args[0] = l->token;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	ok = quorum_script_until(l->q, NULL, settled_release, NULL,
-	    &script_release, 3, keys, 1, args, rep, e);
+	/*
+	 * Every server that can be reached, each within its own --timeout:
+	 * not only until a majority has answered.  A request left unread may
+	 * never run (an EVALSHA answered NOSCRIPT needs its EVAL sent; a
+	 * connect still under way has not sent it yet), and would leave the
+	 * key on that server until it expires.  Nor is a server whose connect
+	 * failed a moment ago passed over.
+	 */
+	quorum_retry_now(l->q);
+	ok = quorum_script(l->q, NULL, &script_release, 3, keys, 1, args, rep,
+	    e);
 	for (i = 0; i < l->q->n; i++)
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
 		    rep[i]->integer == 1)

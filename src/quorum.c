@@ -37,6 +37,15 @@ connect_failed(struct quorum *q, int i, const struct err *e)
 	q->retry_at[i] = now_mono_ms() + RECONNECT_PAUSE_MS;
 }
 
+void
+quorum_retry_now(struct quorum *q)
+{
+	int	i;
+
+	for (i = 0; i < q->n; i++)
+		q->retry_at[i] = 0;
+}
+
 struct redis *
 quorum_conn(struct quorum *q, int i, struct err *e)
 {

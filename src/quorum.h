@@ -91,6 +91,12 @@ int	quorum_wait(struct quorum *, const char *key, int64_t timeout_ms,
  */
 int	quorum_distinct(struct quorum *, struct err *e);
 
+/*
+ * Forget the pause after a failed connect (RECONNECT_PAUSE_MS): the next
+ * request tries every server (a release must reach all it can).
+ */
+void	quorum_retry_now(struct quorum *);
+
 /* Server i's connection, reconnected if need be; NULL with e filled. */
 struct redis *quorum_conn(struct quorum *, int i, struct err *e);
 

@@ -3,7 +3,8 @@
 # on all of them, frozen minorities and majorities, locks already held on a
 # minority or a majority, fences across servers with skewed counters, mutual
 # exclusion under contention, exec's heartbeat and a node restarted empty,
-# waiters, the ways of naming several servers, and status.
+# releases that leave nothing behind under CPU load, waiters, the ways of
+# naming several servers, and status.
 
 load helpers
 load exec-helpers
@@ -237,6 +238,36 @@ teardown() {
 	bg_wait "$ex" 10000 || fail "exec did not finish"
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+}
+
+@test "quorum: twenty exec cycles with five servers under CPU load leave the key on no server" {
+	# Two bounded busy loops (stopped by PID in teardown if still running)
+	# keep both cores busy, so that some server often answers after the
+	# majority has. With the scripts flushed before each cycle (as after a
+	# restart), every server answers the release's EVALSHA with NOSCRIPT
+	# and must be sent the body: a release that stopped at the majority's
+	# answers left the key on the late ones.
+	local b1 b2 c i left u urls=()
+	for u in $QUORUM_URLS; do urls+=(-u "$u"); done
+	bg_start b1 timeout 120 sh -c 'while :; do :; done'
+	bg_start b2 timeout 120 sh -c 'while :; do :; done'
+	for ((c = 1; c <= 20; c++)); do
+		_proc_alive "$b1" && _proc_alive "$b2" || fail "cycle $c: a busy loop has ended"
+		# A TTL far longer than the check: a key left behind is still there.
+		run --separate-stderr timeout 60 "$RLOCK" "${urls[@]}" exec -t 20s job -- true
+		assert_success
+		# One redis-cli per server: count the lock's keys, flush the scripts.
+		left=0
+		for ((i = 1; i <= QUORUM_N; i++)); do
+			run qcli "$i" <<<$'EXISTS rlock:{job} rlock:{job}:info\nSCRIPT FLUSH'
+			assert_success
+			[[ "${lines[0]}" =~ ^[0-9]+$ ]] || fail "server $i answered: $output"
+			left=$((left + lines[0]))
+		done
+		assert_equal "cycle $c: $left keys left" "cycle $c: 0 keys left"
+	done
+	_kill_pid "$b1"
+	_kill_pid "$b2"
 }
 
 @test "quorum: a node killed and restarted empty mid-exec does not stop the command while the majority holds" {
