@@ -58,20 +58,6 @@ acl_line() {
 	echo "${found[0]}"
 }
 
-# wait_replica_up MASTER_VAR REPLICA_VAR: bounded (10 s) wait until the
-# replica's link is up and the master counts it.
-wait_replica_up() {
-	local i
-	for ((i = 0; i < 500; i++)); do
-		if rcli_as "$2" INFO replication | grep -q '^master_link_status:up' &&
-			rcli_as "$1" INFO replication | grep -q '^connected_slaves:1'; then
-			return 0
-		fi
-		sleep 0.02
-	done
-	fail "the replica did not connect to its master within 10 s"
-}
-
 @test "acl: the documented line grants every command the scripts call and every command rlock sends" {
 	local rules=" $RULES " cmd
 	[[ "$rules" == " ~rlock:* +"* ]] || fail "the line does not start with ~rlock:*: $rules"

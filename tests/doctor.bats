@@ -67,20 +67,6 @@ assert_all_findings() {
 	done
 }
 
-# wait_replica_up MASTER_VAR REPLICA_VAR: bounded (10 s) wait until the
-# replica's link is up and the master counts it.
-wait_replica_up() {
-	local i
-	for ((i = 0; i < 500; i++)); do
-		if rcli_as "$2" INFO replication | grep -q '^master_link_status:up' &&
-			rcli_as "$1" INFO replication | grep -q '^connected_slaves:1'; then
-			return 0
-		fi
-		sleep 0.02
-	done
-	fail "the replica did not connect to its master within 10 s"
-}
-
 @test "doctor: a plain server gets ok lines, info about replicas and a persistence warning, exit 1" {
 	run_doctor "$RLOCK_URL"
 	assert_equal "$status" 1
