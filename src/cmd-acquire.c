@@ -9,7 +9,7 @@
 #include "duration.h"
 #include "log.h"
 #include "output.h"
-#include "transport.h"
+#include "signals.h"
 #include "util.h"
 
 static int	cmd_acquire_exec(struct cmd_ctx *);
@@ -49,7 +49,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	start = now_mono_ms();
 	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
 	cmd_wait_done();
-	if (rc == 1 && transport_interrupted) {
+	if (rc == 1 && signal_caught) {
 		err_set(&ctx->err, ERR_INTERRUPTED, "interrupted");
 		rc = -1;
 		l.maybe_held = 1;

@@ -25,7 +25,7 @@
 #include "heartbeat.h"
 #include "log.h"
 #include "supervise.h"
-#include "transport.h"
+#include "signals.h"
 #include "util.h"
 
 /* How much of the command line is stored with the lock for status. */
@@ -306,12 +306,12 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	    l.name, duration_format(now_mono_ms() - start, d, sizeof d),
 	    l.fence);
 
-	cmd_ignored_signals(&sv.ignored);
+	signals_ignored(&sv.ignored);
 	supervise_block_signals(&sv.ignored);
-	if (transport_interrupted) {
+	if (signal_caught) {
 		/* A signal came between the acquire and the block. */
 		cmd_give_back(&l);
-		cmd_reraise();
+		signals_reraise();
 	}
 	env = child_env(&l);
 	sv.name = l.name;

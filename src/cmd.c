@@ -31,7 +31,7 @@
 #include "conffile.h"
 #include "duration.h"
 #include "log.h"
-#include "transport.h"
+#include "signals.h"
 #include "util.h"
 
 #define DEFAULT_URL		"redis://127.0.0.1:6379"
@@ -201,7 +201,7 @@ int
 cmd_fail(struct cmd_ctx *ctx)
 {
 	if (ctx->err.kind == ERR_INTERRUPTED)
-		cmd_reraise();
+		signals_reraise();
 	log_error("%s", ctx->err.msg);
 	return err_exit_status(ctx->err.kind);
 }
@@ -380,84 +380,12 @@ void
 cmd_give_back(struct lock *l)
 {
 	struct err	e;
-	int		sig = transport_interrupted;
+	int		sig = signal_caught;
 
 	/* The run is failing anyway: its own error is the one to report. */
-	transport_interrupted = 0;
+	signal_caught = 0;
 	lock_release(l, &e);
-	transport_interrupted = sig;
-}
-
-void
-cmd_reraise(void)
-{
-	sigset_t	set;
-	int		sig = transport_interrupted;
-
-	if (sig == 0)
-		return;
-	signal(sig, SIG_DFL);
-	sigemptyset(&set);
-	sigaddset(&set, sig);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	raise(sig);
-	_exit(128 + sig);
-}
-
-static void
-on_signal(int sig)
-{
-	transport_interrupted = sig;
-}
-
-/*
- * While a command talks to Redis, a signal only sets a flag: the wait in
- * progress gives up, the command gives back what it holds, and then dies
- * of the signal (cmd_reraise).
- */
-/* The signals that were ignored when rlock started (see catch_signals). */
-static sigset_t	ignored_at_start;
-
-void
-cmd_ignored_signals(sigset_t *set)
-{
-	*set = ignored_at_start;
-}
-
-/*
- * A signal that was ignored when rlock started (nohup's SIGHUP, SIGINT
- * and SIGQUIT of a background job in a script) stays ignored in every
- * phase, waiting and holding, and for the command: whoever ignored it
- * meant rlock and what it runs.  The job-control signals are only
- * looked at here; exec blocks and handles them (supervise.c).
- */
-static void
-catch_signals(void)
-{
-	struct sigaction	sa, old;
-	const int		sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	const int		jobs[] = { SIGTSTP, SIGTTIN, SIGTTOU };
-	size_t			i;
-
-	sigemptyset(&ignored_at_start);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-		if (sigaction(sigs[i], NULL, &old) == 0 &&
-		    old.sa_handler == SIG_IGN)
-			sigaddset(&ignored_at_start, sigs[i]);
-		else
-			sigaction(sigs[i], &sa, NULL);
-	}
-	for (i = 0; i < sizeof jobs / sizeof jobs[0]; i++)
-		if (sigaction(jobs[i], NULL, &old) == 0 &&
-		    old.sa_handler == SIG_IGN)
-			sigaddset(&ignored_at_start, jobs[i]);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, &old);
-	if (old.sa_handler == SIG_IGN)
-		sigaddset(&ignored_at_start, SIGPIPE);
+	signal_caught = sig;
 }
 
 /* ------------------------------------------------------------ parsing */
@@ -1278,7 +1206,7 @@ cmd_main(int argc, char **argv)
 		log_open_syslog();
 	if ((rc = settle(&ctx)) != 0)
 		goto out;
-	catch_signals();
+	signals_catch();
 	rc = ce->exec(&ctx);
 out:
 	ctx_free(&ctx);

@@ -152,13 +152,6 @@ void	cmd_wait_done(void);
 void	cmd_lock_init(struct cmd_ctx *, struct lock *, const char *token);
 /* Fill meta with this host, user and the given pid and command. */
 void	cmd_meta(struct lock_meta *, long long pid, const char *command);
-/*
- * If a signal interrupted the command, restore its default action and
- * raise it again, so the caller sees rlock die of it, as a shell would.
- */
-void	cmd_reraise(void);
-/* The signals rlock found ignored at start, for exec's child. */
-void	cmd_ignored_signals(sigset_t *);
 /* Best-effort release on a failure path, even after a signal. */
 void	cmd_give_back(struct lock *);
 

@@ -29,6 +29,7 @@
 
 #include "lock.h"
 #include "scripts.h"
+#include "signals.h"
 #include "util.h"
 
 /* When a lock has no expiry (set by hand), look again this often. */
@@ -416,9 +417,9 @@ pause_ms(int64_t ms, struct err *e)
 	ms += jitter();
 	ts.tv_sec = ms / 1000;
 	ts.tv_nsec = ms % 1000 * 1000000;
-	if (!transport_interrupted)
+	if (!signal_caught)
 		nanosleep(&ts, NULL);
-	if (transport_interrupted) {
+	if (signal_caught) {
 		err_set(e, ERR_INTERRUPTED, "interrupted by a signal");
 		return -1;
 	}

@@ -18,6 +18,7 @@
 
 #include "duration.h"
 #include "quorum.h"
+#include "signals.h"
 #include "transport.h"
 #include "util.h"
 
@@ -387,10 +388,10 @@ await_replies(struct quorum *q, const struct request *rq, int *awaiting,
 				wait = dl;
 		}
 		/* A signal that came outside poll is answered here. */
-		if (left == 0 || transport_interrupted)
+		if (left == 0 || signal_caught)
 			break;
 		n = poll(pfd, q->n, wait > INT32_MAX ? INT32_MAX : (int)wait);
-		if (n < 0 && transport_interrupted)
+		if (n < 0 && signal_caught)
 			break;
 		now = now_mono_ms();
 		for (i = 0; i < q->n; i++) {
@@ -432,7 +433,7 @@ await_replies(struct quorum *q, const struct request *rq, int *awaiting,
 		if (!awaiting[i])
 			continue;
 		redis_abandon(q->conn[i]);
-		if (transport_interrupted)
+		if (signal_caught)
 			err_set(&q->errs[i], ERR_INTERRUPTED,
 			    "interrupted by a signal");
 		else

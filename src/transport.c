@@ -27,10 +27,10 @@
 #include "duration.h"
 #include "log.h"
 #include "tls.h"
+#include "signals.h"
 #include "transport.h"
 #include "util.h"
 
-volatile int	transport_interrupted;
 
 /* strerror, in the lower case of the rest of a message. */
 static const char *
@@ -82,7 +82,7 @@ transport_wait_fd(int fd, short events, int64_t deadline, struct err *e)
 	int		n;
 
 	for (;;) {
-		if (transport_interrupted) {
+		if (signal_caught) {
 			err_set(e, ERR_INTERRUPTED, "interrupted by a signal");
 			return -1;
 		}

@@ -89,10 +89,4 @@ void			 transport_close(struct transport *);
  */
 int			 transport_idle_ok(struct transport *);
 
-/*
- * Set by the command layer's signal handler: a wait that sees it set gives
- * up with ERR_INTERRUPTED instead of sleeping on.
- */
-extern volatile int	 transport_interrupted;
-
 #endif
