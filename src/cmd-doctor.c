@@ -17,7 +17,6 @@
 #include "duration.h"
 #include "log.h"
 #include "output.h"
-#include "redis.h"
 #include "scripts.h"
 #include "util.h"
 
@@ -106,12 +105,12 @@ info_field(const char *info, const char *field, char *buf, size_t len)
 }
 
 static char *
-info(struct redis *r, const char *section, struct err *e)
+info(struct quorum *q, const char *section, struct err *e)
 {
 	struct redis_reply	*rr;
 	char			*s;
 
-	if ((rr = redis_commandv(r, e, "INFO", section, NULL)) == NULL)
+	if ((rr = quorum_callv(q, 0, e, "INFO", section, NULL)) == NULL)
 		return NULL;
 	s = rr->type == REDIS_T_STRING ? xstrdup(rr->str) : xstrdup("");
 	redis_reply_free(rr);
@@ -136,19 +135,14 @@ refused(const char *err)
 
 /* Send argv and wait: the reply, an error reply too; NULL on a failure. */
 static struct redis_reply *
-ask(struct redis *r, int argc, const char **argv, struct err *e)
+ask(struct quorum *q, int argc, const char **argv, struct err *e)
 {
-	struct redis_reply	*rr;
-
-	if (redis_send(r, argc, argv, NULL, 0, e) == -1 ||
-	    redis_recv(r, &rr, e) == -1)
-		return NULL;
-	return rr;
+	return quorum_ask(q, 0, e, argc, argv);
 }
 
 /* 0, or -1 when the server cannot be used at all (refused, NOAUTH). */
 static int
-check_rtt(struct report *rp, struct redis *r, const char *server)
+check_rtt(struct report *rp, struct quorum *q, const char *server)
 {
 	struct redis_reply	*rr;
 	struct err		 e;
@@ -160,11 +154,10 @@ check_rtt(struct report *rp, struct redis *r, const char *server)
 	for (i = 0; i < 5; i++) {
 		t = now_mono_ms();
 		/* Millisecond clock: many pings together give a finer mean. */
-		if ((rr = ask(r, 1, ping, &e)) == NULL)
+		if ((rr = ask(q, 1, ping, &e)) == NULL)
 			break;
 		/* Refused by the ACL, it still went there and back. */
 		if (rr->type == REDIS_T_ERROR && !refused(rr->str)) {
-			redis_reply_error(r, rr, "", &e);
 			redis_reply_free(rr);
 			break;
 		}
@@ -174,7 +167,9 @@ check_rtt(struct report *rp, struct redis *r, const char *server)
 			best = t;
 	}
 	if (best < 0) {
-		finding(rp, server, "reachable", SEV_ERROR, NULL, "%s", e.msg);
+		/* The first PING makes the connection: say what to check. */
+		finding(rp, server, "reachable", SEV_ERROR, i == 0 ? "check the "
+		    "URL, the network and the credentials" : NULL, "%s", e.msg);
 		return -1;
 	}
 	else
@@ -192,7 +187,7 @@ check_rtt(struct report *rp, struct redis *r, const char *server)
  * refused.
  */
 static void
-check_settings(struct report *rp, struct redis *r, const char *server,
+check_settings(struct report *rp, struct quorum *q, const char *server,
     int *cluster)
 {
 	struct redis_reply	*rr;
@@ -202,7 +197,7 @@ check_settings(struct report *rp, struct redis *r, const char *server,
 	char			 key[32];
 	int			 major = 0, n, i;
 
-	if ((srv = info(r, "server", &e)) == NULL) {
+	if ((srv = info(q, "server", &e)) == NULL) {
 		finding(rp, server, "info", SEV_ERROR, "allow INFO for this "
 		    "user, or doctor cannot see the settings", "%s", e.msg);
 		return;
@@ -214,7 +209,7 @@ check_settings(struct report *rp, struct redis *r, const char *server,
 		    "BLPOP timeouts, ACL users)" : NULL, "Redis %s", v);
 	}
 
-	repl = info(r, "replication", &e);
+	repl = info(q, "replication", &e);
 	if (repl != NULL && info_field(repl, "role", v, sizeof v) != NULL) {
 		if (strcmp(v, "master") == 0)
 			finding(rp, server, "role", SEV_OK, NULL, "master");
@@ -241,7 +236,7 @@ check_settings(struct report *rp, struct redis *r, const char *server,
 		}
 	}
 
-	mem = info(r, "memory", &e);
+	mem = info(q, "memory", &e);
 	if (mem != NULL &&
 	    info_field(mem, "maxmemory_policy", v, sizeof v) != NULL) {
 		info_field(mem, "maxmemory", v2, sizeof v2);
@@ -258,7 +253,7 @@ check_settings(struct report *rp, struct redis *r, const char *server,
 			    "maxmemory-policy %s", v);
 	}
 
-	pers = info(r, "persistence", &e);
+	pers = info(q, "persistence", &e);
 	if (pers != NULL &&
 	    info_field(pers, "aof_enabled", v, sizeof v) != NULL) {
 		if (strcmp(v, "1") != 0)
@@ -268,7 +263,7 @@ check_settings(struct report *rp, struct redis *r, const char *server,
 			    "TTL: a restart forgets the locks it held",
 			    "appendonly no");
 		else {
-			rr = redis_commandv(r, &e, "CONFIG", "GET",
+			rr = quorum_callv(q, 0, &e, "CONFIG", "GET",
 			    "appendfsync", NULL);
 			if (rr != NULL && rr->type == REDIS_T_ARRAY &&
 			    rr->elements == 2)
@@ -286,7 +281,7 @@ check_settings(struct report *rp, struct redis *r, const char *server,
 		}
 	}
 
-	clu = info(r, "cluster", &e);
+	clu = info(q, "cluster", &e);
 	if (clu != NULL && info_field(clu, "cluster_enabled", v, sizeof v) &&
 	    strcmp(v, "1") == 0) {
 		*cluster = 1;
@@ -450,7 +445,7 @@ add_command(struct buf *b, const char *grant)
  * the connection failed.
  */
 static int
-probe_script(struct redis *r, const char *key, int *bad, int *keys,
+probe_script(struct quorum *q, const char *key, int *bad, int *keys,
     int *unchecked, char *why, size_t whylen, struct err *e)
 {
 	struct redis_reply	*rr;
@@ -473,7 +468,7 @@ probe_script(struct redis *r, const char *key, int *bad, int *keys,
 		for (j = 0; probes[i].argv[j] != NULL; j++)
 			av[n++] = probes[i].argv[j];
 	}
-	rr = ask(r, (int)n, av, e);
+	rr = ask(q, (int)n, av, e);
 	free(av);
 	if (rr == NULL)
 		return -1;
@@ -504,7 +499,7 @@ probe_script(struct redis *r, const char *key, int *bad, int *keys,
 
 /* The commands sent directly: mark the refused ones in bad[], or *keys. */
 static int
-probe_sent(struct redis *r, const char *key, int cluster, int *bad,
+probe_sent(struct quorum *q, const char *key, int cluster, int *bad,
     int *keys, struct err *e)
 {
 	struct redis_reply	*rr;
@@ -518,7 +513,7 @@ probe_sent(struct redis *r, const char *key, int cluster, int *bad,
 		for (j = 0; probes[i].argv[j] != NULL; j++)
 			av[j] = strcmp(probes[i].argv[j], "$") == 0 ? key :
 			    probes[i].argv[j];
-		if ((rr = ask(r, (int)j, av, e)) == NULL)
+		if ((rr = ask(q, (int)j, av, e)) == NULL)
 			return -1;
 		if (rr->type == REDIS_T_ERROR)
 			note_refusal(rr->str, i, bad, keys);
@@ -528,7 +523,7 @@ probe_sent(struct redis *r, const char *key, int cluster, int *bad,
 }
 
 static void
-check_acl(struct report *rp, struct redis *r, const struct url *u,
+check_acl(struct report *rp, struct quorum *q, const struct url *u,
     const char *prefix, int cluster)
 {
 	struct err	 e;
@@ -541,9 +536,9 @@ check_acl(struct report *rp, struct redis *r, const struct url *u,
 	enum severity	 sev = SEV_OK;
 
 	xasprintf(&key, "%s{doctor}:probe", prefix);
-	if (probe_script(r, key, bad, &keys, &unchecked, why,
+	if (probe_script(q, key, bad, &keys, &unchecked, why,
 	    sizeof why, &e) == -1 ||
-	    probe_sent(r, key, cluster, bad, &keys, &e) == -1) {
+	    probe_sent(q, key, cluster, bad, &keys, &e) == -1) {
 		finding(rp, u->display, "acl", SEV_ERROR, NULL,
 		    "cannot check the commands rlock sends: %s", e.msg);
 		free(key);
@@ -609,12 +604,12 @@ check_acl(struct report *rp, struct redis *r, const struct url *u,
 
 /* The scripts' own check: can this server run a script at all? */
 static void
-check_scripts(struct report *rp, struct redis *r, const char *server)
+check_scripts(struct report *rp, struct quorum *q, const char *server)
 {
 	struct redis_reply	*rr;
 	struct err		 e;
 
-	rr = redis_commandv(r, &e, "EVAL", "return 1", "0", NULL);
+	rr = quorum_callv(q, 0, &e, "EVAL", "return 1", "0", NULL);
 	if (rr == NULL)
 		finding(rp, server, "scripts", SEV_ERROR, "grant this user "
 		    "the commands the acl finding names (rlock(1), ACL users)",
@@ -626,24 +621,23 @@ check_scripts(struct report *rp, struct redis *r, const char *server)
 
 /* 0, or -1 when the server cannot be used at all (refused, NOAUTH). */
 static int
-check_server(struct report *rp, struct redis *r, const struct url *u,
+check_server(struct report *rp, struct quorum *q, const struct url *u,
     const char *prefix)
 {
 	int	cluster = 0;
 
-	if (check_rtt(rp, r, u->display) == -1)
+	if (check_rtt(rp, q, u->display) == -1)
 		return -1;
-	check_settings(rp, r, u->display, &cluster);
-	check_scripts(rp, r, u->display);
-	check_acl(rp, r, u, prefix, cluster);
+	check_settings(rp, q, u->display, &cluster);
+	check_scripts(rp, q, u->display);
+	check_acl(rp, q, u, prefix, cluster);
 	return 0;
 }
 static int
 cmd_doctor_exec(struct cmd_ctx *ctx)
 {
 	struct report	 rp;
-	struct redis	*r;
-	struct err	 e;
+	struct quorum	 q;
 	int		 i, unreachable = 0, rc;
 
 	memset(&rp, 0, sizeof rp);
@@ -652,18 +646,12 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 	if (rp.json)
 		buf_adds(&rp.out, "[");
 	for (i = 0; i < ctx->nurls; i++) {
-		err_clear(&e);
-		if ((r = redis_connect(&ctx->urls[i], &ctx->ropts, &e)) == NULL) {
-			finding(&rp, ctx->urls[i].display, "reachable",
-			    SEV_ERROR, "check the URL, the network and the "
-			    "credentials", "%s", e.msg);
-			unreachable++;
-			continue;
-		}
-		if (check_server(&rp, r, &ctx->urls[i],
+		/* Each server alone: a quorum of one, connected by the first PING. */
+		quorum_init(&q, &ctx->urls[i], 1, &ctx->ropts);
+		if (check_server(&rp, &q, &ctx->urls[i],
 		    ctx->o.prefix) == -1)
 			unreachable++;
-		redis_close(r);
+		quorum_close(&q);
 	}
 	if (rp.json)
 		buf_adds(&rp.out, "]\n");

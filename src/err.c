@@ -56,6 +56,11 @@ err_exit_status(enum err_kind kind)
 	case ERR_USAGE:
 		return EXIT_USAGE;
 	case ERR_UNAVAILABLE:
+	case ERR_TIMEOUT:
+	case ERR_REFUSED:
+	case ERR_AUTH:
+	case ERR_PROTOCOL:
+	case ERR_REPLY:
 		return EXIT_UNAVAILABLE;
 	case ERR_LOST:
 		return EXIT_LOST;
@@ -64,4 +69,10 @@ err_exit_status(enum err_kind kind)
 		break;
 	}
 	return EXIT_SOFTWARE;
+}
+
+int
+err_unavailable(enum err_kind kind)
+{
+	return err_exit_status(kind) == EXIT_UNAVAILABLE;
 }

@@ -14,7 +14,13 @@ enum err_kind {
 	ERR_BUSY,		/* lock held by someone else past --wait */
 	ERR_NOT_HOLDER,		/* release/extend: token does not own the lock */
 	ERR_USAGE,		/* bad option, duration, name, URL */
-	ERR_UNAVAILABLE,	/* Redis unreachable, timed out, auth, error reply */
+	/* Redis could not be used (exit 69), by reason: */
+	ERR_UNAVAILABLE,	/* the connection failed otherwise (reset, closed) */
+	ERR_TIMEOUT,		/* no connect or reply within its time */
+	ERR_REFUSED,		/* refused, unreachable, name not resolved */
+	ERR_AUTH,		/* the server refused our credentials */
+	ERR_PROTOCOL,		/* bytes that are not RESP, a TLS failure */
+	ERR_REPLY,		/* the server answered with an error */
 	ERR_SOFTWARE,		/* internal error, failed write of output */
 	ERR_LOST,		/* exec: lock lost while the command ran */
 	ERR_INTERRUPTED,	/* a signal arrived while waiting */
@@ -29,6 +35,8 @@ struct err {
 void	err_set(struct err *, enum err_kind, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	err_vset(struct err *, enum err_kind, const char *, va_list);
+/* Whether kind means "Redis could not be used" (exit 69). */
+int	err_unavailable(enum err_kind);
 /* Put "what: " in front of the message already there. */
 void	err_prefix(struct err *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));

@@ -77,12 +77,8 @@ extend_once(struct heartbeat *hb)
 			    e.msg[0] ? e.msg : "none");
 			return -1;
 		}
-		/* No single attempt may outlast the validity. */
-		hb->ropts.timeout_ms = left < hb->base.timeout_ms ? left :
-		    hb->base.timeout_ms;
-		hb->ropts.connect_timeout_ms =
-		    left < hb->base.connect_timeout_ms ? left :
-		    hb->base.connect_timeout_ms;
+		/* No attempt may outlast the validity. */
+		quorum_limit(&hb->q, hb->l.valid_until);
 		rc = lock_extend(&hb->l, hb->l.ttl_ms, &e);
 		if (rc == 1) {
 			pthread_mutex_lock(&hb->mu);
@@ -148,14 +144,12 @@ heartbeat_init(struct heartbeat *hb, const struct lock *l, const char *prefix,
 	pthread_condattr_t	ca;
 
 	memset(hb, 0, sizeof *hb);
-	hb->base = *opts;
-	hb->ropts = *opts;
 	hb->interval_ms = interval_ms;
 	hb->notify = pthread_self();
 	hb->notify_sig = notify_sig;
 	hb->valid_until = l->valid_until;
 	/* Connections are made on the first extend, in the thread. */
-	quorum_init(&hb->q, urls, nurls, &hb->ropts);
+	quorum_init(&hb->q, urls, nurls, opts);
 	lock_init(&hb->l, &hb->q, prefix, l->name, l->token);
 	hb->l.ttl_ms = l->ttl_ms;
 	hb->l.fence = l->fence;
@@ -163,7 +157,6 @@ heartbeat_init(struct heartbeat *hb, const struct lock *l, const char *prefix,
 	hb->l.acquired_at = l->acquired_at;
 	hb->l.wait_replicas = l->wait_replicas;
 	hb->l.wait_timeout_ms = l->wait_timeout_ms;
-	hb->l.held = 1;
 
 	pthread_mutex_init(&hb->mu, NULL);
 	pthread_condattr_init(&ca);

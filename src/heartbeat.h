@@ -9,7 +9,6 @@
 #include "err.h"
 #include "lock.h"
 #include "quorum.h"
-#include "redis.h"
 
 struct heartbeat {
 	pthread_t		 thread;
@@ -18,8 +17,6 @@ struct heartbeat {
 
 	/* The thread's own copy of the lock, on its own connections. */
 	struct quorum		 q;
-	struct redis_opts	 ropts;
-	struct redis_opts	 base;
 	struct lock		 l;
 	int64_t			 interval_ms;
 
@@ -42,7 +39,8 @@ struct heartbeat {
 
 /*
  * Get ready to extend l (held, with l->ttl_ms and l->valid_until set)
- * every interval_ms, on new connections to the same servers.  On loss the
+ * every interval_ms, on new connections to the same servers (opts must
+ * outlive hb).  On loss the
  * thread records why, sends notify_sig to the calling thread (which must
  * have it blocked and wait for it), and stops.
  */

@@ -240,7 +240,6 @@ undo_partial(struct lock *l)
 	struct err	e;
 
 	lock_release(l, &e);
-	l->held = 0;
 }
 
 /*
@@ -329,7 +328,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 
 	validity = ttl_ms - (now_mono_ms() - start) - lock_drift(ttl_ms);
 	if (got >= quorum_majority(l->q) && validity > 0) {
-		l->held = 1;
+
 		l->maybe_held = 0;
 		l->fence = fence;
 		l->ttl_ms = ttl_ms;
@@ -523,7 +522,7 @@ lock_release(struct lock *l, struct err *e)
 	free(rep);
 	if (ok < quorum_majority(l->q))
 		return -1;
-	l->held = 0;
+
 	l->maybe_held = 0;
 	return released >= quorum_majority(l->q);
 }
@@ -577,7 +576,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 		return -1;
 	if (got < quorum_majority(l->q))
 		return 0;
-	l->held = 1;
+
 	l->fence = fence;
 	l->ttl_ms = new_ttl;
 	l->valid_until = start + new_ttl - lock_drift(new_ttl);
@@ -784,102 +783,17 @@ struct names {
 };
 
 static void
-add_name(struct names *nm, const struct redis_reply *key)
+add_name(void *arg, const char *key, size_t len)
 {
-	if (key->type != REDIS_T_STRING || key->len < nm->plen + 3 ||
-	    memchr(key->str + nm->plen + 1, '}', key->len - nm->plen - 2) !=
-	    NULL)
+	struct names	*nm = arg;
+
+	if (len < nm->plen + 3 ||
+	    memchr(key + nm->plen + 1, '}', len - nm->plen - 2) != NULL)
 		return;
 	if (nm->n == nm->cap)
 		nm->v = xrealloc(nm->v, (nm->cap = nm->cap ? 2 * nm->cap : 16) *
 		    sizeof *nm->v);
-	nm->v[nm->n++] = xstrndup(key->str + nm->plen + 1,
-	    key->len - nm->plen - 2);
-}
-
-/* SCAN one server for the lock keys. */
-static int
-scan_server(struct redis *r, const char *pattern, struct names *nm,
-    struct err *e)
-{
-	struct redis_reply	*rr;
-	char			*cursor = xstrdup("0");
-	size_t			 i;
-	int			 rc = -1;
-
-	do {
-		rr = redis_commandv(r, e, "SCAN", cursor, "MATCH", pattern,
-		    "COUNT", "1000", NULL);
-		if (rr == NULL)
-			goto out;
-		if (rr->type != REDIS_T_ARRAY || rr->elements != 2 ||
-		    rr->element[0]->type != REDIS_T_STRING ||
-		    rr->element[1]->type != REDIS_T_ARRAY) {
-			err_set(e, ERR_UNAVAILABLE, "%s: unexpected reply to "
-			    "SCAN", redis_display(r));
-			redis_reply_free(rr);
-			goto out;
-		}
-		free(cursor);
-		cursor = xstrdup(rr->element[0]->str);
-		for (i = 0; i < rr->element[1]->elements; i++)
-			add_name(nm, rr->element[1]->element[i]);
-		redis_reply_free(rr);
-	} while (strcmp(cursor, "0") != 0);
-	rc = 0;
-out:
-	free(cursor);
-	return rc;
-}
-
-/*
- * A Cluster node holds only its own slots' keys: scan every master the
- * node knows of.  A server that is not in a cluster (or may not ask) is
- * scanned alone.
- */
-static int
-scan_servers(struct quorum *q, int i, const char *pattern, struct names *nm,
-    struct err *e)
-{
-	struct redis_reply	*rr;
-	struct redis		*r = q->conn[i], *m;
-	struct url		 u;
-	char			*line, *next, *f[4], *at, *colon;
-	int			 k, rc = 0;
-
-	if ((rr = redis_commandv(r, e, "CLUSTER", "NODES", NULL)) == NULL) {
-		if (redis_broken(r))
-			return -1;
-		return scan_server(r, pattern, nm, e);
-	}
-	if (rr->type != REDIS_T_STRING) {
-		redis_reply_free(rr);
-		return scan_server(r, pattern, nm, e);
-	}
-	for (line = rr->str; line != NULL && *line != '\0'; line = next) {
-		if ((next = strchr(line, '\n')) != NULL)
-			*next++ = '\0';
-		for (k = 0; k < 4 && line != NULL; k++)
-			f[k] = strsep(&line, " ");
-		if (k < 4 || f[2] == NULL || strstr(f[2], "master") == NULL ||
-		    strstr(f[2], "fail") != NULL)
-			continue;
-		if ((at = strchr(f[1], '@')) != NULL)
-			*at = '\0';
-		if ((colon = strrchr(f[1], ':')) == NULL)
-			continue;
-		*colon = '\0';
-		url_retarget(&u, &q->urls[i], *f[1] != '\0' ? f[1] :
-		    q->urls[i].host, atoi(colon + 1));
-		u.db = -1;
-		if ((m = redis_connect(&u, q->opts, e)) == NULL ||
-		    scan_server(m, pattern, nm, e) == -1)
-			rc = -1;
-		redis_close(m);
-		url_free(&u);
-	}
-	redis_reply_free(rr);
-	return rc;
+	nm->v[nm->n++] = xstrndup(key + nm->plen + 1, len - nm->plen - 2);
 }
 
 /*
@@ -893,17 +807,12 @@ lock_list(struct quorum *q, const char *prefix, char ***names, size_t *count,
 	struct names	 nm;
 	char		*pattern;
 	size_t		 i, k;
-	int		 j, reached = 0;
+	int		 j, reached;
 
 	memset(&nm, 0, sizeof nm);
 	nm.plen = strlen(prefix);
 	pattern = scan_pattern(prefix);
-	for (j = 0; j < q->n; j++) {
-		if (quorum_conn(q, j, &q->errs[j]) == NULL)
-			continue;
-		if (scan_servers(q, j, pattern, &nm, &q->errs[j]) == 0)
-			reached++;
-	}
+	reached = quorum_scan(q, pattern, add_name, &nm);
 	free(pattern);
 	if (reached < quorum_majority(q)) {
 		for (j = 0; j < q->n && q->errs[j].kind == ERR_NONE; j++)

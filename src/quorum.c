@@ -1,17 +1,24 @@
-/* quorum.c: send each lock operation to every server, gather the replies. */
+/* quorum.c: one poll() loop over the servers a lock lives on. */
 
 /*
- * The contract: a request goes out on every connection before any reply
- * is read, so n servers cost one round trip.  A server that fails is
- * remembered in errs[] and reconnected on the next request; whether enough
- * servers answered, and what their answers mean, is for lock.c to judge.
- * A server that says it cannot take writes now (a demoted master, one
- * still loading) has its connection dropped, so the next request finds the
- * new master (through the sentinels, for a sentinel URL).
+ * The contract: a request goes out on every server before any reply is
+ * read, and one poll() loop then moves every connection forward at once
+ * -- connects to each address of a host, TLS handshakes, Sentinel
+ * lookups, AUTH, replies -- each until its own deadline, so n servers cost
+ * the slowest one (at most --connect-timeout plus --timeout), not the sum,
+ * and a silent server holds up no other.  No threads: parallel servers
+ * are events.  A single server is a quorum of one, through the same loop.
+ *
+ * A server that fails is remembered in errs[] and connected again on the
+ * next request; whether enough servers answered, and what their answers
+ * mean, is for lock.c to judge.  A server that says it cannot take writes
+ * now (a demoted master, one still loading) has its connection dropped,
+ * so the next request finds the new master (through the sentinels, for a
+ * sentinel URL).
  */
 
 #include <poll.h>
-#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,179 +26,34 @@
 #include "duration.h"
 #include "quorum.h"
 #include "signals.h"
-#include "transport.h"
 #include "util.h"
 
 /* How long a server that could not be connected to is left alone. */
 #define RECONNECT_PAUSE_MS	1000
 
-/*
- * With several servers, one that could not be connected to is not tried
- * again for a while: a silent one would otherwise cost a --connect-timeout
- * on every request before the others were asked.  Alone, it is always
- * tried: there is nothing else to do.
- */
-static void
-connect_failed(struct quorum *q, int i, const struct err *e)
-{
-	q->cerrs[i] = *e;
-	q->retry_at[i] = now_mono_ms() + RECONNECT_PAUSE_MS;
-}
+/* Where a server is in a round. */
+enum { NOT_ASKED, ASKED, ANSWERED };
 
-void
-quorum_retry_now(struct quorum *q)
-{
-	int	i;
-
-	for (i = 0; i < q->n; i++)
-		q->retry_at[i] = 0;
-}
-
-struct redis *
-quorum_conn(struct quorum *q, int i, struct err *e)
-{
-	/* A connect quorum_open left under way is finished here, waiting. */
-	if (q->conn[i] != NULL && redis_connecting(q->conn[i]) &&
-	    (redis_connect_send(q->conn[i], e) == -1 ||
-	    redis_connect_end(q->conn[i], e) == -1)) {
-		redis_close(q->conn[i]);
-		q->conn[i] = NULL;
-		q->errs[i] = *e;
-		connect_failed(q, i, e);
-		return NULL;
-	}
-	if (q->conn[i] != NULL && redis_broken(q->conn[i])) {
-		redis_close(q->conn[i]);
-		q->conn[i] = NULL;
-	}
-	if (q->conn[i] == NULL) {
-		if (q->n > 1 && now_mono_ms() < q->retry_at[i]) {
-			*e = q->cerrs[i];
-			return NULL;
-		}
-		q->conn[i] = redis_connect(&q->urls[i], q->opts, e);
-		if (q->conn[i] == NULL) {
-			q->errs[i] = *e;
-			connect_failed(q, i, e);
-		}
-	}
-	return q->conn[i];
-}
-
-int
-quorum_distinct(struct quorum *q, struct err *e)
-{
-	const char	*a, *b;
-	int		 i, j;
-
-	for (i = 0; i < q->n; i++) {
-		if (q->conn[i] == NULL || *(a = redis_run_id(q->conn[i])) == 0)
-			continue;
-		for (j = i + 1; j < q->n; j++)
-			if (q->conn[j] != NULL &&
-			    strcmp(a, (b = redis_run_id(q->conn[j]))) == 0) {
-				err_set(e, ERR_USAGE, "%s and %s are the same "
-				    "server (run_id %.12s...); each server "
-				    "counts once in a quorum, so give each "
-				    "only once", q->urls[i].display,
-				    q->urls[j].display, b);
-				return -1;
-			}
-	}
-	return 0;
-}
-
-struct opener {
-	struct quorum	*q;
-	int		 i;
+/* One round: the request, each server's state, and what settles it. */
+struct round {
+	const struct redis_req	*rq;
+	struct redis_req	 again;	/* the request without its BLPOP */
+	int			*state;
+	int			*retried; /* asked again after READONLY */
+	int			*done;	/* for settled(): answered or failed */
+	struct redis_reply	**replies;
+	quorum_settled_fn	 settled;
+	void			*arg;
+	int			 keep_errors;	/* error replies are replies */
 };
-
-static void *
-open_one(void *arg)
-{
-	struct opener	*o = arg;
-
-	quorum_conn(o->q, o->i, &o->q->errs[o->i]);
-	return NULL;
-}
-
-/*
- * A sentinel URL asks the sentinels first, and TLS handshakes are work
- * worth spreading over the cores: those connect in threads of their own.
- */
-static int
-needs_threads(const struct url *urls, int n)
-{
-	int	i;
-
-	for (i = 0; i < n; i++)
-		if (urls[i].scheme == URL_SENTINEL ||
-		    urls[i].scheme == URL_TLS)
-			return 1;
-	return 0;
-}
-
-/*
- * Plain connections in three passes -- start every connect, then finish
- * each and send its AUTH and SELECT, then read their replies (unless
- * steps is 1: then the caller's request follows and redis_recv reads
- * them) -- so that the waits overlap: n servers cost the slowest one, with
- * no threads.  With under_way, a connect still in progress (a server
- * that drops our SYNs) is not waited for but marked there, for the caller
- * to finish when it can (await_replies).
- * For the servers marked in want (NULL: all) that have no usable
- * connection and are not being left alone after a failure; Sentinel and
- * TLS URLs are left to quorum_conn.
- */
-static void
-connect_in_steps(struct quorum *q, const int *want, int steps, int *under_way)
-{
-	int64_t	 now = now_mono_ms();
-	int	*go, i, step;
-
-	go = xcalloc(q->n, sizeof *go);
-	for (i = 0; i < q->n; i++) {
-		if (want != NULL && !want[i])
-			continue;
-		if (q->conn[i] != NULL && redis_broken(q->conn[i])) {
-			redis_close(q->conn[i]);
-			q->conn[i] = NULL;
-		}
-		if (q->conn[i] != NULL || needs_threads(&q->urls[i], 1) ||
-		    now < q->retry_at[i])
-			continue;
-		err_clear(&q->errs[i]);
-		if ((q->conn[i] = redis_connect_start(&q->urls[i], q->opts,
-		    &q->errs[i])) == NULL)
-			connect_failed(q, i, &q->errs[i]);
-		else
-			go[i] = 1;
-	}
-	for (step = 0; step < steps; step++)
-		for (i = 0; i < q->n; i++) {
-			if (!go[i] || q->conn[i] == NULL ||
-			    (under_way != NULL && under_way[i]))
-				continue;
-			if (under_way != NULL && step == 0 &&
-			    !redis_connected(q->conn[i])) {
-				under_way[i] = 1;
-				continue;
-			}
-			if ((step == 0 ? redis_connect_send(q->conn[i],
-			    &q->errs[i]) : redis_connect_end(q->conn[i],
-			    &q->errs[i])) == 0)
-				continue;
-			redis_close(q->conn[i]);
-			q->conn[i] = NULL;
-			connect_failed(q, i, &q->errs[i]);
-		}
-	free(go);
-}
 
 void
 quorum_init(struct quorum *q, const struct url *urls, int n,
     const struct redis_opts *opts)
 {
+	int	i;
+
+	memset(q, 0, sizeof *q);
 	q->n = n;
 	q->urls = urls;
 	q->opts = opts;
@@ -199,61 +61,33 @@ quorum_init(struct quorum *q, const struct url *urls, int n,
 	q->errs = xcalloc(n, sizeof *q->errs);
 	q->cerrs = xcalloc(n, sizeof *q->cerrs);
 	q->retry_at = xcalloc(n, sizeof *q->retry_at);
+	for (i = 0; i < n; i++)
+		q->conn[i] = redis_new(&urls[i], opts);
 }
 
+/*
+ * Start connecting to every server, without waiting: the connects go on
+ * in the first request's loop, side by side.  Fails (-1, e filled with the
+ * first failure) only when fewer than a majority could even be started
+ * (a name that does not resolve, a socket path that is too long).
+ */
 int
 quorum_open(struct quorum *q, const struct url *urls, int n,
     const struct redis_opts *opts, struct err *e)
 {
-	struct opener	*op;
-	pthread_t	*th;
-	int		 i, ok = 0, first = -1, *started, *under_way;
+	int	i, ok = 0, first = -1;
 
 	quorum_init(q, urls, n, opts);
-	if (n == 1)
-		quorum_conn(q, 0, &q->errs[0]);
-	else if (!needs_threads(urls, n)) {
-		/*
-		 * A connect still under way is finished by the first request,
-		 * and the handshake's replies are read with its reply: a
-		 * server that accepts but answers nothing (a stopped process)
-		 * then costs the request's --timeout at most, side by side
-		 * with the others, not a --connect-timeout of its own first.
-		 */
-		under_way = xcalloc(n, sizeof *under_way);
-		connect_in_steps(q, NULL, 1, under_way);
-		free(under_way);
-	}
-	else {
-		/* Connects block on their own deadlines: one thread each. */
-		op = xcalloc(n, sizeof *op);
-		th = xcalloc(n, sizeof *th);
-		started = xcalloc(n, sizeof *started);
-		for (i = 0; i < n; i++) {
-			op[i].q = q;
-			op[i].i = i;
-			started[i] = pthread_create(&th[i], NULL, open_one,
-			    &op[i]) == 0;
-			if (!started[i])
-				open_one(&op[i]);
-		}
-		for (i = 0; i < n; i++)
-			if (started[i])
-				pthread_join(th[i], NULL);
-		free(op);
-		free(th);
-		free(started);
-	}
 	for (i = 0; i < n; i++) {
-		if (q->conn[i] != NULL)
+		if (redis_prepare(q->conn[i], &q->errs[i]) == 0)
 			ok++;
-		else if (first == -1 || q->errs[i].kind == ERR_INTERRUPTED)
+		else if (first == -1)
 			first = i;
 	}
 	if (ok >= quorum_majority(q))
 		return 0;
 	*e = q->errs[first];
-	if (n > 1 && e->kind != ERR_INTERRUPTED)
+	if (n > 1 && e->kind != ERR_USAGE)
 		err_prefix(e, "only %d of %d servers answered, and a lock "
 		    "needs %d", ok, n, quorum_majority(q));
 	return -1;
@@ -265,28 +99,52 @@ quorum_close(struct quorum *q)
 	int	i;
 
 	for (i = 0; q->conn != NULL && i < q->n; i++)
-		redis_close(q->conn[i]);
+		redis_free(q->conn[i]);
 	free(q->conn);
 	free(q->errs);
 	free(q->cerrs);
 	free(q->retry_at);
-	q->conn = NULL;
-	q->errs = NULL;
-	q->cerrs = NULL;
-	q->retry_at = NULL;
+	memset(q, 0, sizeof *q);
 }
 
-/* What to send on each connection: a script, or a plain command. */
-struct request {
-	struct script	 *script;
-	int		  nkeys, nargs;
-	const char	**keys, **args;
-	int		  argc;
-	const char	**argv;
-	int64_t		  extra_ms;
-	const char	 *wait_key;	/* a BLPOP first (the first send only) */
-	int64_t		  wait_ms;
-};
+void
+quorum_retry_now(struct quorum *q)
+{
+	int	i;
+
+	for (i = 0; i < q->n; i++)
+		q->retry_at[i] = 0;
+}
+
+void
+quorum_limit(struct quorum *q, int64_t until)
+{
+	q->limit = until;
+}
+
+int
+quorum_distinct(struct quorum *q, struct err *e)
+{
+	const char	*a, *b;
+	int		 i, j;
+
+	for (i = 0; i < q->n; i++) {
+		if (*(a = redis_run_id(q->conn[i])) == '\0')
+			continue;
+		for (j = i + 1; j < q->n; j++)
+			if (strcmp(a, (b = redis_run_id(q->conn[j]))) == 0) {
+				err_set(e, ERR_USAGE, "%s and %s are the same "
+				    "server (run_id %.12s...); each server "
+				    "counts once in a quorum, so give each "
+				    "only once", q->urls[i].display,
+				    q->urls[j].display, b);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ the loop */
 
 static int
 is_not_writable(const char *err)
@@ -296,65 +154,132 @@ is_not_writable(const char *err)
 	    strncmp(err, "LOADING", 7) == 0;
 }
 
-static int
-send_one(struct quorum *q, int i, const struct request *rq, int again)
+/*
+ * With several servers, one that could not be connected to is not tried
+ * again for a while: a dead one would otherwise cost a connect on every
+ * request.  Alone, it is always tried: there is nothing else to do.
+ */
+static void
+finished(struct quorum *q, struct round *rd, int i)
 {
-	struct redis	*r;
-
-	err_clear(&q->errs[i]);
-	if ((r = quorum_conn(q, i, &q->errs[i])) == NULL)
-		return -1;
-	if (rq->script != NULL)
-		return redis_send_wait_script(r, again ? NULL : rq->wait_key,
-		    rq->wait_ms, rq->script, rq->nkeys, rq->keys, rq->nargs,
-		    rq->args, &q->errs[i]);
-	return redis_send(r, rq->argc, rq->argv, NULL, rq->extra_ms,
-	    &q->errs[i]);
+	rd->state[i] = ANSWERED;
+	rd->done[i] = 1;
+	if (rd->replies[i] == NULL && q->n > 1 &&
+	    redis_connect_failed(q->conn[i])) {
+		q->cerrs[i] = q->errs[i];
+		q->retry_at[i] = now_mono_ms() + RECONNECT_PAUSE_MS;
+	}
 }
 
-/* 0 with replies[i] set, 1 to ask again elsewhere (READONLY), -1. */
-static int
-recv_one(struct quorum *q, int i, struct redis_reply **replies)
+/* Server i's request has an outcome (rc from redis_step): record it. */
+static void
+outcome(struct quorum *q, struct round *rd, int i, int rc)
 {
-	int	again;
+	struct redis_reply	*rr;
 
-	if (redis_recv(q->conn[i], &replies[i], &q->errs[i]) == -1)
-		return -1;
-	if (replies[i]->type != REDIS_T_ERROR)
-		return 0;
-	redis_reply_error(q->conn[i], replies[i], "", &q->errs[i]);
-	again = strncmp(replies[i]->str, "READONLY", 8) == 0;
-	if (is_not_writable(replies[i]->str))
-		redis_abandon(q->conn[i]);
-	redis_reply_free(replies[i]);
-	replies[i] = NULL;
-	return again ? 1 : -1;
+	if (rc == 0)
+		return;
+	if (rc == 1) {
+		rr = redis_take(q->conn[i]);
+		if (rr->type == REDIS_T_ERROR && rd->keep_errors)
+			redis_reply_error(q->conn[i], rr, "", &q->errs[i]);
+		if (rr->type != REDIS_T_ERROR || rd->keep_errors) {
+			rd->replies[i] = rr;
+			finished(q, rd, i);
+			return;
+		}
+		redis_reply_error(q->conn[i], rr, "", &q->errs[i]);
+		if (is_not_writable(rr->str))
+			redis_abandon(q->conn[i]);
+		/* A READONLY server is asked once more, anew. */
+		if (strncmp(rr->str, "READONLY", 8) == 0 && !rd->retried[i]) {
+			rd->retried[i] = 1;
+			redis_reply_free(rr);
+			if (redis_start(q->conn[i], &rd->again,
+			    &q->errs[i]) == 0) {
+				outcome(q, rd, i, redis_step(q->conn[i],
+				    &q->errs[i]));
+				return;
+			}
+			finished(q, rd, i);
+			return;
+		}
+		redis_reply_free(rr);
+	}
+	finished(q, rd, i);
+}
+
+/* Send the request to server i, and take it as far as it goes at once. */
+static void
+ask(struct quorum *q, struct round *rd, int i)
+{
+	err_clear(&q->errs[i]);
+	if (q->n > 1 && now_mono_ms() < q->retry_at[i]) {
+		q->errs[i] = q->cerrs[i];
+		rd->state[i] = ANSWERED;
+		rd->done[i] = 1;
+		return;
+	}
+	rd->state[i] = ASKED;
+	if (redis_start(q->conn[i], rd->rq, &q->errs[i]) == -1) {
+		finished(q, rd, i);
+		return;
+	}
+	outcome(q, rd, i, redis_step(q->conn[i], &q->errs[i]));
+}
+
+/* When the loop must look at server i again, sockets or not. */
+static int64_t
+due_at(const struct quorum *q, int i)
+{
+	int64_t	dl = redis_deadline(q->conn[i]), w = redis_wake(q->conn[i]);
+
+	return w >= 0 && w < dl ? w : dl;
 }
 
 /*
- * Wait for the replies of the servers asked, whichever answers first,
- * each until its own deadline; stop early (after a short grace) once
- * `settled` says the answers so far decide the outcome (a majority
- * granted, say), so that one frozen server does not hold up what the
- * others have already decided.  The requests still out are abandoned:
- * their connections are dropped and made again when next needed.
+ * Give up on the servers still asked: their connections are dropped and
+ * made again when next needed.
  */
-/* awaiting[i] of a server whose connect is still under way. */
-#define CONNECTING	2
-
 static void
-await_replies(struct quorum *q, const struct request *rq, int *awaiting,
-    struct redis_reply **replies, quorum_settled_fn settled, void *arg)
+give_up(struct quorum *q, struct round *rd, int64_t now)
+{
+	int	i;
+
+	for (i = 0; i < q->n; i++) {
+		if (rd->state[i] != ASKED)
+			continue;
+		redis_abandon(q->conn[i]);
+		rd->state[i] = ANSWERED;
+		if (signal_caught)
+			err_set(&q->errs[i], ERR_INTERRUPTED,
+			    "interrupted by a signal");
+		else if (q->limit > 0 && now >= q->limit)
+			err_set(&q->errs[i], ERR_TIMEOUT, "%s: no reply "
+			    "within the time left", redis_display(q->conn[i]));
+		else
+			err_set(&q->errs[i], ERR_TIMEOUT, "%s: no answer "
+			    "needed once the others had decided",
+			    redis_display(q->conn[i]));
+	}
+}
+
+/*
+ * Poll every server asked, whichever is ready first, each until its own
+ * deadline; stop early (after a short grace) once `settled` says the
+ * answers so far decide the outcome (a majority granted, say), so that one
+ * frozen server does not hold up what the others have already decided.
+ */
+static void
+await(struct quorum *q, struct round *rd)
 {
 	struct pollfd	*pfd;
 	int64_t		 now, wait, dl, start = now_mono_ms(), grace = -1;
-	int		*done, i, left, n;
-	char		 d[32];
+	int		*owner, *ready, i, k, np, left, s;
 
-	pfd = xcalloc(q->n, sizeof *pfd);
-	done = xcalloc(q->n, sizeof *done);
-	for (i = 0; i < q->n; i++)
-		done[i] = !awaiting[i];
+	pfd = xcalloc((size_t)q->n * REDIS_MAX_FDS, sizeof *pfd);
+	owner = xcalloc((size_t)q->n * REDIS_MAX_FDS, sizeof *owner);
+	ready = xcalloc(q->n, sizeof *ready);
 	for (;;) {
 		now = now_mono_ms();
 		/*
@@ -362,136 +287,90 @@ await_replies(struct quorum *q, const struct request *rq, int *awaiting,
 		 * of twice the time taken so far (at least 10 ms): a lock
 		 * held on every server survives the loss of one later, so a
 		 * healthy straggler should not be left out; a frozen one
-		 * costs only the grace.
+		 * costs only the grace.  (2 from settled: stop at once.)
 		 */
-		if (settled != NULL && grace < 0 &&
-		    settled(replies, done, q->n, arg))
-			grace = now + (now - start > 5 ? 2 * (now - start) :
-			    10);
-		if (grace >= 0 && now >= grace)
+		if (rd->settled != NULL && grace < 0 &&
+		    (s = rd->settled(rd->replies, rd->done, q->n, rd->arg)))
+			grace = s > 1 ? now : now + (now - start > 5 ?
+			    2 * (now - start) : 10);
+		if ((grace >= 0 && now >= grace) || signal_caught ||
+		    (q->limit > 0 && now >= q->limit))
 			break;
 		wait = -1;
-		for (i = left = 0; i < q->n; i++) {
-			pfd[i].fd = awaiting[i] ? redis_fd(q->conn[i]) : -1;
-			pfd[i].events = awaiting[i] == CONNECTING ? POLLOUT :
-			    POLLIN;
-			pfd[i].revents = 0;
-			if (!awaiting[i])
+		for (i = np = left = 0; i < q->n; i++) {
+			if (rd->state[i] != ASKED)
 				continue;
 			left++;
-			dl = redis_deadline(q->conn[i]) - now;
-			if (grace >= 0 && grace - now < dl)
-				dl = grace - now;
+			k = redis_pollfds(q->conn[i], pfd + np);
+			while (k-- > 0)
+				owner[np++] = i;
+			dl = due_at(q, i);
+			if (grace >= 0 && grace < dl)
+				dl = grace;
+			if (q->limit > 0 && q->limit < dl)
+				dl = q->limit;
+			dl -= now;
 			if (dl < 0)
 				dl = 0;
 			if (wait < 0 || dl < wait)
 				wait = dl;
 		}
-		/* A signal that came outside poll is answered here. */
-		if (left == 0 || signal_caught)
+		if (left == 0)
 			break;
-		n = poll(pfd, q->n, wait > INT32_MAX ? INT32_MAX : (int)wait);
-		if (n < 0 && signal_caught)
+		if (poll(pfd, np, wait > INT32_MAX ? INT32_MAX :
+		    (int)wait) < 0 && signal_caught)
 			break;
+		memset(ready, 0, q->n * sizeof *ready);
+		for (k = 0; k < np; k++)
+			if (pfd[k].revents != 0)
+				ready[owner[k]] = 1;
 		now = now_mono_ms();
-		for (i = 0; i < q->n; i++) {
-			if (!awaiting[i])
-				continue;
-			if (awaiting[i] == CONNECTING) {
-				if (pfd[i].revents == 0 &&
-				    now < redis_deadline(q->conn[i]))
-					continue;
-				/* Connected (or failed): ask it now. */
-				if (redis_connect_send(q->conn[i],
-				    &q->errs[i]) == 0 &&
-				    send_one(q, i, rq, 0) == 0) {
-					awaiting[i] = 1;
-					continue;
-				}
-				if (q->conn[i] != NULL &&
-				    !redis_connected(q->conn[i]))
-					connect_failed(q, i, &q->errs[i]);
-				redis_abandon(q->conn[i]);
-			} else if (pfd[i].revents != 0) {
-				/* A READONLY server is asked once more anew. */
-				if (recv_one(q, i, replies) == 1 &&
-				    send_one(q, i, rq, 1) == 0)
-					recv_one(q, i, replies);
-			} else if (now >= redis_deadline(q->conn[i])) {
-				redis_abandon(q->conn[i]);
-				err_set(&q->errs[i], ERR_UNAVAILABLE, "%s: no "
-				    "reply within %s (--timeout)",
-				    q->urls[i].display, duration_format(
-				    q->opts->timeout_ms, d, sizeof d));
-			} else
-				continue;
-			awaiting[i] = 0;
-			done[i] = 1;
-		}
+		for (i = 0; i < q->n; i++)
+			if (rd->state[i] == ASKED &&
+			    (ready[i] || now >= due_at(q, i)))
+				outcome(q, rd, i, redis_step(q->conn[i],
+				    &q->errs[i]));
 	}
-	for (i = 0; i < q->n; i++) {
-		if (!awaiting[i])
-			continue;
-		redis_abandon(q->conn[i]);
-		if (signal_caught)
-			err_set(&q->errs[i], ERR_INTERRUPTED,
-			    "interrupted by a signal");
-		else
-			err_set(&q->errs[i], ERR_UNAVAILABLE, "%s: no answer "
-			    "needed once the others had decided",
-			    q->urls[i].display);
-	}
+	give_up(q, rd, now_mono_ms());
 	free(pfd);
-	free(done);
+	free(owner);
+	free(ready);
 }
 
+/*
+ * One round: rq to every server (or those with only[i] set), replies[i]
+ * set where one came (error replies count as failures unless
+ * keep_errors: errs[i] says why).  Returns how many replied; when fewer
+ * than a majority of those asked, e holds the first failure.
+ */
 static int
-gather(struct quorum *q, const int *only, const struct request *rq,
-    quorum_settled_fn settled, void *arg, struct redis_reply **replies,
-    struct err *e)
+round_trip(struct quorum *q, const int *only, const struct redis_req *rq,
+    quorum_settled_fn settled, void *arg, int keep_errors,
+    struct redis_reply **replies, struct err *e)
 {
-	int	i, ok = 0, asked = 0, first = -1, reconnect = 0, *sent, *need;
-	int	*under_way;
+	struct round	rd;
+	int		i, ok = 0, asked = 0, first = -1;
 
-	sent = xcalloc(q->n, sizeof *sent);
-	need = xcalloc(q->n, sizeof *need);
-	under_way = xcalloc(q->n, sizeof *under_way);
-	/*
-	 * The servers already connected are asked first; those that need a
-	 * new connection get theirs side by side (connect_in_steps), so that
-	 * a silent one holds up neither the others' requests nor their
-	 * connects by more than one --connect-timeout.
-	 */
+	memset(&rd, 0, sizeof rd);
+	rd.rq = rq;
+	rd.again = *rq;
+	rd.again.wait_key = NULL;
+	rd.state = xcalloc(q->n, sizeof *rd.state);
+	rd.retried = xcalloc(q->n, sizeof *rd.retried);
+	rd.done = xcalloc(q->n, sizeof *rd.done);
+	rd.replies = replies;
+	rd.settled = settled;
+	rd.arg = arg;
+	rd.keep_errors = keep_errors;
 	for (i = 0; i < q->n; i++) {
 		replies[i] = NULL;
-		if (only != NULL && !only[i])
-			continue;
-		asked++;
-		if (q->n > 1 && (q->conn[i] == NULL ||
-		    redis_broken(q->conn[i])))
-			reconnect = need[i] = 1;
-		else if (q->n > 1 && redis_connecting(q->conn[i]))
-			under_way[i] = 1;	/* left by quorum_open */
-		else
-			sent[i] = send_one(q, i, rq, 0) == 0;
-	}
-	if (reconnect) {
-		/*
-		 * Each request follows its AUTH, whose reply is read in the
-		 * await; a connect still under way is finished there too.
-		 */
-		connect_in_steps(q, need, 1, under_way);
-		for (i = 0; i < q->n; i++)
-			if (need[i] && !under_way[i])
-				sent[i] = send_one(q, i, rq, 0) == 0;
+		rd.done[i] = only != NULL && !only[i];
+		asked += !rd.done[i];
 	}
 	for (i = 0; i < q->n; i++)
-		if (under_way[i])
-			sent[i] = CONNECTING;
-	await_replies(q, rq, sent, replies, settled, arg);
-	free(sent);
-	free(need);
-	free(under_way);
+		if (!rd.done[i])
+			ask(q, &rd, i);
+	await(q, &rd);
 	for (i = 0; i < q->n; i++) {
 		if (only != NULL && !only[i])
 			continue;
@@ -506,8 +385,13 @@ gather(struct quorum *q, const int *only, const struct request *rq,
 			err_prefix(e, "only %d of %d servers answered, and a "
 			    "lock needs %d", ok, asked, asked / 2 + 1);
 	}
+	free(rd.state);
+	free(rd.retried);
+	free(rd.done);
 	return ok;
 }
+
+/* ------------------------------------------------------------ requests */
 
 int
 quorum_script_until(struct quorum *q, const int *only,
@@ -515,12 +399,12 @@ quorum_script_until(struct quorum *q, const int *only,
     const char **keys, int nargs, const char **args,
     struct redis_reply **replies, struct err *e)
 {
-	struct request	rq = {
+	struct redis_req	rq = {
 		.script = s, .nkeys = nkeys, .keys = keys, .nargs = nargs,
 		.args = args,
 	};
 
-	return gather(q, only, &rq, settled, arg, replies, e);
+	return round_trip(q, only, &rq, settled, arg, 0, replies, e);
 }
 
 int
@@ -529,12 +413,12 @@ quorum_wait_script(struct quorum *q, const char *key, int64_t wait_ms,
     const char **keys, int nargs, const char **args,
     struct redis_reply **replies, struct err *e)
 {
-	struct request	rq = {
+	struct redis_req	rq = {
 		.script = s, .nkeys = nkeys, .keys = keys, .nargs = nargs,
 		.args = args, .wait_key = key, .wait_ms = wait_ms,
 	};
 
-	return gather(q, NULL, &rq, settled, arg, replies, e);
+	return round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
 }
 
 int
@@ -550,9 +434,74 @@ int
 quorum_command(struct quorum *q, const int *only, int argc, const char **argv,
     int64_t extra_ms, struct redis_reply **replies, struct err *e)
 {
-	struct request	rq = { .argc = argc, .argv = argv, .extra_ms = extra_ms };
+	struct redis_req	rq = {
+		.argc = argc, .argv = argv, .extra_ms = extra_ms,
+	};
 
-	return gather(q, only, &rq, NULL, NULL, replies, e);
+	return round_trip(q, only, &rq, NULL, NULL, 0, replies, e);
+}
+
+/* One command to server i alone, error replies kept (or not). */
+static struct redis_reply *
+call(struct quorum *q, int i, int keep_errors, struct err *e, int argc,
+    const char **argv)
+{
+	struct redis_reply	**rep, *rr;
+	struct redis_req	  rq = { .argc = argc, .argv = argv };
+	int			 *only;
+
+	rep = xcalloc(q->n, sizeof *rep);
+	only = xcalloc(q->n, sizeof *only);
+	only[i] = 1;
+	round_trip(q, only, &rq, NULL, NULL, keep_errors, rep, e);
+	if ((rr = rep[i]) == NULL || rr->type == REDIS_T_ERROR)
+		*e = q->errs[i];
+	free(rep);
+	free(only);
+	return rr;
+}
+
+struct redis_reply *
+quorum_ask(struct quorum *q, int i, struct err *e, int argc,
+    const char **argv)
+{
+	return call(q, i, 1, e, argc, argv);
+}
+
+struct redis_reply *
+quorum_call(struct quorum *q, int i, struct err *e, int argc,
+    const char **argv)
+{
+	return call(q, i, 0, e, argc, argv);
+}
+
+struct redis_reply *
+quorum_callv(struct quorum *q, int i, struct err *e, ...)
+{
+	const char	*argv[16];
+	int		 argc = 0;
+	va_list		 ap;
+
+	va_start(ap, e);
+	while (argc < 16 && (argv[argc] = va_arg(ap, const char *)) != NULL)
+		argc++;
+	va_end(ap);
+	return quorum_call(q, i, e, argc, argv);
+}
+
+/* A reply with an array element: someone pushed to the wake list. */
+static int
+settled_woken(struct redis_reply **replies, const int *done, int n,
+    void *arg)
+{
+	int	i;
+
+	(void)done;
+	(void)arg;
+	for (i = 0; i < n; i++)
+		if (replies[i] != NULL && replies[i]->type == REDIS_T_ARRAY)
+			return 2;
+	return 0;
 }
 
 /*
@@ -565,11 +514,11 @@ int
 quorum_wait(struct quorum *q, const char *key, int64_t timeout_ms,
     struct err *e)
 {
-	struct redis_reply	*rr;
-	struct pollfd		*pfd;
-	const char		*argv[3];
-	char			 secs[32];
-	int			*sent, i, n, live = 0, woken = 0, done = 0;
+	struct redis_reply	**rep;
+	struct redis_req	  rq;
+	const char		 *argv[3];
+	char			  secs[32];
+	int			  i, woken = 0, replied = 0;
 
 	if (timeout_ms < 1)
 		timeout_ms = 1;
@@ -577,69 +526,29 @@ quorum_wait(struct quorum *q, const char *key, int64_t timeout_ms,
 	argv[0] = "BLPOP";
 	argv[1] = key;
 	argv[2] = secs;
-	sent = xcalloc(q->n, sizeof *sent);
-	pfd = xcalloc(q->n, sizeof *pfd);
+	memset(&rq, 0, sizeof rq);
+	rq.argc = 3;
+	rq.argv = argv;
+	rq.extra_ms = timeout_ms;
+	rep = xcalloc(q->n, sizeof *rep);
+	round_trip(q, NULL, &rq, settled_woken, NULL, 0, rep, e);
 	for (i = 0; i < q->n; i++) {
-		err_clear(&q->errs[i]);
-		if (quorum_conn(q, i, &q->errs[i]) == NULL ||
-		    redis_send(q->conn[i], 3, argv, NULL, timeout_ms,
-		    &q->errs[i]) == -1) {
-			if (q->errs[i].kind == ERR_INTERRUPTED)
-				break;
-			continue;
+		replied += rep[i] != NULL;
+		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY)
+			woken = 1;
+		if (q->errs[i].kind == ERR_INTERRUPTED) {
+			*e = q->errs[i];
+			woken = -1;
+			break;
 		}
-		sent[i] = 1;
-		live++;
 	}
-	if (live == 0) {
-		for (i = 0; i < q->n && q->errs[i].kind == ERR_NONE; i++)
-			;
-		*e = q->errs[i < q->n ? i : 0];
-		free(sent);
-		free(pfd);
-		return -1;
+	/* No server could be asked: say why the first could not. */
+	if (woken == 0 && replied == 0) {
+		*e = q->errs[0];
+		woken = -1;
 	}
-	while (!done) {
-		if (q->n == 1 || live == 1) {
-			/* One to wait on: its own deadline bounds the wait. */
-			for (i = 0; !sent[i]; i++)
-				;
-		} else {
-			for (i = 0; i < q->n; i++) {
-				pfd[i].fd = sent[i] ? redis_fd(q->conn[i]) : -1;
-				pfd[i].events = POLLIN;
-				pfd[i].revents = 0;
-			}
-			n = poll(pfd, q->n, (int)(timeout_ms + 1000));
-			if (n <= 0)
-				break;
-			for (i = 0; i < q->n && !(sent[i] && pfd[i].revents);
-			    i++)
-				;
-			if (i == q->n)
-				break;
-		}
-		sent[i] = 0;
-		live--;
-		if (redis_recv(q->conn[i], &rr, &q->errs[i]) == -1) {
-			if (q->errs[i].kind == ERR_INTERRUPTED) {
-				*e = q->errs[i];
-				woken = -1;
-				done = 1;
-			}
-		} else {
-			woken = rr->type == REDIS_T_ARRAY;
-			redis_reply_free(rr);
-			done = woken || live == 0;
-		}
-		if (live == 0)
-			done = 1;
-	}
-	for (i = 0; i < q->n; i++)
-		if (sent[i])
-			redis_abandon(q->conn[i]);
-	free(sent);
-	free(pfd);
+	quorum_free_replies(q, rep);
+	free(rep);
 	return woken;
 }
 
@@ -652,4 +561,104 @@ quorum_free_replies(struct quorum *q, struct redis_reply **replies)
 		redis_reply_free(replies[i]);
 		replies[i] = NULL;
 	}
+}
+
+/* ------------------------------------------------------------ listing */
+
+/* SCAN server i of q for pattern, calling fn for each key. */
+static int
+scan_one(struct quorum *q, int i, const char *pattern, quorum_key_fn fn,
+    void *arg, struct err *e)
+{
+	struct redis_reply	*rr;
+	char			*cursor = xstrdup("0");
+	size_t			 k;
+	int			 rc = -1;
+
+	do {
+		rr = quorum_callv(q, i, e, "SCAN", cursor, "MATCH", pattern,
+		    "COUNT", "1000", NULL);
+		if (rr == NULL)
+			goto out;
+		if (rr->type != REDIS_T_ARRAY || rr->elements != 2 ||
+		    rr->element[0]->type != REDIS_T_STRING ||
+		    rr->element[1]->type != REDIS_T_ARRAY) {
+			err_set(e, ERR_PROTOCOL, "%s: unexpected reply to "
+			    "SCAN", q->urls[i].display);
+			redis_reply_free(rr);
+			goto out;
+		}
+		free(cursor);
+		cursor = xstrdup(rr->element[0]->str);
+		for (k = 0; k < rr->element[1]->elements; k++)
+			if (rr->element[1]->element[k]->type == REDIS_T_STRING)
+				fn(arg, rr->element[1]->element[k]->str,
+				    rr->element[1]->element[k]->len);
+		redis_reply_free(rr);
+	} while (strcmp(cursor, "0") != 0);
+	rc = 0;
+out:
+	free(cursor);
+	return rc;
+}
+
+/*
+ * A Cluster node holds only its own slots' keys: scan every master that
+ * server i's CLUSTER NODES lists (a quorum of one each, for the while).
+ */
+static int
+scan_masters(struct quorum *q, int i, char *nodes, const char *pattern,
+    quorum_key_fn fn, void *arg, struct err *e)
+{
+	struct quorum	 one;
+	struct url	 u;
+	char		*line, *next, *f[4], *at, *colon;
+	int		 k, rc = 0;
+
+	for (line = nodes; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		for (k = 0; k < 4 && line != NULL; k++)
+			f[k] = strsep(&line, " ");
+		if (k < 4 || f[2] == NULL || strstr(f[2], "master") == NULL ||
+		    strstr(f[2], "fail") != NULL)
+			continue;
+		if ((at = strchr(f[1], '@')) != NULL)
+			*at = '\0';
+		if ((colon = strrchr(f[1], ':')) == NULL)
+			continue;
+		*colon = '\0';
+		url_retarget(&u, &q->urls[i], *f[1] != '\0' ? f[1] :
+		    q->urls[i].host, atoi(colon + 1));
+		u.db = -1;
+		quorum_init(&one, &u, 1, q->opts);
+		if (scan_one(&one, 0, pattern, fn, arg, e) == -1)
+			rc = -1;
+		quorum_close(&one);
+		url_free(&u);
+	}
+	return rc;
+}
+
+int
+quorum_scan(struct quorum *q, const char *pattern, quorum_key_fn fn,
+    void *arg)
+{
+	struct redis_reply	*rr;
+	int			 i, rc, reached = 0;
+
+	for (i = 0; i < q->n; i++) {
+		rr = quorum_callv(q, i, &q->errs[i], "CLUSTER", "NODES", NULL);
+		if (rr == NULL && q->errs[i].kind != ERR_REPLY)
+			continue;	/* unreachable: errs[i] says why */
+		if (rr == NULL || rr->type != REDIS_T_STRING)
+			rc = scan_one(q, i, pattern, fn, arg, &q->errs[i]);
+		else
+			rc = scan_masters(q, i, rr->str, pattern, fn, arg,
+			    &q->errs[i]);
+		redis_reply_free(rr);
+		if (rc == 0)
+			reached++;
+	}
+	return reached;
 }

@@ -5,24 +5,26 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "netopts.h"
 #include "redis.h"
 #include "url.h"
 
 /*
  * One server is a quorum of one: every lock operation goes through here,
  * so that several independent masters (Redlock) only widen n.  A request
- * is sent to every server before any reply is read, and each connection's
- * reply deadline is fixed when it was sent, so a round trip to n servers
- * costs the slowest one (at most --timeout), not the sum.
+ * is sent to every server before any reply is read, and one poll() loop
+ * moves every connection on at once, each until its own deadline, so a
+ * round trip to n servers costs the slowest one, not the sum.
  */
 struct quorum {
 	int			 n;
 	const struct url	*urls;	/* n of them, owned by the caller */
 	const struct redis_opts	*opts;
-	struct redis		**conn;	/* NULL where not connected */
+	struct redis		**conn;	/* one per server */
 	struct err		*errs;	/* last failure per server */
 	struct err		*cerrs;	/* last failure to connect */
 	int64_t			*retry_at; /* no new connect before */
+	int64_t			 limit;	/* no wait past it; 0: none */
 };
 
 /* The number of servers that must agree. */
@@ -32,20 +34,25 @@ struct quorum {
 void	quorum_init(struct quorum *, const struct url *urls, int n,
 	    const struct redis_opts *);
 /*
- * Connect to every server, in parallel when there are several.  Fails
- * (-1, e filled with the first failure) unless a majority answered.
+ * The same, and start connecting to every server (the connects go on in
+ * the first request).  Fails (-1, e filled) only when fewer than a
+ * majority could even be started.
  */
 int	quorum_open(struct quorum *, const struct url *urls, int n,
 	    const struct redis_opts *, struct err *e);
 void	quorum_close(struct quorum *);
+/*
+ * No request waits past until (CLOCK_MONOTONIC ms; 0: no bound): the
+ * heartbeat's extends never outlast the lock's validity.
+ */
+void	quorum_limit(struct quorum *, int64_t until);
 
 /*
  * Run a script on every server, or only on those with only[i] set (only
  * may be NULL).  replies[i] is server i's reply, or NULL where it failed
  * or was not asked (errs[i] says why; error replies count as failures).
- * Broken connections are reconnected first.  Returns how many servers
- * replied; when fewer than a majority of those asked, e holds the first
- * failure.
+ * Returns how many servers replied; when fewer than a majority of those
+ * asked, e holds the first failure.
  */
 int	quorum_script(struct quorum *, const int *only, struct script *,
 	    int nkeys, const char **keys, int nargs, const char **args,
@@ -53,6 +60,7 @@ int	quorum_script(struct quorum *, const int *only, struct script *,
 /*
  * Whether the replies so far decide the outcome (done[i]: server i has
  * answered or failed): lets a quorum stop waiting for the slow ones.
+ * Non-zero: decided (the others get a short grace); 2: stop at once.
  */
 typedef int (*quorum_settled_fn)(struct redis_reply **replies, const int *done,
     int n, void *arg);
@@ -64,7 +72,7 @@ int	quorum_script_until(struct quorum *, const int *only,
 	    struct redis_reply **replies, struct err *e);
 /*
  * quorum_script_until, each server's script sent together with a BLPOP of
- * key for at most wait_ms before it (redis_send_wait_script): for one
+ * key for at most wait_ms before it (see struct redis_req): for one
  * server, a waiter woken by a release tries the lock with no round trip
  * of its own.
  */
@@ -76,14 +84,35 @@ int	quorum_wait_script(struct quorum *, const char *key, int64_t wait_ms,
 int	quorum_command(struct quorum *, const int *only, int argc,
 	    const char **argv, int64_t extra_ms, struct redis_reply **replies,
 	    struct err *e);
+/*
+ * One command to server i alone: its reply, or NULL with e filled (an
+ * error reply too, as ERR_REPLY).  quorum_callv: NUL-terminated words,
+ * then NULL.
+ */
+struct redis_reply *quorum_call(struct quorum *, int i, struct err *e,
+	    int argc, const char **argv);
+struct redis_reply *quorum_callv(struct quorum *, int i, struct err *e, ...);
+/* The same, with an error reply returned as a reply (e filled too). */
+struct redis_reply *quorum_ask(struct quorum *, int i, struct err *e,
+	    int argc, const char **argv);
 
 /*
  * Block for at most timeout_ms until key (a list) has an element on any
  * server, and pop it.  Returns 1 when woken by an element, 0 on timeout,
- * -1 when no server could be asked.
+ * -1 when no server could be asked (or a signal came).
  */
 int	quorum_wait(struct quorum *, const char *key, int64_t timeout_ms,
 	    struct err *e);
+
+/*
+ * Every key matching pattern (a SCAN MATCH glob) on every server, each
+ * given to fn (a key may come more than once); a Cluster node's listing
+ * covers every master it knows of.  Returns how many servers were listed
+ * in full (errs[i] says why the others were not).
+ */
+typedef void (*quorum_key_fn)(void *arg, const char *key, size_t len);
+int	quorum_scan(struct quorum *, const char *pattern, quorum_key_fn fn,
+	    void *arg);
 
 /*
  * -1 (e filled, ERR_USAGE) if two connected servers are one and the same,
@@ -96,9 +125,6 @@ int	quorum_distinct(struct quorum *, struct err *e);
  * request tries every server (a release must reach all it can).
  */
 void	quorum_retry_now(struct quorum *);
-
-/* Server i's connection, reconnected if need be; NULL with e filled. */
-struct redis *quorum_conn(struct quorum *, int i, struct err *e);
 
 void	quorum_free_replies(struct quorum *, struct redis_reply **);
 

@@ -1,23 +1,32 @@
-/* redis.c: one Redis connection: commands with deadlines, scripts, AUTH, SELECT. */
+/* redis.c: one Redis server: its connection's whole life, and one request at a time. */
 
 /*
+ * A struct redis is one server as the user named it, and owns everything
+ * it takes to talk to it: the transport (every address of the host, the
+ * TLS handshake), AUTH, SELECT and INFO, the Sentinel lookup that says
+ * where the master is, and the MOVED/ASK redirections of a Cluster.  All
+ * of it moves forward in non-blocking steps: the caller polls the sockets
+ * redis_pollfds names, until redis_deadline, and calls redis_step, which
+ * does what it can and says pending, done or failed.  quorum.c runs one
+ * poll() loop over N of them; nothing above it knows a socket exists.
+ *
  * hiredis is used for exactly two things that every version has: the
  * RESP reader (redisReader) and the command formatter
- * (redisFormatCommandArgv).  Sockets and deadlines belong to transport.c.
- * A connection carries at most one request in flight; quorum.c gets its
- * parallelism from one connection per server, not from pipelining.  Any
- * I/O failure or timeout marks the connection broken: a late reply to an
- * abandoned request must never be taken for the answer to the next one.
+ * (redisFormatCommandArgv).  A connection carries at most one request in
+ * flight (quorum.c gets its parallelism from one connection per server);
+ * the handshake's commands go out in the same write as the request, and
+ * their replies are checked before the request's.  Any failure closes the
+ * connection: a late reply to an abandoned request must never be taken for
+ * the answer to the next one.  The next request connects again.
  *
- * Where the server is depends on the URL: a sentinel URL is resolved to
- * the current master on every (re)connect, and a Cluster node's MOVED or
- * ASK reply moves the connection to the node named, where the request is
- * sent again.  The layers above see one connection that answers.
+ * Time: a connect (the Sentinel lookup, TCP, TLS, and the replies to the
+ * handshake) is due within --connect-timeout of its start; a request's
+ * reply within --timeout of its sending, plus what the command may block
+ * on the server (BLPOP, WAIT).
  */
 
 #include <hiredis/hiredis.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,51 +39,66 @@
 /* How often one request may be redirected (MOVED/ASK) before giving up. */
 #define MAX_REDIRECTS	5
 
+enum state {
+	IDLE,		/* no connection */
+	RESOLVING,	/* asking the sentinels where the master is */
+	CONNECTING,	/* the transport: TCP, TLS */
+	READY,		/* connected; the handshake goes with the next request */
+};
+
+/* The replies due on the connection, in the order they will come. */
+enum due {
+	DUE_AUTH,
+	DUE_SELECT,
+	DUE_INFO,	/* the server's run_id, to tell servers apart */
+	DUE_ROLE,	/* a sentinel's master must say it is one */
+	DUE_ASKING,
+	DUE_BLPOP,	/* the wait before a script */
+	DUE_MAIN,	/* the request's own */
+};
+#define MAX_DUE		8
+
 struct redis {
 	const struct url	*orig;	/* as configured */
 	const struct url	*url;	/* where we are: orig or &target */
 	struct url		 target; /* a sentinel's master, a MOVED node */
 	const struct redis_opts	*opts;
+	enum state		 state;
 	struct transport	*t;
 	redisReader		*reader;
-	int			 broken;
+	int			 handshaken;	/* this transport's is sent */
+	int			 check_role;	/* the master came from sentinels */
+	char			 run_id[41];
+	int			 connect_failed; /* the last failure was that */
 
-	/* The request in flight, formatted, to send again if redirected. */
+	/* Bytes to write, and the replies due. */
+	char			*out;
+	size_t			 outlen, outoff;
+	enum due		 due[MAX_DUE];
+	int			 ndue;
+
+	/* The request in flight. */
+	const struct redis_req	*req;
 	int			 pending;
-	int			 waiting;	/* a BLPOP's reply comes first */
-	int			 hs[3];	/* handshake replies due: HS_* */
-	char			 run_id[41]; /* the server's, once identified */
-	char			*pre;		/* sent with it, once: the BLPOP */
-	size_t			 prelen;
-	char			*req;
-	size_t			 reqlen;
-	int64_t			 deadline;
-	int64_t			 budget;	/* for "no reply within" */
-	struct script		*script;	/* EVALSHA to retry as EVAL */
-	int			 nkeys, nargs;
-	const char		**keys, **args;
+	int			 ask;		/* ASKING before it, once */
+	int			 waited;	/* its BLPOP is done (redirected) */
+	int			 holding;	/* until AUTH and SELECT answer */
+	int			 hops;		/* redirections so far */
+	struct redis_reply	*reply;		/* once done */
+	int64_t			 connect_deadline;
+	int64_t			 deadline;	/* the request's reply */
+
+	/* Sentinel lookup: the sentinel being asked, on a connection of its own. */
+	struct redis		*sub;
+	int			 sentinel;	/* its index */
+	struct url		 sub_url;
+	struct redis_opts	 sub_opts;
+	struct redis_req	 sub_req;
+	const char		*sub_argv[3];
+	struct err		 sub_err;	/* why the last one failed */
 };
 
-/* The handshake's commands, in the order they are sent. */
-enum { HS_AUTH, HS_SELECT, HS_INFO };
-
-static int	attach(struct redis *, const struct url *, int64_t,
-		    struct err *);
-static int	handshake_recv(struct redis *, const struct url *, int64_t,
-		    struct err *);
-static void	connect_error(const struct url *, struct err *);
-
-static int
-handshaking(const struct redis *r)
-{
-	return r->hs[HS_AUTH] || r->hs[HS_SELECT] || r->hs[HS_INFO];
-}
-
-const char *
-redis_run_id(const struct redis *r)
-{
-	return r->run_id;
-}
+static int	step(struct redis *, struct err *);
 
 static struct redis_reply *
 convert(const redisReply *r)
@@ -146,203 +170,6 @@ redis_parse(const char *buf, size_t len)
 	return rr;
 }
 
-const char *
-redis_display(const struct redis *r)
-{
-	return r->url->display;
-}
-
-int
-redis_broken(const struct redis *r)
-{
-	/*
-	 * Replies due (a request, a handshake) are not a closed connection,
-	 * nor is a connect under way.
-	 */
-	return r->broken || (!r->pending && !handshaking(r) &&
-	    !r->t->connecting && !transport_idle_ok(r->t));
-}
-
-void
-redis_abandon(struct redis *r)
-{
-	r->broken = 1;
-	r->pending = 0;
-}
-
-int
-redis_fd(const struct redis *r)
-{
-	return r->t != NULL ? r->t->fd : -1;
-}
-
-int64_t
-redis_deadline(const struct redis *r)
-{
-	return r->deadline;
-}
-
-static int
-fail(struct redis *r, struct err *e)
-{
-	r->broken = 1;
-	r->pending = 0;
-	r->waiting = 0;
-	if (e->kind != ERR_INTERRUPTED)
-		err_prefix(e, "%s", r->url->display);
-	return -1;
-}
-
-/* ------------------------------------------------------ sending, reading */
-
-/* Format argv as the request in flight (kept for a redirect) and send it. */
-static int
-send_argv(struct redis *r, int argc, const char **argv, const size_t *argvlen,
-    struct err *e)
-{
-	char	*cmd;
-	int	 len;
-
-	len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
-	if (len < 0) {
-		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
-		return -1;
-	}
-	free(r->req);
-	r->req = cmd;
-	r->reqlen = (size_t)len;
-	if (r->pre == NULL)
-		return transport_write(r->t, r->req, r->reqlen, r->deadline, e);
-	/* One write, so that the server finds both in one read. */
-	cmd = xmalloc(r->prelen + r->reqlen);
-	memcpy(cmd, r->pre, r->prelen);
-	memcpy(cmd + r->prelen, r->req, r->reqlen);
-	free(r->pre);
-	r->pre = NULL;
-	len = transport_write(r->t, cmd, r->prelen + r->reqlen, r->deadline, e);
-	free(cmd);
-	return len;
-}
-
-static int
-read_reply(struct redis *r, struct redis_reply **out, struct err *e)
-{
-	redisReply	*reply = NULL;
-	char		 buf[16384], d[32];
-	ssize_t		 n;
-
-	for (;;) {
-		if (redisReaderGetReply(r->reader, (void **)&reply) != REDIS_OK) {
-			err_set(e, ERR_UNAVAILABLE, "protocol error: %s",
-			    r->reader->errstr);
-			return -1;
-		}
-		if (reply != NULL)
-			break;
-		n = transport_read(r->t, buf, sizeof buf, r->deadline, e);
-		if (n == 0) {
-			err_set(e, ERR_UNAVAILABLE,
-			    "connection closed by the server");
-			return -1;
-		}
-		if (n < 0) {
-			if (e->kind == ERR_UNAVAILABLE &&
-			    strcmp(e->msg, "timed out") == 0)
-				err_set(e, ERR_UNAVAILABLE,
-				    "no reply within %s (--timeout)",
-				    duration_format(r->budget, d, sizeof d));
-			return -1;
-		}
-		redisReaderFeed(r->reader, buf, n);
-	}
-	*out = convert(reply);
-	freeReplyObject(reply);
-	return 0;
-}
-
-/*
- * One command outside the request-in-flight bookkeeping (handshakes,
- * ASKING), bounded by deadline.  An error reply is returned as a reply.
- */
-static struct redis_reply *
-roundtrip(struct redis *r, int64_t deadline, struct err *e, ...)
-{
-	struct redis_reply	*rr;
-	const char		*argv[8];
-	char			*cmd;
-	int64_t			 saved = r->deadline;
-	int			 argc = 0, len, rc;
-	va_list			 ap;
-
-	va_start(ap, e);
-	while (argc < 8 && (argv[argc] = va_arg(ap, const char *)) != NULL)
-		argc++;
-	va_end(ap);
-	if ((len = redisFormatCommandArgv(&cmd, argc, argv, NULL)) < 0) {
-		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
-		return NULL;
-	}
-	rc = transport_write(r->t, cmd, len, deadline, e);
-	free(cmd);
-	if (rc == -1)
-		return NULL;
-	r->deadline = deadline;
-	rc = read_reply(r, &rr, e);
-	r->deadline = saved;
-	return rc == -1 ? NULL : rr;
-}
-
-int
-redis_send(struct redis *r, int argc, const char **argv, const size_t *argvlen,
-    int64_t extra_ms, struct err *e)
-{
-	if (r->broken) {
-		err_set(e, ERR_UNAVAILABLE, "%s: connection lost",
-		    r->url->display);
-		return -1;
-	}
-	if (r->pending) {
-		err_set(e, ERR_SOFTWARE, "request already in flight");
-		return -1;
-	}
-	r->budget = r->opts->timeout_ms;
-	r->deadline = now_mono_ms() + r->budget + extra_ms;
-	r->script = NULL;
-	if (send_argv(r, argc, argv, argvlen, e) == -1)
-		return fail(r, e);
-	r->pending = 1;
-	return 0;
-}
-
-static int
-send_eval(struct redis *r, int use_sha, struct err *e)
-{
-	const char	**argv;
-	char		  nk[16];
-	int		  argc = 3 + r->nkeys + r->nargs, i, rc;
-
-	argv = xcalloc(argc, sizeof *argv);
-	argv[0] = use_sha ? "EVALSHA" : "EVAL";
-	argv[1] = use_sha ? r->script->sha : r->script->body;
-	snprintf(nk, sizeof nk, "%d", r->nkeys);
-	argv[2] = nk;
-	for (i = 0; i < r->nkeys; i++)
-		argv[3 + i] = r->keys[i];
-	for (i = 0; i < r->nargs; i++)
-		argv[3 + r->nkeys + i] = r->args[i];
-	rc = send_argv(r, argc, argv, NULL, e);
-	free(argv);
-	return rc;
-}
-
-int
-redis_send_script(struct redis *r, struct script *s, int nkeys,
-    const char **keys, int nargs, const char **args, struct err *e)
-{
-	return redis_send_wait_script(r, NULL, 0, s, nkeys, keys, nargs, args,
-	    e);
-}
-
 void
 redis_timeout_arg(char *buf, size_t len, int64_t ms)
 {
@@ -350,299 +177,6 @@ redis_timeout_arg(char *buf, size_t len, int64_t ms)
 		ms = 1;		/* a timeout of 0 blocks forever */
 	snprintf(buf, len, "%lld.%03lld", (long long)(ms / 1000),
 	    (long long)(ms % 1000));
-}
-
-int
-redis_send_wait_script(struct redis *r, const char *wait_key,
-    int64_t wait_ms, struct script *s, int nkeys, const char **keys,
-    int nargs, const char **args, struct err *e)
-{
-	const char	*argv[3];
-	char		 secs[32], *cmd;
-	int		 len;
-
-	if (r->broken) {
-		err_set(e, ERR_UNAVAILABLE, "%s: connection lost",
-		    r->url->display);
-		return -1;
-	}
-	if (r->pending) {
-		err_set(e, ERR_SOFTWARE, "request already in flight");
-		return -1;
-	}
-	r->budget = r->opts->timeout_ms;
-	r->deadline = now_mono_ms() + r->budget;
-	r->script = s;
-	r->nkeys = nkeys;
-	r->keys = keys;
-	r->nargs = nargs;
-	r->args = args;
-	if (wait_key != NULL) {
-		redis_timeout_arg(secs, sizeof secs, wait_ms);
-		argv[0] = "BLPOP";
-		argv[1] = wait_key;
-		argv[2] = secs;
-		if ((len = redisFormatCommandArgv(&cmd, 3, argv, NULL)) < 0) {
-			err_set(e, ERR_SOFTWARE,
-			    "cannot format a Redis command");
-			return -1;
-		}
-		r->pre = cmd;
-		r->prelen = (size_t)len;
-		r->deadline += wait_ms < 1 ? 1 : wait_ms;
-		r->waiting = 1;
-	}
-	if (send_eval(r, 1, e) == -1) {
-		free(r->pre);
-		r->pre = NULL;
-		return fail(r, e);
-	}
-	r->pending = 1;
-	return 0;
-}
-
-/*
- * "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381": move to that
- * node (same credentials and TLS) and send the request there again; an
- * ASK redirection is for this one request and wants ASKING first.
- * 0 when resent, -1 on failure.
- */
-static int
-redirect(struct redis *r, const char *text, struct err *e)
-{
-	struct redis_reply	*rr;
-	struct transport	*old = r->t;
-	struct url		 to;
-	const char		*addr, *colon;
-	char			*host;
-	int			 ask = strncmp(text, "ASK ", 4) == 0, rc;
-
-	/* Past the word and the slot number. */
-	if ((addr = strchr(text, ' ')) == NULL ||
-	    (addr = strchr(addr + 1, ' ')) == NULL ||
-	    (colon = strrchr(++addr, ':')) == NULL || colon == addr) {
-		err_set(e, ERR_UNAVAILABLE, "bad redirection: %s", text);
-		return -1;
-	}
-	host = xstrndup(addr, (size_t)(colon - addr));
-	url_retarget(&to, r->orig->scheme == URL_SENTINEL ? r->url : r->orig,
-	    host, atoi(colon + 1));
-	free(host);
-	/* Cluster has only db 0: a SELECT there would fail. */
-	to.db = -1;
-	r->t = NULL;
-	rc = attach(r, &to, r->deadline, e);
-	if (rc == -1) {
-		r->t = old;
-		url_free(&to);
-		return -1;
-	}
-	transport_close(old);
-	url_free(&r->target);
-	r->target = to;
-	r->url = &r->target;
-	if (ask) {
-		if ((rr = roundtrip(r, r->deadline, e, "ASKING", NULL)) == NULL)
-			return -1;
-		redis_reply_free(rr);
-	}
-	return transport_write(r->t, r->req, r->reqlen, r->deadline, e);
-}
-
-int
-redis_recv(struct redis *r, struct redis_reply **out, struct err *e)
-{
-	struct redis_reply	*rr;
-	int			 hops = 0;
-
-	*out = NULL;
-	if (!r->pending) {
-		err_set(e, ERR_SOFTWARE, "no request in flight");
-		return -1;
-	}
-	/* A connection made in steps: its AUTH and SELECT replies first. */
-	if (handshaking(r) &&
-	    handshake_recv(r, r->url, r->deadline, e) == -1) {
-		r->broken = 1;
-		r->pending = r->waiting = 0;
-		if (strncmp(e->msg, r->url->display,
-		    strlen(r->url->display)) != 0)
-			connect_error(r->url, e);
-		return -1;
-	}
-	if (r->waiting) {
-		/*
-		 * Popped or timed out, the script ran right after it: its
-		 * reply is the one that counts, a round trip from now.
-		 */
-		if (read_reply(r, &rr, e) == -1)
-			return fail(r, e);
-		redis_reply_free(rr);
-		r->waiting = 0;
-		r->deadline = now_mono_ms() + r->budget;
-	}
-	for (;;) {
-		if (read_reply(r, &rr, e) == -1)
-			return fail(r, e);
-		if (rr->type != REDIS_T_ERROR)
-			break;
-		/*
-		 * The script cache is empty after a restart, a failover or
-		 * SCRIPT FLUSH: send the body once, which also loads it.
-		 */
-		if (r->script != NULL && strncmp(rr->str, "NOSCRIPT", 8) == 0) {
-			redis_reply_free(rr);
-			/*
-			 * A new request, with a round trip of its own: the
-			 * quorum may have spent the first one waiting on a
-			 * frozen server before it read this reply.
-			 */
-			r->deadline = now_mono_ms() + r->budget;
-			if (send_eval(r, 0, e) == -1)
-				return fail(r, e);
-			continue;
-		}
-		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
-		    strncmp(rr->str, "ASK ", 4) == 0) &&
-		    hops++ < MAX_REDIRECTS) {
-			r->deadline = now_mono_ms() + r->budget;
-			if (redirect(r, rr->str, e) == -1) {
-				redis_reply_free(rr);
-				return fail(r, e);
-			}
-			redis_reply_free(rr);
-			continue;
-		}
-		break;
-	}
-	r->pending = 0;
-	*out = rr;
-	return 0;
-}
-
-/*
- * An error reply as a message: "URL: TEXT".  Servers do not echo the
- * password back, but a message is only ever printed, so make sure.
- */
-void
-redis_reply_error(struct redis *r, const struct redis_reply *rr, const char *what,
-    struct err *e)
-{
-	const char	*pw = r->url->password ? r->url->password :
-			    r->opts->password;
-	char		 text[256], *p;
-	size_t		 n;
-
-	snprintf(text, sizeof text, "%s", rr->str);
-	if (pw != NULL && (n = strlen(pw)) > 0)
-		while ((p = strstr(text, pw)) != NULL) {
-			memmove(p + 3, p + n, strlen(p + n) + 1);
-			memcpy(p, "***", 3);
-		}
-	err_set(e, ERR_UNAVAILABLE, "%s: %s%s", r->url->display, what, text);
-	if (strncmp(text, "NOAUTH", 6) == 0)
-		err_set(e, ERR_UNAVAILABLE, "%s: %s%s (give the password with "
-		    "--password-file, RLOCK_PASSWORD or the URL)",
-		    r->url->display, what, text);
-}
-
-struct redis_reply *
-redis_command(struct redis *r, struct err *e, int argc, const char **argv,
-    const size_t *argvlen)
-{
-	struct redis_reply	*rr;
-
-	if (redis_send(r, argc, argv, argvlen, 0, e) == -1 ||
-	    redis_recv(r, &rr, e) == -1)
-		return NULL;
-	if (rr->type == REDIS_T_ERROR) {
-		redis_reply_error(r, rr, "", e);
-		redis_reply_free(rr);
-		return NULL;
-	}
-	return rr;
-}
-
-struct redis_reply *
-redis_commandv(struct redis *r, struct err *e, ...)
-{
-	const char	*argv[16];
-	int		 argc = 0;
-	va_list		 ap;
-
-	va_start(ap, e);
-	while (argc < 16 && (argv[argc] = va_arg(ap, const char *)) != NULL)
-		argc++;
-	va_end(ap);
-	return redis_command(r, e, argc, argv, NULL);
-}
-
-/* ------------------------------------------------------------ connecting */
-
-/*
- * AUTH, SELECT and, to tell servers apart in a quorum, INFO server, on r's
- * fresh transport, sent in one write (a password error then fails the
- * others too, but their replies are never read).
- */
-static int
-handshake_send(struct redis *r, const struct url *u, int64_t deadline,
-    struct err *e)
-{
-	const char	*password = u->password ? u->password :
-			    r->opts->password;
-	const char	*argv[3];
-	char		*cmd[3] = { NULL, NULL, NULL }, *buf, db[16];
-	int		 len[3] = { 0, 0, 0 }, argc = 0, i, rc = 0;
-	size_t		 total = 0;
-
-	r->hs[HS_AUTH] = password != NULL;
-	r->hs[HS_SELECT] = u->db > 0;
-	r->hs[HS_INFO] = r->opts->identify;
-	if (r->hs[HS_AUTH]) {
-		argv[argc++] = "AUTH";
-		if (u->user != NULL)
-			argv[argc++] = u->user;
-		argv[argc++] = password;
-		len[HS_AUTH] = redisFormatCommandArgv(&cmd[HS_AUTH], argc,
-		    argv, NULL);
-	}
-	if (r->hs[HS_SELECT]) {
-		snprintf(db, sizeof db, "%d", u->db);
-		argv[0] = "SELECT";
-		argv[1] = db;
-		len[HS_SELECT] = redisFormatCommandArgv(&cmd[HS_SELECT], 2,
-		    argv, NULL);
-	}
-	if (r->hs[HS_INFO]) {
-		argv[0] = "INFO";
-		argv[1] = "server";
-		len[HS_INFO] = redisFormatCommandArgv(&cmd[HS_INFO], 2, argv,
-		    NULL);
-	}
-	for (i = 0; i < 3; i++) {
-		if (len[i] < 0)
-			rc = -1;
-		else
-			total += (size_t)len[i];
-	}
-	if (rc == 0 && total > 0) {
-		buf = xmalloc(total);
-		for (total = 0, i = 0; i < 3; i++) {
-			if (len[i] > 0)
-				memcpy(buf + total, cmd[i], len[i]);
-			total += (size_t)len[i];
-		}
-		rc = transport_write(r->t, buf, total, deadline, e);
-		/* The password was in there: leave it in no freed memory. */
-		explicit_bzero(buf, total);
-		free(buf);
-	} else if (rc == -1)
-		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
-	if (cmd[HS_AUTH] != NULL)
-		explicit_bzero(cmd[HS_AUTH], len[HS_AUTH]);
-	for (i = 0; i < 3; i++)
-		free(cmd[i]);
-	return rc;
 }
 
 /* The run_id line of an INFO reply, into r->run_id ("" if none). */
@@ -664,52 +198,282 @@ note_run_id(struct redis *r, const struct redis_reply *rr)
 	r->run_id[n] = '\0';
 }
 
-/* Read what handshake_send asked. */
-static int
-handshake_recv(struct redis *r, const struct url *u, int64_t deadline,
-    struct err *e)
+const char *
+redis_display(const struct redis *r)
 {
-	static const char *const what[3] = {
-		[HS_AUTH] = "authentication failed: ",
-		[HS_SELECT] = "SELECT failed: ",
-		[HS_INFO] = "INFO failed (a quorum needs it to tell servers "
-		    "apart): ",
-	};
-	struct redis_reply	*rr;
-	const struct url	*was = r->url;
-	int64_t			 saved = r->deadline;
-	int			 i, rc = 0;
+	return r->url->display;
+}
 
-	r->url = u;	/* for redis_reply_error's message */
-	r->deadline = deadline;
-	for (i = 0; i < 3 && rc == 0; i++) {
-		if (!r->hs[i])
-			continue;
-		if (read_reply(r, &rr, e) == -1) {
-			rc = -1;
-			break;
-		}
-		if (rr->type == REDIS_T_ERROR) {
-			redis_reply_error(r, rr, what[i], e);
-			rc = -1;
-		} else if (i == HS_INFO)
-			note_run_id(r, rr);
-		redis_reply_free(rr);
+const char *
+redis_run_id(const struct redis *r)
+{
+	return r->run_id;
+}
+
+int
+redis_connect_failed(const struct redis *r)
+{
+	return r->connect_failed;
+}
+
+struct redis *
+redis_new(const struct url *u, const struct redis_opts *opts)
+{
+	struct redis	*r = xcalloc(1, sizeof *r);
+
+	r->orig = r->url = u;
+	r->opts = opts;
+	return r;
+}
+
+/* ------------------------------------------------------------ failing */
+
+/* Close the connection; the next request connects again. */
+static void
+disconnect(struct redis *r)
+{
+	transport_close(r->t);
+	r->t = NULL;
+	redis_free(r->sub);
+	r->sub = NULL;
+	url_free(&r->sub_url);
+	free(r->out);
+	r->out = NULL;
+	r->outlen = r->outoff = 0;
+	r->ndue = 0;
+	r->state = IDLE;
+	r->handshaken = 0;
+}
+
+void
+redis_abandon(struct redis *r)
+{
+	disconnect(r);
+	r->pending = 0;
+}
+
+/*
+ * Fail the request: e names the server ("cannot connect to URL: why" for
+ * a connect, "URL: why" after), except for an interruption or a bad
+ * setting of the user's (a certificate file), which stand alone.
+ */
+static int
+fail(struct redis *r, struct err *e, int connecting)
+{
+	if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE) {
+		if (connecting)
+			err_prefix(e, "cannot connect to %s", r->url->display);
+		else
+			err_prefix(e, "%s", r->url->display);
 	}
-	r->hs[HS_AUTH] = r->hs[HS_SELECT] = r->hs[HS_INFO] = 0;
-	r->deadline = saved;
-	r->url = was;
+	r->connect_failed = connecting;
+	redis_abandon(r);
+	return -1;
+}
+
+/*
+ * An error reply as a message: "URL: WHAT TEXT".  Servers do not echo the
+ * password back, but a message is only ever printed, so make sure.
+ */
+void
+redis_reply_error(struct redis *r, const struct redis_reply *rr,
+    const char *what, struct err *e)
+{
+	const char	*pw = r->url->password ? r->url->password :
+			    r->opts->password;
+	enum err_kind	 kind = ERR_REPLY;
+	char		 text[256], *p;
+	size_t		 n;
+
+	snprintf(text, sizeof text, "%s", rr->str != NULL ? rr->str : "");
+	if (pw != NULL && (n = strlen(pw)) > 0)
+		while ((p = strstr(text, pw)) != NULL) {
+			memmove(p + 3, p + n, strlen(p + n) + 1);
+			memcpy(p, "***", 3);
+		}
+	if (strncmp(text, "NOAUTH", 6) == 0 ||
+	    strncmp(text, "WRONGPASS", 9) == 0 ||
+	    strncmp(what, "authentication", 14) == 0)
+		kind = ERR_AUTH;
+	err_set(e, kind, "%s: %s%s%s", r->url->display, what, text,
+	    strncmp(text, "NOAUTH", 6) == 0 ? " (give the password with "
+	    "--password-file, RLOCK_PASSWORD or the URL)" : "");
+}
+
+/* ------------------------------------------------------------ sending */
+
+/* Queue argv to be written, its reply due as d. */
+static int
+queue(struct redis *r, enum due d, int argc, const char **argv,
+    const size_t *argvlen, struct err *e)
+{
+	char	*cmd;
+	int	 len;
+
+	if ((len = redisFormatCommandArgv(&cmd, argc, argv, argvlen)) < 0) {
+		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
+		return -1;
+	}
+	r->out = xrealloc(r->out, r->outlen + (size_t)len);
+	memcpy(r->out + r->outlen, cmd, (size_t)len);
+	r->outlen += (size_t)len;
+	if (d == DUE_AUTH)	/* leave the password in no freed memory */
+		explicit_bzero(cmd, (size_t)len);
+	free(cmd);
+	r->due[r->ndue++] = d;
+	return 0;
+}
+
+/* EVALSHA (or, after NOSCRIPT, EVAL) of the request's script. */
+static int
+queue_script(struct redis *r, int use_sha, struct err *e)
+{
+	const struct redis_req	 *q = r->req;
+	const char		**argv;
+	char			  nk[16];
+	int			  argc = 3 + q->nkeys + q->nargs, i, rc;
+
+	argv = xcalloc(argc, sizeof *argv);
+	argv[0] = use_sha ? "EVALSHA" : "EVAL";
+	argv[1] = use_sha ? q->script->sha : q->script->body;
+	snprintf(nk, sizeof nk, "%d", q->nkeys);
+	argv[2] = nk;
+	for (i = 0; i < q->nkeys; i++)
+		argv[3 + i] = q->keys[i];
+	for (i = 0; i < q->nargs; i++)
+		argv[3 + q->nkeys + i] = q->args[i];
+	rc = queue(r, DUE_MAIN, argc, argv, NULL, e);
+	free(argv);
 	return rc;
 }
 
-/* A failed connect's message names the server. */
-static void
-connect_error(const struct url *u, struct err *e)
+/*
+ * AUTH (with the URL's user, if any), SELECT the URL's db, INFO server to
+ * tell servers apart in a quorum, and ROLE for a master the sentinels
+ * named: the first request on a new connection goes behind them.
+ */
+static int
+queue_handshake(struct redis *r, struct err *e)
 {
-	/* A bad certificate file is the user's to fix, not the net's. */
-	if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE)
-		err_prefix(e, "cannot connect to %s", u->display);
+	const char	*password = r->url->password ? r->url->password :
+			    r->opts->password;
+	const char	*argv[3];
+	char		 db[16];
+	int		 argc = 0, rc = 0;
+
+	if (password != NULL) {
+		argv[argc++] = "AUTH";
+		if (r->url->user != NULL)
+			argv[argc++] = r->url->user;
+		argv[argc++] = password;
+		rc |= queue(r, DUE_AUTH, argc, argv, NULL, e);
+	}
+	if (r->url->db > 0) {
+		snprintf(db, sizeof db, "%d", r->url->db);
+		argv[0] = "SELECT";
+		argv[1] = db;
+		rc |= queue(r, DUE_SELECT, 2, argv, NULL, e);
+	}
+	if (r->opts->identify) {
+		argv[0] = "INFO";
+		argv[1] = "server";
+		rc |= queue(r, DUE_INFO, 2, argv, NULL, e);
+	}
+	if (r->check_role) {
+		argv[0] = "ROLE";
+		rc |= queue(r, DUE_ROLE, 1, argv, NULL, e);
+	}
+	r->handshaken = 1;
+	return rc;
 }
+
+/* Whether an AUTH or SELECT reply is still due. */
+static int
+authenticating(const struct redis *r)
+{
+	int	i;
+
+	for (i = 0; i < r->ndue; i++)
+		if (r->due[i] == DUE_AUTH || r->due[i] == DUE_SELECT)
+			return 1;
+	return 0;
+}
+
+/* The request itself: ASKING, the BLPOP, the command or script. */
+static int
+queue_body(struct redis *r, struct err *e)
+{
+	const struct redis_req	*q = r->req;
+	const char		*argv[3];
+	char			 secs[32];
+
+	r->holding = 0;
+	if (r->ask) {
+		argv[0] = "ASKING";
+		if (queue(r, DUE_ASKING, 1, argv, NULL, e) == -1)
+			return -1;
+		r->ask = 0;
+	}
+	r->deadline = now_mono_ms() + r->opts->timeout_ms + q->extra_ms;
+	if (q->wait_key != NULL && !r->waited) {
+		redis_timeout_arg(secs, sizeof secs, q->wait_ms);
+		argv[0] = "BLPOP";
+		argv[1] = q->wait_key;
+		argv[2] = secs;
+		if (queue(r, DUE_BLPOP, 3, argv, NULL, e) == -1)
+			return -1;
+		r->deadline += q->wait_ms < 1 ? 1 : q->wait_ms;
+	}
+	if (q->script != NULL)
+		return queue_script(r, 1, e);
+	return queue(r, DUE_MAIN, q->argc, q->argv, q->argvlen, e);
+}
+
+/*
+ * The request, behind what a new connection needs.  It waits for the
+ * replies to AUTH and SELECT: sent behind a failed AUTH, it would run as
+ * the default user, and behind a failed SELECT, in db 0.  INFO and ROLE
+ * need no such wait.
+ */
+static int
+queue_request(struct redis *r, struct err *e)
+{
+	if (!r->handshaken && queue_handshake(r, e) == -1)
+		return -1;
+	if (authenticating(r)) {
+		/* Until they answer, the connect's bound is the one. */
+		r->holding = 1;
+		r->deadline = r->connect_deadline;
+		return 0;
+	}
+	return queue_body(r, e);
+}
+
+/* Write what is queued, as far as the socket takes it now. */
+static int
+flush(struct redis *r, struct err *e)
+{
+	ssize_t	n;
+
+	while (r->outoff < r->outlen) {
+		n = transport_write(r->t, r->out + r->outoff,
+		    r->outlen - r->outoff, e);
+		if (n == -1)
+			return -1;
+		if (n == 0)
+			return 0;
+		r->outoff += (size_t)n;
+	}
+	/* Wipe it: AUTH's password may be in there. */
+	if (r->out != NULL)
+		explicit_bzero(r->out, r->outlen);
+	free(r->out);
+	r->out = NULL;
+	r->outlen = r->outoff = 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------ connecting */
 
 static int
 new_reader(struct redis *r, struct err *e)
@@ -723,225 +487,514 @@ new_reader(struct redis *r, struct err *e)
 	return 0;
 }
 
-/* Connect r to u and authenticate, within deadline; r->t is replaced. */
+/* Open the transport to r->url. */
 static int
-attach(struct redis *r, const struct url *u, int64_t deadline, struct err *e)
+open_transport(struct redis *r, struct err *e)
 {
-	if (new_reader(r, e) == -1)
+	if (new_reader(r, e) == -1 ||
+	    (r->t = transport_open(r->url, r->opts->tls, e)) == NULL)
 		return -1;
-	if ((r->t = transport_connect(u, r->opts->tls, deadline, e)) == NULL) {
-		connect_error(u, e);
+	r->handshaken = 0;
+	r->state = CONNECTING;
+	return 0;
+}
+
+/* Ask sentinel r->sentinel where the master is, on a connection of its own. */
+static int
+ask_sentinel(struct redis *r, struct err *e)
+{
+	const struct url	*u = r->orig;
+	int64_t			 left = r->connect_deadline - now_mono_ms();
+
+	url_free(&r->sub_url);
+	url_retarget(&r->sub_url, u, u->sentinels[r->sentinel].host,
+	    u->sentinels[r->sentinel].port);
+	r->sub_url.scheme = URL_TCP;
+	free(r->sub_url.password);
+	r->sub_url.password = NULL;
+	r->sub_url.db = -1;
+	/* Sentinels get no password unless they ask; the master is the one identified. */
+	r->sub_opts = *r->opts;
+	r->sub_opts.password = NULL;
+	r->sub_opts.tls = NULL;
+	r->sub_opts.identify = 0;
+	if (left < 1)
+		left = 1;
+	r->sub_opts.connect_timeout_ms = left;
+	if (r->sub_opts.timeout_ms > left)
+		r->sub_opts.timeout_ms = left;
+	r->sub_argv[0] = "SENTINEL";
+	r->sub_argv[1] = "GET-MASTER-ADDR-BY-NAME";
+	r->sub_argv[2] = u->master;
+	memset(&r->sub_req, 0, sizeof r->sub_req);
+	r->sub_req.argc = 3;
+	r->sub_req.argv = r->sub_argv;
+	r->sub = redis_new(&r->sub_url, &r->sub_opts);
+	return redis_start(r->sub, &r->sub_req, e);
+}
+
+/* The sentinel's answer: 1 the master is known, 0 ask again, -1 this one failed. */
+static int
+sentinel_answer(struct redis *r, struct redis_reply *rr, struct err *e)
+{
+	const struct url	*u = r->orig;
+	const char		*pw = u->password ? u->password :
+				    r->opts->password;
+	struct url		 master;
+
+	if (rr->type == REDIS_T_ERROR && strncmp(rr->str, "NOAUTH", 6) == 0 &&
+	    pw != NULL && r->sub_opts.password == NULL) {
+		/* It wants a password after all: AUTH, and ask again. */
+		r->sub_opts.password = pw;
+		r->sub->handshaken = 0;
+		return redis_start(r->sub, &r->sub_req, e) == -1 ? -1 : 0;
+	}
+	if (rr->type == REDIS_T_ARRAY && rr->elements == 2 &&
+	    rr->element[0]->type == REDIS_T_STRING) {
+		url_retarget(&master, u, rr->element[0]->str,
+		    atoi(rr->element[1]->str ? rr->element[1]->str : "0"));
+		url_free(&r->target);
+		r->target = master;
+		r->url = &r->target;
+		return 1;
+	}
+	err_set(e, ERR_REPLY, "sentinel %s does not know master '%s'%s%s",
+	    r->sub_url.display, u->master,
+	    rr->type == REDIS_T_ERROR ? ": " : "",
+	    rr->type == REDIS_T_ERROR ? rr->str : "");
+	return -1;
+}
+
+/*
+ * One step of the Sentinel lookup: the sentinels are asked in order, each
+ * within what is left of the connect time.  1 with the transport to the
+ * master under way, 0 pending, -1 (e filled) when none could say.
+ */
+static int
+step_sentinel(struct redis *r, struct err *e)
+{
+	struct redis_reply	*rr;
+	int			 rc;
+
+	for (;;) {
+		if (r->sub == NULL && ask_sentinel(r, &r->sub_err) == -1)
+			rc = -1;
+		else if ((rc = redis_step(r->sub, &r->sub_err)) == 0)
+			return 0;
+		if (rc == 1) {
+			rr = redis_take(r->sub);
+			rc = sentinel_answer(r, rr, &r->sub_err);
+			redis_reply_free(rr);
+			if (rc == 0)
+				continue;
+		}
+		redis_free(r->sub);
+		r->sub = NULL;
+		if (rc == 1) {
+			url_free(&r->sub_url);
+			r->check_role = 1;
+			return open_transport(r, e) == -1 ? -1 : 1;
+		}
+		if (r->sub_err.kind == ERR_INTERRUPTED ||
+		    ++r->sentinel >= r->orig->nsentinels) {
+			*e = r->sub_err;
+			return -1;
+		}
+	}
+}
+
+/* Start connecting to where the URL says (asking the sentinels first). */
+static int
+begin_connect(struct redis *r, struct err *e)
+{
+	r->connect_deadline = now_mono_ms() + r->opts->connect_timeout_ms;
+	r->check_role = 0;
+	r->url = r->orig;	/* not a node a redirection named */
+	if (r->orig->scheme == URL_SENTINEL) {
+		r->sentinel = 0;
+		err_clear(&r->sub_err);
+		r->state = RESOLVING;
+		return 0;
+	}
+	return open_transport(r, e);
+}
+
+int
+redis_prepare(struct redis *r, struct err *e)
+{
+	if (r->state == READY && !r->pending && !transport_idle_ok(r->t))
+		disconnect(r);
+	if (r->state != IDLE)
+		return 0;
+	if (begin_connect(r, e) == -1)
+		return fail(r, e, 1);
+	return 0;
+}
+
+/* ------------------------------------------------------------ replies */
+
+/* The next whole reply, if one has come: 1, 0 none yet, -1 failed. */
+static int
+next_reply(struct redis *r, struct redis_reply **out, struct err *e)
+{
+	redisReply	*reply = NULL;
+	char		 buf[16384];
+	ssize_t		 n;
+
+	for (;;) {
+		if (redisReaderGetReply(r->reader, (void **)&reply) != REDIS_OK) {
+			err_set(e, ERR_PROTOCOL, "protocol error: %s",
+			    r->reader->errstr);
+			return -1;
+		}
+		if (reply != NULL)
+			break;
+		if ((n = transport_read(r->t, buf, sizeof buf, e)) <= 0)
+			return (int)n;
+		redisReaderFeed(r->reader, buf, (size_t)n);
+	}
+	*out = convert(reply);
+	freeReplyObject(reply);
+	return 1;
+}
+
+/* A handshake reply: 0 fine, -1 the connection is no good (e filled). */
+static int
+handshake_reply(struct redis *r, enum due d, struct redis_reply *rr,
+    struct err *e)
+{
+	static const char *const what[] = {
+		[DUE_AUTH] = "authentication failed: ",
+		[DUE_SELECT] = "SELECT failed: ",
+		[DUE_INFO] = "INFO failed (a quorum needs it to tell servers "
+		    "apart): ",
+		[DUE_ROLE] = "ROLE failed: ",
+	};
+
+	if (rr->type == REDIS_T_ERROR && d != DUE_ASKING) {
+		redis_reply_error(r, rr, what[d], e);
 		return -1;
 	}
-	if (handshake_send(r, u, deadline, e) == -1 ||
-	    handshake_recv(r, u, deadline, e) == -1) {
-		transport_close(r->t);
-		r->t = NULL;
+	if (d == DUE_INFO)
+		note_run_id(r, rr);
+	if (d == DUE_ROLE && !(rr->type == REDIS_T_ARRAY && rr->elements > 0 &&
+	    rr->element[0]->type == REDIS_T_STRING &&
+	    strcmp(rr->element[0]->str, "master") == 0)) {
+		err_set(e, ERR_REPLY, "%s: the sentinels name %s as master "
+		    "'%s', but it is not a master (a failover may be under "
+		    "way; try again)", r->orig->display, r->url->display,
+		    r->orig->master);
 		return -1;
 	}
 	return 0;
 }
 
 /*
- * Ask the sentinels, in order, where the master is, and check that it
- * says it is one (during a failover a sentinel can name a node that is
- * not master yet).  Sentinels are asked without a password unless they
- * demand one.  0 with r attached to the master, or -1.
+ * "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381": move to that
+ * node (same credentials and TLS) and send the request there again; an
+ * ASK redirection is for this one request and wants ASKING first.
  */
 static int
-attach_sentinel(struct redis *r, const struct url *u, int64_t deadline,
-    struct err *e)
+redirect(struct redis *r, const char *text, struct err *e)
 {
-	struct redis_opts	 sopts = *r->opts;
-	struct redis		 s;
-	struct redis_reply	*rr = NULL;
-	struct url		 su, master;
-	int			 i, ok;
+	struct url	 to;
+	const char	*addr, *colon;
+	char		*host;
 
-	sopts.password = NULL;
-	sopts.tls = NULL;
-	sopts.identify = 0;	/* the master is identified, not a sentinel */
-	for (i = 0; i < u->nsentinels; i++) {
-		memset(&s, 0, sizeof s);
-		s.opts = &sopts;
-		url_retarget(&su, u, u->sentinels[i].host,
-		    u->sentinels[i].port);
-		su.scheme = URL_TCP;
-		free(su.password);
-		su.password = NULL;
-		su.db = -1;
-		s.orig = s.url = &su;
-		ok = attach(&s, &su, deadline, e) == 0;
-		if (ok) {
-			rr = roundtrip(&s, deadline, e, "SENTINEL",
-			    "GET-MASTER-ADDR-BY-NAME", u->master, NULL);
-			if (rr != NULL && rr->type == REDIS_T_ERROR &&
-			    strncmp(rr->str, "NOAUTH", 6) == 0 &&
-			    (u->password || r->opts->password)) {
-				redis_reply_free(rr);
-				rr = roundtrip(&s, deadline, e, "AUTH",
-				    u->password ? u->password :
-				    r->opts->password, NULL);
-				redis_reply_free(rr);
-				rr = roundtrip(&s, deadline, e, "SENTINEL",
-				    "GET-MASTER-ADDR-BY-NAME", u->master,
-				    NULL);
-			}
-		}
-		transport_close(s.t);
-		if (s.reader != NULL)
-			redisReaderFree(s.reader);
-		if (ok && rr != NULL && rr->type == REDIS_T_ARRAY &&
-		    rr->elements == 2 &&
-		    rr->element[0]->type == REDIS_T_STRING) {
-			url_retarget(&master, u, rr->element[0]->str,
-			    atoi(rr->element[1]->str ? rr->element[1]->str :
-			    "0"));
-			redis_reply_free(rr);
-			url_free(&su);
-			goto found;
-		}
-		if (ok && rr != NULL)
-			err_set(e, ERR_UNAVAILABLE, "sentinel %s does not know "
-			    "master '%s'%s%s", su.display, u->master,
-			    rr->type == REDIS_T_ERROR ? ": " : "",
-			    rr->type == REDIS_T_ERROR ? rr->str : "");
-		redis_reply_free(rr);
-		rr = NULL;
-		url_free(&su);
-	}
-	err_prefix(e, "%s", u->display);
-	return -1;
-
-found:
-	if (attach(r, &master, deadline, e) == -1) {
-		url_free(&master);
+	/* Past the word and the slot number. */
+	if ((addr = strchr(text, ' ')) == NULL ||
+	    (addr = strchr(addr + 1, ' ')) == NULL ||
+	    (colon = strrchr(++addr, ':')) == NULL || colon == addr) {
+		err_set(e, ERR_PROTOCOL, "bad redirection: %s", text);
 		return -1;
 	}
+	host = xstrndup(addr, (size_t)(colon - addr));
+	url_retarget(&to, r->orig->scheme == URL_SENTINEL ? r->url : r->orig,
+	    host, atoi(colon + 1));
+	free(host);
+	/* Cluster has only db 0: a SELECT there would fail. */
+	to.db = -1;
+	r->ask = strncmp(text, "ASK ", 4) == 0;
+	r->waited = 1;		/* the BLPOP is not made again */
+	transport_close(r->t);
+	r->t = NULL;
+	free(r->out);
+	r->out = NULL;
+	r->outlen = r->outoff = 0;
+	r->ndue = 0;
 	url_free(&r->target);
-	r->target = master;
+	r->target = to;
 	r->url = &r->target;
-	rr = roundtrip(r, deadline, e, "ROLE", NULL);
-	ok = rr != NULL && rr->type == REDIS_T_ARRAY && rr->elements > 0 &&
-	    rr->element[0]->type == REDIS_T_STRING &&
-	    strcmp(rr->element[0]->str, "master") == 0;
-	redis_reply_free(rr);
-	if (!ok) {
-		err_set(e, ERR_UNAVAILABLE, "%s: the sentinels name %s as "
-		    "master '%s', but it is not a master (a failover may be "
-		    "under way; try again)", u->display, r->url->display,
-		    u->master);
-		return -1;
+	r->check_role = 0;
+	r->connect_deadline = now_mono_ms() + r->opts->connect_timeout_ms;
+	return open_transport(r, e);
+}
+
+/*
+ * The request's own reply: 1 done, 0 it went out again (EVAL after
+ * NOSCRIPT, or to another node), -1 failed.
+ */
+static int
+main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
+{
+	if (rr->type == REDIS_T_ERROR) {
+		/*
+		 * The script cache is empty after a restart, a failover or
+		 * SCRIPT FLUSH: send the body once, which also loads it.
+		 * A new request, with a round trip of its own.
+		 */
+		if (r->req->script != NULL &&
+		    strncmp(rr->str, "NOSCRIPT", 8) == 0) {
+			redis_reply_free(rr);
+			r->deadline = now_mono_ms() + r->opts->timeout_ms;
+			return queue_script(r, 0, e) == -1 ? -1 : 0;
+		}
+		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
+		    strncmp(rr->str, "ASK ", 4) == 0) &&
+		    r->hops++ < MAX_REDIRECTS) {
+			int rc = redirect(r, rr->str, e);
+
+			redis_reply_free(rr);
+			return rc == -1 ? -1 : 0;
+		}
+	}
+	r->reply = rr;
+	r->pending = 0;
+	return 1;
+}
+
+/* Whether replies to the handshake are still due. */
+static int
+handshaking(const struct redis *r)
+{
+	return r->ndue > 0 && r->due[0] <= DUE_ROLE;
+}
+
+/* Read what has come: 1 the request is done, 0 pending, -1 failed. */
+static int
+step_ready(struct redis *r, struct err *e)
+{
+	struct redis_reply	*rr;
+	enum due		 d;
+	int			 rc;
+
+	if (flush(r, e) == -1)
+		return fail(r, e, 0);
+	while (r->state == READY && r->ndue > 0) {
+		if ((rc = next_reply(r, &rr, e)) == -1)
+			return fail(r, e, handshaking(r));
+		if (rc == 0)
+			return 0;
+		d = r->due[0];
+		memmove(r->due, r->due + 1, --r->ndue * sizeof *r->due);
+		if (d == DUE_MAIN) {
+			if ((rc = main_reply(r, rr, e)) == -1)
+				return fail(r, e, 0);
+			if (rc == 1)
+				return 1;
+			if (r->state != READY)
+				return step(r, e);	/* redirected */
+			if (flush(r, e) == -1)
+				return fail(r, e, 0);
+			continue;
+		}
+		if (d == DUE_BLPOP) {
+			/*
+			 * Popped or timed out, the script ran right after it:
+			 * its reply is the one that counts, a round trip from
+			 * now.
+			 */
+			r->deadline = now_mono_ms() + r->opts->timeout_ms;
+		} else if (handshake_reply(r, d, rr, e) == -1) {
+			redis_reply_free(rr);
+			/* Our credentials or db are wrong: no message prefix. */
+			r->connect_failed = 1;
+			redis_abandon(r);
+			return -1;
+		}
+		redis_reply_free(rr);
+		if (r->holding && !authenticating(r) &&
+		    (queue_body(r, e) == -1 || flush(r, e) == -1))
+			return fail(r, e, 0);
 	}
 	return 0;
 }
 
-static struct redis *
-new_redis(const struct url *u, const struct redis_opts *opts)
+int64_t
+redis_deadline(const struct redis *r)
 {
-	struct redis	*r = xcalloc(1, sizeof *r);
-
-	r->orig = r->url = u;
-	r->opts = opts;
-	r->budget = opts->connect_timeout_ms;
-	r->deadline = now_mono_ms() + opts->connect_timeout_ms;
-	return r;
+	switch (r->state) {
+	case IDLE:
+		break;
+	case RESOLVING:
+	case CONNECTING:
+		return r->connect_deadline;
+	case READY:
+		if (handshaking(r) && r->connect_deadline < r->deadline)
+			return r->connect_deadline;
+		return r->deadline;
+	}
+	return -1;
 }
 
-/* A handshake that got no reply ran out of the connect timeout. */
-static void
-handshake_error(const struct url *u, const struct redis_opts *opts,
-    struct err *e)
+/* The deadline has passed: say what did not come in time. */
+static int
+timed_out(struct redis *r, struct err *e)
 {
 	char	d[32];
 
-	if (strstr(e->msg, "no reply within") != NULL)
-		err_set(e, ERR_UNAVAILABLE, "cannot connect to %s: no answer "
-		    "within %s (--connect-timeout)", u->display,
-		    duration_format(opts->connect_timeout_ms, d, sizeof d));
-}
-
-struct redis *
-redis_connect(const struct url *u, const struct redis_opts *opts,
-    struct err *e)
-{
-	struct redis	*r = new_redis(u, opts);
-	int		 rc;
-
-	if (u->scheme == URL_SENTINEL)
-		rc = attach_sentinel(r, u, r->deadline, e);
-	else
-		rc = attach(r, u, r->deadline, e);
-	if (rc == -1) {
-		handshake_error(u, opts, e);
-		redis_close(r);
-		return NULL;
+	switch (r->state) {
+	case RESOLVING:
+		err_set(e, ERR_TIMEOUT, "no sentinel answered within %s "
+		    "(--connect-timeout)", duration_format(
+		    r->opts->connect_timeout_ms, d, sizeof d));
+		return fail(r, e, 0);
+	case CONNECTING:
+		transport_timed_out(r->t, r->opts->connect_timeout_ms, e);
+		return fail(r, e, 1);
+	default:
+		break;
 	}
-	return r;
-}
-
-struct redis *
-redis_connect_start(const struct url *u, const struct redis_opts *opts,
-    struct err *e)
-{
-	struct redis	*r = new_redis(u, opts);
-
-	if (new_reader(r, e) == -1 ||
-	    (r->t = transport_start(u, r->deadline, e)) == NULL) {
-		connect_error(u, e);
-		redis_close(r);
-		return NULL;
+	if (handshaking(r) && r->connect_deadline <= r->deadline) {
+		err_set(e, ERR_TIMEOUT, "no answer within %s "
+		    "(--connect-timeout)", duration_format(
+		    r->opts->connect_timeout_ms, d, sizeof d));
+		return fail(r, e, 1);
 	}
-	return r;
+	err_set(e, ERR_TIMEOUT, "no reply within %s (--timeout)",
+	    duration_format(r->opts->timeout_ms, d, sizeof d));
+	return fail(r, e, 0);
 }
 
-int
-redis_connected(const struct redis *r)
+static int
+step(struct redis *r, struct err *e)
 {
-	return transport_connected(r->t);
-}
+	int	rc;
 
-int
-redis_connecting(const struct redis *r)
-{
-	return r->t != NULL && r->t->connecting;
-}
-
-int
-redis_connect_send(struct redis *r, struct err *e)
-{
-	if (transport_finish(r->t, r->url, r->opts->tls, r->deadline,
-	    e) == -1) {
-		connect_error(r->url, e);
+	switch (r->state) {
+	case IDLE:
+		err_set(e, ERR_SOFTWARE, "no connection");
 		return -1;
+	case RESOLVING:
+		if ((rc = step_sentinel(r, e)) == -1) {
+			if (e->kind != ERR_INTERRUPTED)
+				err_prefix(e, "%s", r->orig->display);
+			r->connect_failed = 1;
+			redis_abandon(r);
+			return -1;
+		}
+		if (rc == 0)
+			break;
+		/* FALLTHROUGH */
+	case CONNECTING:
+		if ((rc = transport_step(r->t, e)) == -1)
+			return fail(r, e, 1);
+		if (rc == 0)
+			break;
+		r->state = READY;
+		if (!r->pending)
+			return 0;
+		if (queue_request(r, e) == -1)
+			return fail(r, e, 0);
+		/* FALLTHROUGH */
+	case READY:
+		if (!r->pending)
+			return 0;
+		if ((rc = step_ready(r, e)) != 0)
+			return rc;
+		break;
 	}
-	if (handshake_send(r, r->url, r->deadline, e) == -1) {
-		handshake_error(r->url, r->opts, e);
-		return -1;
-	}
+	if (now_mono_ms() >= redis_deadline(r))
+		return timed_out(r, e);
 	return 0;
 }
 
 int
-redis_connect_end(struct redis *r, struct err *e)
+redis_step(struct redis *r, struct err *e)
 {
-	if (handshake_recv(r, r->url, r->deadline, e) == -1) {
-		handshake_error(r->url, r->opts, e);
+	if (!r->pending) {
+		err_set(e, ERR_SOFTWARE, "no request in flight");
 		return -1;
 	}
+	return step(r, e);
+}
+
+int
+redis_start(struct redis *r, const struct redis_req *req, struct err *e)
+{
+	if (r->pending) {
+		err_set(e, ERR_SOFTWARE, "request already in flight");
+		return -1;
+	}
+	if (redis_prepare(r, e) == -1)
+		return -1;
+	r->req = req;
+	r->pending = 1;
+	r->hops = 0;
+	r->ask = 0;
+	r->waited = 0;
+	redis_reply_free(r->reply);
+	r->reply = NULL;
+	if (r->state == READY && queue_request(r, e) == -1)
+		return fail(r, e, 0);
 	return 0;
+}
+
+struct redis_reply *
+redis_take(struct redis *r)
+{
+	struct redis_reply	*rr = r->reply;
+
+	r->reply = NULL;
+	return rr;
+}
+
+int
+redis_pollfds(const struct redis *r, struct pollfd *pfd)
+{
+	switch (r->state) {
+	case IDLE:
+		break;
+	case RESOLVING:
+		return r->sub != NULL ? redis_pollfds(r->sub, pfd) : 0;
+	case CONNECTING:
+		return transport_pollfds(r->t, POLLOUT, pfd);
+	case READY:
+		return transport_pollfds(r->t, r->outoff < r->outlen ?
+		    POLLIN | POLLOUT : POLLIN, pfd);
+	}
+	return 0;
+}
+
+int64_t
+redis_wake(const struct redis *r)
+{
+	int64_t	w;
+
+	switch (r->state) {
+	case RESOLVING:
+		if (r->sub == NULL)
+			return now_mono_ms();
+		w = redis_wake(r->sub);
+		if (w < 0 || redis_deadline(r->sub) < w)
+			w = redis_deadline(r->sub);
+		return w;
+	case CONNECTING:
+		return transport_wake(r->t);
+	default:
+		return -1;
+	}
 }
 
 void
-redis_close(struct redis *r)
+redis_free(struct redis *r)
 {
 	if (r == NULL)
 		return;
-	transport_close(r->t);
+	disconnect(r);
 	if (r->reader != NULL)
 		redisReaderFree(r->reader);
+	redis_reply_free(r->reply);
 	url_free(&r->target);
-	free(r->req);
-	free(r->pre);
 	free(r);
 }

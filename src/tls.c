@@ -1,15 +1,14 @@
-/* tls.c: TLS over OpenSSL for rediss://, with the transport's deadlines. */
+/* tls.c: TLS over OpenSSL for rediss://, one session over a connected socket. */
 
 /*
- * Debian 12's hiredis has no TLS, so it is done here, under the same
- * transport struct: the handshake runs on the non-blocking socket, waiting
- * with poll() for what remains of the connect deadline, and afterwards the
- * transport's read/write/close go through SSL_read/SSL_write.  A call that
- * cannot go on says which way it waits (t->want): TLS may need to write
- * while reading.  The server is verified by default: its chain against
- * --tls-ca or the system store, and its name (or IP address) against the
- * URL's host or --tls-server-name.  Each failure gets its own message,
- * since "handshake failed" tells a person nothing.
+ * Debian 12's hiredis has no TLS, so it is done here, on the non-blocking
+ * socket transport.c has connected: nothing here waits.  The handshake
+ * and every read or write either make progress or say which way they wait
+ * (POLLIN or POLLOUT: TLS may need to write while reading), and the
+ * caller's event loop polls for that.  The server is verified by default:
+ * its chain against --tls-ca or the system store, and its name (or IP
+ * address) against the URL's host or --tls-server-name.  Each failure gets
+ * its own message, since "handshake failed" tells a person nothing.
  */
 
 #include <openssl/err.h>
@@ -18,6 +17,7 @@
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <pthread.h>
 #include <poll.h>
@@ -25,8 +25,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "duration.h"
-#include "log.h"
 #include "tls.h"
 #include "util.h"
 
@@ -114,6 +112,15 @@ load(void)
 #undef LOAD
 }
 
+struct tls {
+	SSL_CTX	*ctx;
+	SSL	*ssl;
+	char	 name[256];	/* what the certificate must match */
+	char	 why[160];	/* why the last call failed */
+	int	 used;		/* a read has succeeded */
+	int	 has_cert;	/* we sent a client certificate */
+};
+
 /* The last OpenSSL error as text, in the lower case of our messages. */
 static void
 ssl_reason(char *buf, size_t len)
@@ -127,25 +134,25 @@ ssl_reason(char *buf, size_t len)
 
 /* A TLS failure after the handshake, as a person should read it. */
 static void
-io_reason(struct transport *t)
+io_reason(struct tls *t)
 {
-	ssl_reason(t->tls_err, sizeof t->tls_err);
-	if (strstr(t->tls_err, "certificate required") != NULL ||
-	    strstr(t->tls_err, "handshake failure") != NULL)
-		snprintf(t->tls_err, sizeof t->tls_err, "the server requires "
+	ssl_reason(t->why, sizeof t->why);
+	if (strstr(t->why, "certificate required") != NULL ||
+	    strstr(t->why, "handshake failure") != NULL)
+		snprintf(t->why, sizeof t->why, "the server requires "
 		    "a client certificate (give --tls-cert and --tls-key)");
 }
 
 static ssize_t
-tls_io_result(struct transport *t, int n)
+io_result(struct tls *t, int n, short *events)
 {
-	switch (SSL_get_error(t->tls, n)) {
+	switch (SSL_get_error(t->ssl, n)) {
 	case SSL_ERROR_WANT_READ:
-		t->want = POLLIN;
+		*events = POLLIN;
 		errno = EAGAIN;
 		return -1;
 	case SSL_ERROR_WANT_WRITE:
-		t->want = POLLOUT;
+		*events = POLLOUT;
 		errno = EAGAIN;
 		return -1;
 	case SSL_ERROR_ZERO_RETURN:
@@ -156,8 +163,8 @@ tls_io_result(struct transport *t, int n)
 		 * the client thinks the handshake is done: a server that
 		 * wants one and got none just drops the connection.
 		 */
-		if (!t->tls_used && !t->tls_has_cert) {
-			snprintf(t->tls_err, sizeof t->tls_err, "the server "
+		if (!t->used && !t->has_cert) {
+			snprintf(t->why, sizeof t->why, "the server "
 			    "closed the connection after the TLS handshake (it "
 			    "may require a client certificate: give --tls-cert "
 			    "and --tls-key)");
@@ -174,59 +181,56 @@ tls_io_result(struct transport *t, int n)
 	}
 }
 
-static ssize_t
-tls_read(struct transport *t, void *buf, size_t len)
+ssize_t
+tls_read(struct tls *t, void *buf, size_t len, short *events)
 {
 	int	n;
 
 	ERR_clear_error();
 	errno = 0;
-	if ((n = SSL_read(t->tls, buf, len > INT32_MAX ? INT32_MAX : len)) > 0) {
-		t->tls_used = 1;
+	if ((n = SSL_read(t->ssl, buf, len > INT32_MAX ? INT32_MAX : len)) > 0) {
+		t->used = 1;
 		return n;
 	}
-	return tls_io_result(t, n);
+	return io_result(t, n, events);
 }
 
-static ssize_t
-tls_write(struct transport *t, const void *buf, size_t len)
+ssize_t
+tls_write(struct tls *t, const void *buf, size_t len, short *events)
 {
 	int	n;
 
 	ERR_clear_error();
 	errno = 0;
-	if ((n = SSL_write(t->tls, buf, len > INT32_MAX ? INT32_MAX : len)) > 0)
+	if ((n = SSL_write(t->ssl, buf, len > INT32_MAX ? INT32_MAX : len)) > 0)
 		return n;
-	if (tls_io_result(t, n) == 0) {
+	if (io_result(t, n, events) == 0) {
 		errno = EPIPE;
 		return -1;
 	}
 	return -1;
 }
 
-static void
-tls_close(struct transport *t)
+const char *
+tls_why(const struct tls *t)
 {
-	if (t->tls != NULL) {
-		/* One non-blocking try at close_notify: never wait for it. */
-		SSL_shutdown(t->tls);
-		SSL_free(t->tls);
-		t->tls = NULL;
-	}
-	if (t->tls_ctx != NULL) {
-		SSL_CTX_free(t->tls_ctx);
-		t->tls_ctx = NULL;
-	}
-	if (t->fd != -1)
-		close(t->fd);
-	t->fd = -1;
+	return t->why[0] != '\0' ? t->why : NULL;
 }
 
-static const struct transport_ops tls_ops = {
-	.read = tls_read,
-	.write = tls_write,
-	.close = tls_close,
-};
+void
+tls_free(struct tls *t)
+{
+	if (t == NULL)
+		return;
+	if (t->ssl != NULL) {
+		/* One non-blocking try at close_notify: never wait for it. */
+		SSL_shutdown(t->ssl);
+		SSL_free(t->ssl);
+	}
+	if (t->ctx != NULL)
+		SSL_CTX_free(t->ctx);
+	free(t);
+}
 
 static SSL_CTX *
 make_ctx(const struct tls_opts *o, struct err *e)
@@ -328,7 +332,7 @@ handshake_error(SSL *ssl, const char *name, struct err *e)
 	case X509_V_ERR_HOSTNAME_MISMATCH:
 	case X509_V_ERR_IP_ADDRESS_MISMATCH:
 		ERR_clear_error();
-		err_set(e, ERR_UNAVAILABLE, "the server's certificate does not "
+		err_set(e, ERR_PROTOCOL, "the server's certificate does not "
 		    "match '%s' (set --tls-server-name to the name it was "
 		    "issued for)", name);
 		return;
@@ -338,88 +342,85 @@ handshake_error(SSL *ssl, const char *name, struct err *e)
 	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
 	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
 		ERR_clear_error();
-		err_set(e, ERR_UNAVAILABLE, "the server's certificate is not "
+		err_set(e, ERR_PROTOCOL, "the server's certificate is not "
 		    "trusted: %s (give its CA with --tls-ca)",
 		    X509_verify_cert_error_string(v));
 		return;
 	default:
 		ERR_clear_error();
-		err_set(e, ERR_UNAVAILABLE, "the server's certificate failed "
+		err_set(e, ERR_PROTOCOL, "the server's certificate failed "
 		    "verification: %s", X509_verify_cert_error_string(v));
 		return;
 	}
 	ssl_reason(why, sizeof why);
 	if (strstr(why, "certificate required") != NULL ||
 	    strstr(why, "handshake failure") != NULL)
-		err_set(e, ERR_UNAVAILABLE, "TLS handshake failed: %s (the "
+		err_set(e, ERR_PROTOCOL, "TLS handshake failed: %s (the "
 		    "server may require a client certificate: give --tls-cert "
 		    "and --tls-key)", why);
 	else if (strstr(why, "wrong version number") != NULL ||
 	    strstr(why, "packet length too long") != NULL)
-		err_set(e, ERR_UNAVAILABLE, "TLS handshake failed: %s (is this "
+		err_set(e, ERR_PROTOCOL, "TLS handshake failed: %s (is this "
 		    "a TLS port? use redis:// for plain connections)", why);
 	else
-		err_set(e, ERR_UNAVAILABLE, "TLS handshake failed: %s", why);
+		err_set(e, ERR_PROTOCOL, "TLS handshake failed: %s", why);
 }
 
-int
-tls_start(struct transport *t, const struct url *u, const struct tls_opts *o,
-    int64_t deadline, int64_t budget, struct err *e)
+struct tls *
+tls_new(int fd, const char *host, const struct tls_opts *o, struct err *e)
 {
 	static const struct tls_opts	 none;
-	const char			*name;
-	SSL				*ssl;
-	char				 d[32];
-	int				 n, rc;
+	struct tls			*t;
 
 	if (o == NULL)
 		o = &none;
 	pthread_once(&load_once, load);
 	if (load_error[0] != '\0') {
 		err_set(e, ERR_SOFTWARE, "%s", load_error);
-		return -1;
+		return NULL;
 	}
-	name = o->server_name != NULL ? o->server_name : u->host;
-	if ((t->tls_ctx = make_ctx(o, e)) == NULL)
-		return -1;
-	if ((ssl = SSL_new(t->tls_ctx)) == NULL ||
-	    SSL_set_fd(ssl, t->fd) != 1) {
+	t = xcalloc(1, sizeof *t);
+	snprintf(t->name, sizeof t->name, "%s",
+	    o->server_name != NULL ? o->server_name : host);
+	t->has_cert = o->cert != NULL;
+	if ((t->ctx = make_ctx(o, e)) == NULL)
+		goto fail;
+	if ((t->ssl = SSL_new(t->ctx)) == NULL ||
+	    SSL_set_fd(t->ssl, fd) != 1) {
 		err_set(e, ERR_SOFTWARE, "cannot set up TLS");
-		SSL_free(ssl);
-		return -1;
+		goto fail;
 	}
-	t->tls = ssl;
-	t->ops = &tls_ops;
-	t->tls_has_cert = o->cert != NULL;
-	if (!o->insecure && set_name(ssl, name, e) == -1)
+	if (!o->insecure && set_name(t->ssl, t->name, e) == -1)
+		goto fail;
+	return t;
+fail:
+	tls_free(t);
+	return NULL;
+}
+
+int
+tls_handshake(struct tls *t, short *events, struct err *e)
+{
+	int	n;
+
+	ERR_clear_error();
+	errno = 0;
+	if ((n = SSL_connect(t->ssl)) == 1)
+		return 1;
+	switch (SSL_get_error(t->ssl, n)) {
+	case SSL_ERROR_WANT_READ:
+		*events = POLLIN;
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		*events = POLLOUT;
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		err_set(e, ERR_PROTOCOL, "TLS handshake failed: %s",
+		    errno ? strerror(errno) :
+		    "the server closed the connection");
 		return -1;
-	for (;;) {
-		ERR_clear_error();
-		if ((n = SSL_connect(ssl)) == 1)
-			return 0;
-		switch (SSL_get_error(ssl, n)) {
-		case SSL_ERROR_WANT_READ:
-			rc = transport_wait_fd(t->fd, POLLIN, deadline, e);
-			break;
-		case SSL_ERROR_WANT_WRITE:
-			rc = transport_wait_fd(t->fd, POLLOUT, deadline, e);
-			break;
-		case SSL_ERROR_SYSCALL:
-			err_set(e, ERR_UNAVAILABLE, "TLS handshake failed: %s",
-			    errno ? strerror(errno) :
-			    "the server closed the connection");
-			return -1;
-		default:
-			handshake_error(ssl, name, e);
-			return -1;
-		}
-		if (rc == 0) {
-			err_set(e, ERR_UNAVAILABLE, "TLS handshake timed out "
-			    "after %s (--connect-timeout; is that port TLS?)",
-			    duration_format(budget, d, sizeof d));
-			return -1;
-		}
-		if (rc == -1)
-			return -1;
+	default:
+		handshake_error(t->ssl, t->name, e);
+		return -1;
 	}
 }

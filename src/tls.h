@@ -1,24 +1,35 @@
-/* tls.h: TLS under a transport (transport.c's business only). */
+/* tls.h: one TLS session over a connected socket (transport.c's business only). */
 #ifndef RLOCK_TLS_H
 #define RLOCK_TLS_H
 
-#include <stdint.h>
+#include <sys/types.h>
 
 #include "err.h"
-#include "transport.h"
-#include "url.h"
+#include "netopts.h"
+
+struct tls;
 
 /*
- * Run the TLS handshake on t's connected socket within deadline, then
- * switch t's ops to TLS.  0, or -1 with e filled (the reason names what
- * failed: the CA, the name, the client certificate, the time).
+ * A TLS client over fd (connected, non-blocking), to be verified against
+ * host (or o->server_name) unless o->insecure.  Loads libssl on first use.
+ * NULL with e filled (ERR_USAGE for a bad --tls-* file).
  */
-int	tls_start(struct transport *t, const struct url *u,
-	    const struct tls_opts *o, int64_t deadline, int64_t budget,
-	    struct err *e);
-
-/* Wait for fd to be ready for events until deadline: 1 ready, 0 timeout, -1. */
-int	transport_wait_fd(int fd, short events, int64_t deadline,
-	    struct err *e);
+struct tls	*tls_new(int fd, const char *host, const struct tls_opts *o,
+		    struct err *e);
+/*
+ * Drive the handshake without waiting: 1 done, 0 under way (poll fd for
+ * *events), -1 failed with e filled (the reason names what failed: the CA,
+ * the name, the client certificate).
+ */
+int		 tls_handshake(struct tls *, short *events, struct err *e);
+/*
+ * As read(2) and send(2) on a non-blocking socket; -1 with errno EAGAIN
+ * says which way to wait in *events, EPROTO that TLS failed (tls_why).
+ */
+ssize_t		 tls_read(struct tls *, void *, size_t, short *events);
+ssize_t		 tls_write(struct tls *, const void *, size_t, short *events);
+const char	*tls_why(const struct tls *);
+/* Free the session (one try at close_notify); the fd stays open. */
+void		 tls_free(struct tls *);
 
 #endif

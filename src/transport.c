@@ -1,36 +1,61 @@
-/* transport.c: TCP and Unix-socket byte streams with CLOCK_MONOTONIC deadlines. */
+/* transport.c: TCP, Unix-socket and TLS byte streams that never wait. */
 
 /*
+ * A transport is one connection to one server address, made and used
+ * without blocking: every call does what can be done now and says what it
+ * waits for (transport_pollfds), and the caller's event loop polls and
+ * calls again.  Time bounds are the caller's (redis.c): nothing here reads
+ * a clock but the pause between connect attempts.
+ *
+ * A host name with several addresses is connected to as RFC 8305 (Happy
+ * Eyeballs) does: the first address is tried, and if it has not answered
+ * within ATTEMPT_DELAY_MS the next is tried beside it, and so on; the
+ * first to connect wins and the others are closed.  An address that drops
+ * SYNs then costs ATTEMPT_DELAY_MS, not the whole --connect-timeout.
  * Sockets are non-blocking and close-on-exec from birth, so a child that
- * exec's never inherits one, and every wait is a poll() for what remains of
- * the caller's deadline.  The read/write/close calls go through an ops
- * table so that TLS can sit under the same struct without the layers above
- * noticing.  Name resolution uses getaddrinfo(), which cannot be bounded;
- * connect attempts to each address share the one deadline.
+ * exec's never inherits one.  Name resolution (getaddrinfo) cannot be
+ * bounded and happens once, in transport_open.
  */
 
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "duration.h"
-#include "log.h"
 #include "tls.h"
-#include "signals.h"
 #include "transport.h"
 #include "util.h"
 
+/* How long one address has before the next is tried beside it. */
+#define ATTEMPT_DELAY_MS	250
+
+enum phase { CONNECTING, HANDSHAKE, READY };
+
+struct transport {
+	enum phase		 phase;
+	int			 fd;	/* once connected */
+	struct tls		*tls;	/* rediss:// */
+	short			 want;	/* the events TLS waits for */
+	const struct url	*url;
+	const struct tls_opts	*tls_opts;
+
+	/* While connecting: the attempts under way, the addresses left. */
+	int			 attempt[TRANSPORT_MAX_FDS];
+	int			 nattempts;
+	struct addrinfo		*addrs;
+	struct addrinfo		*next;
+	int64_t			 next_at;	/* when to try the next */
+	struct err		 last;		/* the last attempt's failure */
+};
 
 /* strerror, in the lower case of the rest of a message. */
 static const char *
@@ -44,110 +69,58 @@ reason(int errnum)
 	return buf;
 }
 
-static ssize_t
-plain_read(struct transport *t, void *buf, size_t len)
-{
-	return read(t->fd, buf, len);
-}
-
-static ssize_t
-plain_write(struct transport *t, const void *buf, size_t len)
-{
-	return send(t->fd, buf, len, MSG_NOSIGNAL);
-}
-
+/* A socket that cannot be connected to: refused, unreachable, gone. */
 static void
-plain_close(struct transport *t)
+connect_error(struct err *e, int errnum)
 {
-	if (t->fd != -1)
-		close(t->fd);
-	t->fd = -1;
+	err_set(e, errnum == ETIMEDOUT ? ERR_TIMEOUT : ERR_REFUSED, "%s",
+	    reason(errnum));
 }
 
-static const struct transport_ops plain_ops = {
-	.read = plain_read,
-	.write = plain_write,
-	.close = plain_close,
-};
-
-/*
- * Wait until fd is ready for events or the deadline passes.  Returns 1 when
- * ready, 0 on timeout, -1 on interruption (e filled).
- */
-int
-transport_wait_fd(int fd, short events, int64_t deadline, struct err *e)
-{
-	struct pollfd	pfd = { .fd = fd, .events = events };
-	int64_t		left;
-	int		n;
-
-	for (;;) {
-		if (signal_caught) {
-			err_set(e, ERR_INTERRUPTED, "interrupted by a signal");
-			return -1;
-		}
-		if (deadline < 0)
-			left = -1;
-		else if ((left = deadline - now_mono_ms()) < 0)
-			left = 0;
-		n = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
-		if (n > 0)
-			return 1;
-		if (n == 0) {
-			if (left >= 0 && now_mono_ms() >= deadline)
-				return 0;
-			continue;
-		}
-		if (errno != EINTR) {
-			err_set(e, ERR_UNAVAILABLE, "poll: %s", reason(errno));
-			return -1;
-		}
-	}
-}
-
-/* Start connecting fd: 1 connected, 0 under way, -1 failed (e filled). */
+/* Start a connect on a new socket: 0 under way (or done), -1 (e filled). */
 static int
-connect_start(int fd, const struct sockaddr *sa, socklen_t salen,
-    struct err *e)
+start_attempt(struct transport *t, int family, int type, int protocol,
+    const struct sockaddr *sa, socklen_t salen, struct err *e)
 {
-	if (connect(fd, sa, salen) == 0)
-		return 1;
-	if (errno == EINPROGRESS || errno == EINTR)
-		return 0;
-	err_set(e, ERR_UNAVAILABLE, "%s", reason(errno));
-	return -1;
-}
+	int	fd;
 
-/* Wait for the connect under way on fd: 0, or -1 with e filled. */
-static int
-connect_wait(int fd, int64_t deadline, int64_t budget, struct err *e)
-{
-	socklen_t	len = sizeof(int);
-	int		soerr = 0;
-	char		d[32];
-
-	switch (transport_wait_fd(fd, POLLOUT, deadline, e)) {
-	case 0:
-		err_set(e, ERR_UNAVAILABLE, "timed out after %s",
-		    duration_format(budget, d, sizeof d));
-		return -1;
-	case -1:
+	if ((fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    protocol)) == -1) {
+		err_set(e, ERR_UNAVAILABLE, "socket: %s", reason(errno));
 		return -1;
 	}
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == -1)
-		soerr = errno;
-	if (soerr != 0) {
-		err_set(e, ERR_UNAVAILABLE, "%s", reason(soerr));
+	if (connect(fd, sa, salen) == -1 && errno != EINPROGRESS &&
+	    errno != EINTR) {
+		connect_error(e, errno);
+		close(fd);
 		return -1;
 	}
+	t->attempt[t->nattempts++] = fd;
 	return 0;
 }
 
+/* Try the addresses left until one connect is under way. */
+static void
+start_next(struct transport *t)
+{
+	struct addrinfo	*ai;
+
+	while ((ai = t->next) != NULL &&
+	    t->nattempts < TRANSPORT_MAX_FDS) {
+		t->next = ai->ai_next;
+		if (start_attempt(t, ai->ai_family, ai->ai_socktype,
+		    ai->ai_protocol, ai->ai_addr, ai->ai_addrlen,
+		    &t->last) == 0) {
+			t->next_at = now_mono_ms() + ATTEMPT_DELAY_MS;
+			return;
+		}
+	}
+}
+
 static int
-start_unix(struct transport *t, const struct url *u, struct err *e)
+open_unix(struct transport *t, const struct url *u, struct err *e)
 {
 	struct sockaddr_un	sun;
-	int			rc;
 
 	memset(&sun, 0, sizeof sun);
 	sun.sun_family = AF_UNIX;
@@ -157,50 +130,12 @@ start_unix(struct transport *t, const struct url *u, struct err *e)
 		return -1;
 	}
 	strcpy(sun.sun_path, u->path);
-	t->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (t->fd == -1) {
-		err_set(e, ERR_UNAVAILABLE, "socket: %s", reason(errno));
-		return -1;
-	}
-	if ((rc = connect_start(t->fd, (struct sockaddr *)&sun, sizeof sun,
-	    e)) == -1) {
-		close(t->fd);
-		t->fd = -1;
-		return -1;
-	}
-	t->connecting = rc == 0;
-	return 0;
-}
-
-/* Start on t->addr or, failing that at once, the addresses after it. */
-static int
-start_tcp_next(struct transport *t, struct err *e)
-{
-	struct addrinfo	*ai;
-	int		 rc;
-
-	for (; (ai = t->addr) != NULL; t->addr = ai->ai_next) {
-		t->fd = socket(ai->ai_family,
-		    ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    ai->ai_protocol);
-		if (t->fd == -1) {
-			err_set(e, ERR_UNAVAILABLE, "socket: %s",
-			    reason(errno));
-			continue;
-		}
-		if ((rc = connect_start(t->fd, ai->ai_addr, ai->ai_addrlen,
-		    e)) >= 0) {
-			t->connecting = rc == 0;
-			return 0;
-		}
-		close(t->fd);
-		t->fd = -1;
-	}
-	return -1;
+	return start_attempt(t, AF_UNIX, SOCK_STREAM, 0,
+	    (struct sockaddr *)&sun, sizeof sun, e);
 }
 
 static int
-start_tcp(struct transport *t, const struct url *u, struct err *e)
+open_tcp(struct transport *t, const struct url *u, struct err *e)
 {
 	struct addrinfo	 hints;
 	char		 port[16];
@@ -212,29 +147,33 @@ start_tcp(struct transport *t, const struct url *u, struct err *e)
 	snprintf(port, sizeof port, "%d", u->port);
 	if ((rc = getaddrinfo(u->host, port, &hints, &t->addrs)) != 0) {
 		t->addrs = NULL;
-		err_set(e, ERR_UNAVAILABLE, "cannot resolve %s: %s", u->host,
+		err_set(e, ERR_REFUSED, "cannot resolve %s: %s", u->host,
 		    rc == EAI_SYSTEM ? reason(errno) : gai_strerror(rc));
 		return -1;
 	}
-	t->addr = t->addrs;
-	return start_tcp_next(t, e);
+	t->next = t->addrs;
+	start_next(t);
+	if (t->nattempts == 0) {
+		*e = t->last;
+		return -1;
+	}
+	return 0;
 }
 
 struct transport *
-transport_start(const struct url *u, int64_t deadline, struct err *e)
+transport_open(const struct url *u, const struct tls_opts *tls, struct err *e)
 {
 	struct transport	*t;
 	int			 rc;
 
 	t = xcalloc(1, sizeof *t);
 	t->fd = -1;
-	t->ops = &plain_ops;
-	t->display = u->display;
-	t->budget = deadline - now_mono_ms();
+	t->url = u;
+	t->tls_opts = tls;
 	if (u->scheme == URL_UNIX)
-		rc = start_unix(t, u, e);
+		rc = open_unix(t, u, e);
 	else
-		rc = start_tcp(t, u, e);
+		rc = open_tcp(t, u, e);
 	if (rc == -1) {
 		transport_close(t);
 		return NULL;
@@ -242,134 +181,214 @@ transport_start(const struct url *u, int64_t deadline, struct err *e)
 	return t;
 }
 
-int
-transport_finish(struct transport *t, const struct url *u,
-    const struct tls_opts *tls, int64_t deadline, struct err *e)
+/* The attempt that connected (fd) becomes the connection. */
+static int
+connected(struct transport *t, int fd, struct err *e)
 {
-	int	one = 1;
+	int	one = 1, i;
 
-	while (t->connecting) {
-		if (connect_wait(t->fd, deadline, t->budget, e) == 0)
-			break;
-		close(t->fd);
-		t->fd = -1;
-		/* The host's next address, if it has one and time is left. */
-		if (t->addr == NULL || e->kind == ERR_INTERRUPTED ||
-		    now_mono_ms() >= deadline)
-			return -1;
-		t->addr = t->addr->ai_next;
-		if (start_tcp_next(t, e) == -1)
-			return -1;
-	}
-	t->connecting = 0;
+	t->fd = fd;
+	for (i = 0; i < t->nattempts; i++)
+		close(t->attempt[i]);
+	t->nattempts = 0;
 	if (t->addrs != NULL) {
 		freeaddrinfo(t->addrs);
-		t->addrs = t->addr = NULL;
+		t->addrs = t->next = NULL;
 		/* Lock commands are tiny request/reply pairs: never Nagle. */
 		setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	}
-	if (u->scheme == URL_TLS)
-		return tls_start(t, u, tls, deadline, t->budget, e);
+	if (t->url->scheme != URL_TLS) {
+		t->phase = READY;
+		return 1;
+	}
+	if ((t->tls = tls_new(t->fd, t->url->host, t->tls_opts, e)) == NULL)
+		return -1;
+	t->phase = HANDSHAKE;
 	return 0;
 }
 
-int
-transport_connected(const struct transport *t)
+/* See which attempts are done; start the next address when it is time. */
+static int
+step_connect(struct transport *t, struct err *e)
 {
-	struct pollfd	pfd = { .fd = t->fd, .events = POLLOUT };
+	struct pollfd	pfd[TRANSPORT_MAX_FDS];
+	socklen_t	len;
+	int		i, k, fd, soerr, won = -1;
 
-	return !t->connecting || poll(&pfd, 1, 0) != 0;
-}
-
-struct transport *
-transport_connect(const struct url *u, const struct tls_opts *tls,
-    int64_t deadline, struct err *e)
-{
-	struct transport	*t;
-
-	if ((t = transport_start(u, deadline, e)) == NULL)
-		return NULL;
-	if (transport_finish(t, u, tls, deadline, e) == -1) {
-		transport_close(t);
-		return NULL;
+	for (i = 0; i < t->nattempts; i++) {
+		pfd[i].fd = t->attempt[i];
+		pfd[i].events = POLLOUT;
+		pfd[i].revents = 0;
 	}
-	return t;
-}
-
-int
-transport_write(struct transport *t, const void *buf, size_t len,
-    int64_t deadline, struct err *e)
-{
-	const char	*p = buf;
-	ssize_t		 n;
-
-	while (len > 0) {
-		t->want = 0;
-		n = t->ops->write(t, p, len);
-		if (n > 0) {
-			p += n;
-			len -= n;
-			continue;
-		}
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			switch (transport_wait_fd(t->fd, t->want ? t->want :
-			    POLLOUT, deadline, e)) {
-			case 1:
+	if (poll(pfd, t->nattempts, 0) > 0) {
+		for (i = k = 0; i < t->nattempts; i++) {
+			fd = t->attempt[i];
+			if (pfd[i].revents == 0) {
+				t->attempt[k++] = fd;
 				continue;
-			case 0:
-				err_set(e, ERR_UNAVAILABLE, "write timed out");
-				/* FALLTHROUGH */
-			default:
-				return -1;
 			}
+			len = sizeof soerr;
+			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr,
+			    &len) == -1)
+				soerr = errno;
+			if (soerr == 0 && won == -1) {
+				won = fd;
+				continue;
+			}
+			if (soerr != 0)
+				connect_error(&t->last, soerr);
+			close(fd);
 		}
-		err_set(e, ERR_UNAVAILABLE, "write: %s",
-		    n == 0 ? "connection closed" : errno == EPROTO &&
-		    t->tls_err[0] ? t->tls_err : reason(errno));
+		t->nattempts = k;
+		if (won != -1)
+			return connected(t, won, e);
+	}
+	if (t->next != NULL && (t->nattempts == 0 ||
+	    now_mono_ms() >= t->next_at))
+		start_next(t);
+	if (t->nattempts == 0) {
+		*e = t->last;
 		return -1;
 	}
 	return 0;
 }
 
+int
+transport_step(struct transport *t, struct err *e)
+{
+	int	rc;
+
+	if (t->phase == CONNECTING && (rc = step_connect(t, e)) == -1)
+		return -1;
+	if (t->phase == HANDSHAKE) {
+		t->want = 0;
+		if ((rc = tls_handshake(t->tls, &t->want, e)) == 1)
+			t->phase = READY;
+		return rc;
+	}
+	return t->phase == READY;
+}
+
+int
+transport_pollfds(const struct transport *t, short events,
+    struct pollfd *pfd)
+{
+	int	i;
+
+	if (t->phase == CONNECTING) {
+		for (i = 0; i < t->nattempts; i++) {
+			pfd[i].fd = t->attempt[i];
+			pfd[i].events = POLLOUT;
+			pfd[i].revents = 0;
+		}
+		return t->nattempts;
+	}
+	/* TLS may need the other way round to go on: ask for both. */
+	pfd[0].fd = t->fd;
+	pfd[0].events = t->phase == HANDSHAKE ? t->want : events | t->want;
+	pfd[0].revents = 0;
+	return 1;
+}
+
+int64_t
+transport_wake(const struct transport *t)
+{
+	return t->phase == CONNECTING && t->next != NULL ? t->next_at : -1;
+}
+
+int
+transport_ready(const struct transport *t)
+{
+	return t->phase == READY;
+}
+
+void
+transport_timed_out(const struct transport *t, int64_t budget_ms,
+    struct err *e)
+{
+	char	d[32];
+
+	duration_format(budget_ms, d, sizeof d);
+	if (t->phase == HANDSHAKE)
+		err_set(e, ERR_TIMEOUT, "TLS handshake timed out after %s "
+		    "(--connect-timeout; is that port TLS?)", d);
+	else
+		err_set(e, ERR_TIMEOUT, "timed out after %s", d);
+}
+
+/* An I/O failure, as a message: TLS says why itself. */
+static void
+io_error(const struct transport *t, const char *what, int errnum,
+    struct err *e)
+{
+	if (errnum == EPROTO && t->tls != NULL && tls_why(t->tls) != NULL)
+		err_set(e, ERR_PROTOCOL, "%s: %s", what, tls_why(t->tls));
+	else
+		err_set(e, ERR_UNAVAILABLE, "%s: %s", what, reason(errnum));
+}
+
 ssize_t
-transport_read(struct transport *t, void *buf, size_t len, int64_t deadline,
+transport_write(struct transport *t, const void *buf, size_t len,
     struct err *e)
 {
 	ssize_t	n;
 
 	for (;;) {
 		t->want = 0;
-		n = t->ops->read(t, buf, len);
+		if (t->tls != NULL)
+			n = tls_write(t->tls, buf, len, &t->want);
+		else
+			n = send(t->fd, buf, len, MSG_NOSIGNAL);
 		if (n >= 0)
 			return n;
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			err_set(e, ERR_UNAVAILABLE, "read: %s", errno == EPROTO &&
-			    t->tls_err[0] ? t->tls_err : reason(errno));
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		io_error(t, "write", errno, e);
+		return -1;
+	}
+}
+
+ssize_t
+transport_read(struct transport *t, void *buf, size_t len, struct err *e)
+{
+	ssize_t	n;
+
+	for (;;) {
+		t->want = 0;
+		if (t->tls != NULL)
+			n = tls_read(t->tls, buf, len, &t->want);
+		else
+			n = read(t->fd, buf, len);
+		if (n > 0)
+			return n;
+		if (n == 0) {
+			err_set(e, ERR_UNAVAILABLE,
+			    "connection closed by the server");
 			return -1;
 		}
-		switch (transport_wait_fd(t->fd, t->want ? t->want : POLLIN,
-		    deadline, e)) {
-		case 1:
+		if (errno == EINTR)
 			continue;
-		case 0:
-			err_set(e, ERR_UNAVAILABLE, "timed out");
-			/* FALLTHROUGH */
-		default:
-			return -1;
-		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		io_error(t, "read", errno, e);
+		return -1;
 	}
 }
 
 void
 transport_close(struct transport *t)
 {
+	int	i;
+
 	if (t == NULL)
 		return;
-	t->ops->close(t);
+	tls_free(t->tls);
+	if (t->fd != -1)
+		close(t->fd);
+	for (i = 0; i < t->nattempts; i++)
+		close(t->attempt[i]);
 	if (t->addrs != NULL)
 		freeaddrinfo(t->addrs);
 	free(t);
@@ -379,11 +398,11 @@ int
 transport_idle_ok(struct transport *t)
 {
 	struct pollfd	pfd = { .fd = t->fd, .events = POLLIN };
-
+	short		want;
 	char		c;
 
-	if (t->fd == -1)
-		return 0;
+	if (t->phase != READY)
+		return 1;	/* a connect under way is not a dead one */
 	if (poll(&pfd, 1, 0) == 0)
 		return 1;
 	/*
@@ -392,6 +411,6 @@ transport_idle_ok(struct transport *t)
 	 * real data, or the end of the stream, means the connection is done.
 	 */
 	if (t->tls != NULL && !(pfd.revents & (POLLHUP | POLLERR)))
-		return t->ops->read(t, &c, 1) == -1 && errno == EAGAIN;
+		return tls_read(t->tls, &c, 1, &want) == -1 && errno == EAGAIN;
 	return 0;
 }

@@ -1,0 +1,25 @@
+/* netopts.h: how rlock reaches its servers: time bounds, password, TLS. */
+#ifndef RLOCK_NETOPTS_H
+#define RLOCK_NETOPTS_H
+
+#include <stdint.h>
+
+/* TLS settings for rediss:// URLs. */
+struct tls_opts {
+	const char	*ca;		/* CA file; NULL: the system store */
+	const char	*cert;		/* client certificate (chain) */
+	const char	*key;		/* its private key */
+	const char	*server_name;	/* checked instead of the URL's host */
+	int		 insecure;	/* do not verify the server at all */
+};
+
+/* What every connection to a server is made with; outlives them all. */
+struct redis_opts {
+	int64_t		 connect_timeout_ms;	/* TCP + TLS + AUTH/SELECT */
+	int64_t		 timeout_ms;		/* one round trip */
+	const char	*password;		/* when the URL has none */
+	const struct tls_opts *tls;		/* for rediss:// */
+	int		 identify;	/* learn each server's run_id */
+};
+
+#endif
