@@ -243,6 +243,41 @@ undo_partial(struct lock *l)
 }
 
 /*
+ * What a majority of grants still needs before it counts: servers told
+ * apart, fences aligned, replicas' acknowledgements (--wait-replicas).
+ * Returns ok, or -1 (e filled) after giving back what was taken.
+ */
+static int
+confirm_grant(struct lock *l, int *won, const long long *fences,
+    long long fence, int ok, struct err *e)
+{
+	int	n = l->q->n;
+
+	/* One server under two names would vote twice: give back, refuse. */
+	if (n > 1 && quorum_distinct(l->q, e) == -1) {
+		undo_partial(l);
+		l->maybe_held = 0;
+		return -1;
+	}
+	if (count(won, n) >= quorum_majority(l->q) && n > 1)
+		align_fences(l, won, fences, fence);
+	if (count(won, n) >= quorum_majority(l->q) && l->wait_replicas > 0) {
+		await_replicas(l, won);
+		if (count(won, n) < quorum_majority(l->q)) {
+			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d "
+			    "replica%s acknowledged the lock within %lldms "
+			    "(--wait-replicas); it was released",
+			    l->q->urls[0].display, l->wait_replicas,
+			    l->wait_replicas == 1 ? "" : "s",
+			    (long long)l->wait_timeout_ms);
+			undo_partial(l);
+			return -1;
+		}
+	}
+	return ok;
+}
+
+/*
  * One attempt, after blocking on the wake list for at most wait_ms when
  * wait_ms >= 0 (one server only: see lock_acquire).  Returns 1 held, 0
  * busy (*pttl_ms: how long until the lock may expire, -1 if it has no
@@ -297,29 +332,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);
-	/* One server under two names would vote twice: give back, refuse. */
-	if (n > 1 && quorum_distinct(l->q, e) == -1) {
-		free(won);
-		free(fences);
-		undo_partial(l);
-		l->maybe_held = 0;
-		return -1;
-	}
-	if (count(won, n) >= quorum_majority(l->q) && n > 1)
-		align_fences(l, won, fences, fence);
-	if (count(won, n) >= quorum_majority(l->q) && l->wait_replicas > 0) {
-		await_replicas(l, won);
-		if (count(won, n) < quorum_majority(l->q)) {
-			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d "
-			    "replica%s acknowledged the lock within %lldms "
-			    "(--wait-replicas); it was released",
-			    l->q->urls[0].display, l->wait_replicas,
-			    l->wait_replicas == 1 ? "" : "s",
-			    (long long)l->wait_timeout_ms);
-			undo_partial(l);
-			ok = -1;
-		}
-	}
+	ok = confirm_grant(l, won, fences, fence, ok, e);
 	got = count(won, n);
 	free(won);
 	free(fences);
