@@ -16,6 +16,7 @@
 #include "cmd.h"
 #include "duration.h"
 #include "log.h"
+#include "json.h"
 #include "output.h"
 #include "redis.h"
 #include "scripts.h"

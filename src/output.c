@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "json.h"
 #include "output.h"
 
 static void

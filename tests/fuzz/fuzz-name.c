@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "util.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
