@@ -89,8 +89,8 @@ json_array_end(struct json *j)
 }
 
 /* Append s (len bytes) as a string literal, quotes included. */
-void
-json_string(struct buf *b, const char *s, size_t len)
+static void
+quote(struct buf *b, const char *s, size_t len)
 {
 	const unsigned char	*u = (const unsigned char *)s;
 	size_t			 i, n;
@@ -146,7 +146,7 @@ json_key(struct json *j, const char *key)
 	if (j->keyed)
 		abort();
 	separate(j);
-	json_string(j->b, key, strlen(key));
+	quote(j->b, key, strlen(key));
 	buf_add(j->b, ":", 1);
 	j->keyed = 1;
 }
@@ -155,7 +155,7 @@ void
 json_strn(struct json *j, const char *s, size_t len)
 {
 	separate(j);
-	json_string(j->b, s, len);
+	quote(j->b, s, len);
 }
 
 void

@@ -45,7 +45,4 @@ void	json_int(struct json *, long long);
 void	json_bool(struct json *, int);
 void	json_null(struct json *);
 
-/* Append s (len bytes) as a string literal, quotes included, as json_strn. */
-void	json_string(struct buf *, const char *s, size_t len);
-
 #endif

@@ -478,19 +478,21 @@ test_url(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* json_string */
+/* json_strn: escaping */
 
 static void
 check_json(const char *in, size_t len, const char *want, const char *what)
 {
 	struct buf	b;
+	struct json	j;
 
 	buf_init(&b);
-	json_string(&b, in, len);
+	json_open(&j, &b, 0);
+	json_strn(&j, in, len);
 	if (b.len != strlen(want) || memcmp(b.p, want, b.len) != 0)
 		note("%s: got [%s]", what, b.p);
 	CHECK(b.len == strlen(want) && strcmp(b.p, want) == 0,
-	    "json_string: %s", what);
+	    "json_strn: %s", what);
 	buf_free(&b);
 }
 
