@@ -58,9 +58,8 @@ status_view(const struct lock_status *st, struct output_status *v)
 
 /*
  * Describe each name into out (through j with --json).  Returns how many
- * were held, or -1.  With
- * only_held, free ones are left out (the listing: a name SCAN found may
- * have expired since).
+ * were held, or -1.  With only_held, free ones are left out (the listing:
+ * a name SCAN found may have expired since).
  */
 static int
 describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
