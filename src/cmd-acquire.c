@@ -71,7 +71,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	    "ttl %s)", l.name, duration_format(now_mono_ms() - start, d,
 	    sizeof d), l.fence, duration_format(l.ttl_ms, t, sizeof t));
 	if (ctx->o.json)
-		output_acquire_json(&out, &l);
+		output_acquire_json(&out, l.name, l.token, l.fence, l.ttl_ms);
 	else
 		buf_printf(&out, "%s\n", l.token);
 	if (output_flush(&out) == -1) {

@@ -16,6 +16,7 @@
 #include "cmd.h"
 #include "duration.h"
 #include "log.h"
+#include "json.h"
 #include "output.h"
 #include "scripts.h"
 #include "util.h"
@@ -42,7 +43,7 @@ static const char *const sev_name[] = {
 struct report {
 	struct buf	 out;
 	int		 json;
-	int		 n;
+	struct json	 j;		/* with json: the array of findings */
 	enum severity	 worst;
 };
 
@@ -64,17 +65,18 @@ finding(struct report *rp, const char *server, const char *check,
 	if (sev > rp->worst)
 		rp->worst = sev;
 	if (rp->json) {
-		buf_adds(&rp->out, rp->n++ ? ",\n{\"server\":" : "{\"server\":");
-		json_string(&rp->out, server, strlen(server));
-		buf_printf(&rp->out, ",\"check\":\"%s\",\"severity\":\"%s\","
-		    "\"message\":", check, sev_name[sev]);
-		json_string(&rp->out, msg, strlen(msg));
-		buf_adds(&rp->out, ",\"remedy\":");
-		if (remedy != NULL)
-			json_string(&rp->out, remedy, strlen(remedy));
-		else
-			buf_adds(&rp->out, "null");
-		buf_adds(&rp->out, "}");
+		json_object_begin(&rp->j);
+		json_key(&rp->j, "server");
+		json_str(&rp->j, server);
+		json_key(&rp->j, "check");
+		json_str(&rp->j, check);
+		json_key(&rp->j, "severity");
+		json_str(&rp->j, sev_name[sev]);
+		json_key(&rp->j, "message");
+		json_str(&rp->j, msg);
+		json_key(&rp->j, "remedy");
+		json_str(&rp->j, remedy);	/* NULL: null */
+		json_object_end(&rp->j);
 		return;
 	}
 	buf_printf(&rp->out, "%-8s %s: %s: %s", sev_name[sev], server, check,
@@ -643,8 +645,10 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 	memset(&rp, 0, sizeof rp);
 	rp.json = ctx->o.json;
 	buf_init(&rp.out);
+	/* One finding a line, in JSON too. */
+	json_open(&rp.j, &rp.out, JSON_LINES);
 	if (rp.json)
-		buf_adds(&rp.out, "[");
+		json_array_begin(&rp.j);
 	for (i = 0; i < ctx->nurls; i++) {
 		/* Each server alone: a quorum of one, connected by the first PING. */
 		quorum_init(&q, &ctx->urls[i], 1, &ctx->ropts);
@@ -653,8 +657,10 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 			unreachable++;
 		quorum_close(&q);
 	}
-	if (rp.json)
-		buf_adds(&rp.out, "]\n");
+	if (rp.json) {
+		json_array_end(&rp.j);
+		buf_adds(&rp.out, "\n");
+	}
 	rc = output_flush(&rp.out) == -1 ? EXIT_SOFTWARE :
 	    unreachable ? EXIT_UNAVAILABLE : rp.worst >= SEV_WARN ? 1 : 0;
 	if (rc == EXIT_UNAVAILABLE)

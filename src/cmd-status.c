@@ -18,19 +18,58 @@ const struct cmd_entry cmd_status_entry = {
 	.exec = cmd_status_exec,
 };
 
+static const enum output_server_state server_state[] = {
+	[NODE_FREE] = OUTPUT_FREE,
+	[NODE_HOLDS] = OUTPUT_HOLDS,
+	[NODE_OTHER] = OUTPUT_OTHER,
+	[NODE_UNREACHABLE] = OUTPUT_UNREACHABLE,
+};
+
 /*
- * Describe each name into out.  Returns how many were held, or -1.  With
- * only_held, free ones are left out (the listing: a name SCAN found may
- * have expired since).
+ * What output.c prints about st.  v borrows st's strings; free v->servers
+ * (an array of st->nservers) when done.
+ */
+static void
+status_view(const struct lock_status *st, struct output_status *v)
+{
+	struct output_server	*sv = NULL;
+	int			 i;
+
+	if (st->nservers > 0)
+		sv = xcalloc((size_t)st->nservers, sizeof *sv);
+	for (i = 0; i < st->nservers; i++) {
+		sv[i].url = st->nodes[i].url;
+		sv[i].state = server_state[st->nodes[i].state];
+		sv[i].error = st->nodes[i].error;
+	}
+	*v = (struct output_status){
+		.name = st->name, .held = st->held,
+		.last_fence = st->last_fence, .host = st->host,
+		.user = st->user, .command = st->command, .pid = st->pid,
+		.acquired_ms = st->acquired_ms,
+		/* Both wall clocks are the server's: no skew between them. */
+		.held_ms = st->acquired_ms > 0 ?
+		    st->now_ms - st->acquired_ms : 0,
+		.expires_in_ms = st->pttl_ms, .ttl_ms = st->ttl_ms,
+		.fence = st->fence, .nservers = st->nservers,
+		.nholding = st->nholding, .servers = sv,
+	};
+}
+
+/*
+ * Describe each name into out (through j with --json).  Returns how many
+ * were held, or -1.  With only_held, free ones are left out (the listing:
+ * a name SCAN found may have expired since).
  */
 static int
 describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
-    struct buf *out)
+    struct json *j, struct buf *out)
 {
 	struct lock_status	st;
+	struct output_status	v;
 	struct lock		l;
 	size_t			i;
-	int			held = 0, shown = 0, rc;
+	int			held = 0, rc;
 
 	for (i = 0; i < n; i++) {
 		lock_init(&l, &ctx->q, ctx->o.prefix, names[i], NULL);
@@ -45,13 +84,12 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 		}
 		held += st.held;
 		if (st.held || !only_held) {
-			if (ctx->o.json) {
-				if (shown > 0)
-					buf_adds(out, ",");
-				output_status_json(out, &st);
-			} else
-				output_status_text(out, &st);
-			shown++;
+			status_view(&st, &v);
+			if (ctx->o.json)
+				output_status_json(j, &v);
+			else
+				output_status_text(out, &v);
+			free(v.servers);
 		}
 		lock_status_free(&st);
 	}
@@ -62,6 +100,7 @@ static int
 cmd_status_exec(struct cmd_ctx *ctx)
 {
 	struct buf	  out;
+	struct json	  j;
 	char		**names = ctx->o.args;
 	size_t		  n = ctx->o.nargs, i;
 	int		  listing = n == 0, array, held, rc;
@@ -73,11 +112,12 @@ cmd_status_exec(struct cmd_ctx *ctx)
 		return cmd_fail(ctx);
 	array = ctx->o.json && (listing || n > 1);
 	buf_init(&out);
+	json_open(&j, &out, 0);
 	if (array)
-		buf_adds(&out, "[");
-	held = describe(ctx, names, n, listing, &out);
+		json_array_begin(&j);
+	held = describe(ctx, names, n, listing, &j, &out);
 	if (array)
-		buf_adds(&out, "]");
+		json_array_end(&j);
 	if (ctx->o.json)
 		buf_adds(&out, "\n");
 	if (held == -1)

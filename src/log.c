@@ -16,6 +16,7 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "json.h"
 #include "log.h"
 
 static int		level = LOG_LEVEL_NORMAL;
@@ -42,23 +43,32 @@ log_set_json(int on)
 	as_json = on;
 }
 
-/* One JSON object a line on stderr: {"time":…,"level":…,"message":…}. */
+/*
+ * One JSON object a line on stderr: {"time":…,"level":…,"message":…}.
+ * The message may hold anything a server said, cut at any byte by the
+ * buffer it was formatted into: the writer keeps the line valid JSON.
+ */
 static void
 emit_json(const char *level_name, const char *when, long ms, const char *msg)
 {
-	const unsigned char	*p;
+	struct buf	b;
+	struct json	j;
+	char		stamp[64];
 
-	fprintf(stderr, "{\"time\":\"%s.%03ldZ\",\"level\":\"%s\","
-	    "\"message\":\"", when, ms, level_name);
-	for (p = (const unsigned char *)msg; *p != '\0'; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(stderr, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(stderr, "\\u%04x", *p);
-		else
-			fputc(*p, stderr);
-	}
-	fputs("\"}\n", stderr);
+	snprintf(stamp, sizeof stamp, "%s.%03ldZ", when, ms);
+	buf_init(&b);
+	json_open(&j, &b, 0);
+	json_object_begin(&j);
+	json_key(&j, "time");
+	json_str(&j, stamp);
+	json_key(&j, "level");
+	json_str(&j, level_name);
+	json_key(&j, "message");
+	json_str(&j, msg);
+	json_object_end(&j);
+	buf_adds(&b, "\n");
+	fwrite(b.p, 1, b.len, stderr);
+	buf_free(&b);
 }
 
 void

@@ -3,23 +3,22 @@
 /*
  * Everything goes through a struct buf and leaves in one write, so a
  * failed write (a full disk, a closed pipe) is seen and reported by the
- * caller, which can then give the lock back.
+ * caller, which can then give the lock back.  What is printed arrives as
+ * plain values (struct output_status), so this file knows nothing of the
+ * lock layer, and all JSON is written by json.c.
  */
 
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "duration.h"
 #include "output.h"
 
+/* Unknown and empty are both null in JSON. */
 static void
-json_str_or_null(struct buf *b, const char *s)
+str_or_null(struct json *j, const char *s)
 {
-	if (s == NULL || *s == '\0')
-		buf_adds(b, "null");
-	else
-		json_string(b, s, strlen(s));
+	json_str(j, s != NULL && *s != '\0' ? s : NULL);
 }
 
 static const char *
@@ -29,59 +28,64 @@ or_unknown(const char *s)
 }
 
 static const char *const node_state[] = {
-	[NODE_FREE] = "free",
-	[NODE_HOLDS] = "holds it",
-	[NODE_OTHER] = "holds another token",
-	[NODE_UNREACHABLE] = "unreachable",
+	[OUTPUT_FREE] = "free",
+	[OUTPUT_HOLDS] = "holds it",
+	[OUTPUT_OTHER] = "holds another token",
+	[OUTPUT_UNREACHABLE] = "unreachable",
 };
 
 static const char *const node_state_json[] = {
-	[NODE_FREE] = "free",
-	[NODE_HOLDS] = "holds",
-	[NODE_OTHER] = "other",
-	[NODE_UNREACHABLE] = "unreachable",
+	[OUTPUT_FREE] = "free",
+	[OUTPUT_HOLDS] = "holds",
+	[OUTPUT_OTHER] = "other",
+	[OUTPUT_UNREACHABLE] = "unreachable",
 };
 
 /* Quorum mode: one indented line per server. */
 static void
-nodes_text(struct buf *b, const struct lock_status *st)
+nodes_text(struct buf *b, const struct output_status *st)
 {
-	int	i;
+	const struct output_server	*sv;
+	int				 i;
 
 	for (i = 0; i < st->nservers; i++) {
-		buf_printf(b, "  %s: %s", st->nodes[i].url,
-		    node_state[st->nodes[i].state]);
-		if (st->nodes[i].error != NULL && *st->nodes[i].error != '\0')
-			buf_printf(b, " (%s)", st->nodes[i].error);
+		sv = &st->servers[i];
+		buf_printf(b, "  %s: %s", sv->url, node_state[sv->state]);
+		if (sv->error != NULL && *sv->error != '\0')
+			buf_printf(b, " (%s)", sv->error);
 		buf_adds(b, "\n");
 	}
 }
 
+/* Quorum mode: "servers":[{"url":…,"state":…,"error":…},…]. */
 static void
-nodes_json(struct buf *b, const struct lock_status *st)
+nodes_json(struct json *j, const struct output_status *st)
 {
-	const char	*err;
-	int		 i;
+	const struct output_server	*sv;
+	int				 i;
 
 	if (st->nservers == 0)
 		return;
-	buf_adds(b, ",\"servers\":[");
+	json_key(j, "servers");
+	json_array_begin(j);
 	for (i = 0; i < st->nservers; i++) {
-		buf_adds(b, i ? ",{\"url\":" : "{\"url\":");
-		json_string(b, st->nodes[i].url, strlen(st->nodes[i].url));
-		buf_printf(b, ",\"state\":\"%s\"",
-		    node_state_json[st->nodes[i].state]);
-		if ((err = st->nodes[i].error) != NULL && *err != '\0') {
-			buf_adds(b, ",\"error\":");
-			json_string(b, err, strlen(err));
+		sv = &st->servers[i];
+		json_object_begin(j);
+		json_key(j, "url");
+		json_str(j, sv->url);
+		json_key(j, "state");
+		json_str(j, node_state_json[sv->state]);
+		if (sv->error != NULL && *sv->error != '\0') {
+			json_key(j, "error");
+			json_str(j, sv->error);
 		}
-		buf_adds(b, "}");
+		json_object_end(j);
 	}
-	buf_adds(b, "]");
+	json_array_end(j);
 }
 
 void
-output_status_text(struct buf *b, const struct lock_status *st)
+output_status_text(struct buf *b, const struct output_status *st)
 {
 	char	held[32], left[32];
 
@@ -99,11 +103,11 @@ output_status_text(struct buf *b, const struct lock_status *st)
 	if (st->command != NULL && *st->command != '\0')
 		buf_printf(b, " (%s)", st->command);
 	if (st->acquired_ms > 0)
-		buf_printf(b, " for %s", duration_format(st->now_ms -
-		    st->acquired_ms, held, sizeof held));
-	if (st->pttl_ms >= 0)
+		buf_printf(b, " for %s", duration_format(st->held_ms, held,
+		    sizeof held));
+	if (st->expires_in_ms >= 0)
 		buf_printf(b, ", expires in %s",
-		    duration_format(st->pttl_ms, left, sizeof left));
+		    duration_format(st->expires_in_ms, left, sizeof left));
 	else
 		buf_adds(b, ", never expires");
 	buf_printf(b, ", fence %lld", st->fence);
@@ -115,40 +119,60 @@ output_status_text(struct buf *b, const struct lock_status *st)
 }
 
 void
-output_status_json(struct buf *b, const struct lock_status *st)
+output_status_json(struct json *j, const struct output_status *st)
 {
-	buf_adds(b, "{\"name\":");
-	json_string(b, st->name, strlen(st->name));
+	json_object_begin(j);
+	json_key(j, "name");
+	json_str(j, st->name);
+	json_key(j, "held");
+	json_bool(j, st->held);
 	if (!st->held) {
-		buf_printf(b, ",\"held\":false,\"fence\":%lld", st->last_fence);
-		nodes_json(b, st);
-		buf_adds(b, "}");
+		json_key(j, "fence");
+		json_int(j, st->last_fence);
+		nodes_json(j, st);
+		json_object_end(j);
 		return;
 	}
-	buf_adds(b, ",\"held\":true,\"host\":");
-	json_str_or_null(b, st->host);
-	buf_printf(b, ",\"pid\":%lld,\"user\":", st->pid);
-	json_str_or_null(b, st->user);
-	buf_adds(b, ",\"command\":");
-	json_str_or_null(b, st->command);
-	buf_printf(b, ",\"acquired_ms\":%lld,\"held_ms\":%lld,"
-	    "\"expires_in_ms\":%lld,\"ttl_ms\":%lld,\"fence\":%lld",
-	    st->acquired_ms, st->acquired_ms > 0 ?
-	    st->now_ms - st->acquired_ms : 0, st->pttl_ms, st->ttl_ms,
-	    st->fence);
-	nodes_json(b, st);
-	buf_adds(b, "}");
+	json_key(j, "host");
+	str_or_null(j, st->host);
+	json_key(j, "pid");
+	json_int(j, st->pid);
+	json_key(j, "user");
+	str_or_null(j, st->user);
+	json_key(j, "command");
+	str_or_null(j, st->command);
+	json_key(j, "acquired_ms");
+	json_int(j, st->acquired_ms);
+	json_key(j, "held_ms");
+	json_int(j, st->held_ms);
+	json_key(j, "expires_in_ms");
+	json_int(j, st->expires_in_ms);
+	json_key(j, "ttl_ms");
+	json_int(j, st->ttl_ms);
+	json_key(j, "fence");
+	json_int(j, st->fence);
+	nodes_json(j, st);
+	json_object_end(j);
 }
 
 void
-output_acquire_json(struct buf *b, const struct lock *l)
+output_acquire_json(struct buf *b, const char *name, const char *token,
+    long long fence, long long ttl_ms)
 {
-	buf_adds(b, "{\"name\":");
-	json_string(b, l->name, strlen(l->name));
-	buf_adds(b, ",\"token\":");
-	json_string(b, l->token, strlen(l->token));
-	buf_printf(b, ",\"fence\":%lld,\"ttl_ms\":%lld}\n", l->fence,
-	    (long long)l->ttl_ms);
+	struct json	j;
+
+	json_open(&j, b, 0);
+	json_object_begin(&j);
+	json_key(&j, "name");
+	json_str(&j, name);
+	json_key(&j, "token");
+	json_str(&j, token);
+	json_key(&j, "fence");
+	json_int(&j, fence);
+	json_key(&j, "ttl_ms");
+	json_int(&j, ttl_ms);
+	json_object_end(&j);
+	buf_adds(b, "\n");
 }
 
 int

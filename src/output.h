@@ -2,15 +2,55 @@
 #ifndef RLOCK_OUTPUT_H
 #define RLOCK_OUTPUT_H
 
-#include "lock.h"
+#include "json.h"
 #include "util.h"
 
+/* One server's part in a lock, in quorum mode. */
+enum output_server_state {
+	OUTPUT_FREE,
+	OUTPUT_HOLDS,		/* the holder's token */
+	OUTPUT_OTHER,		/* another token (a partial acquire) */
+	OUTPUT_UNREACHABLE,
+};
+
+struct output_server {
+	const char			*url;	/* display form */
+	enum output_server_state	 state;
+	const char			*error;	/* why unreachable; NULL or "" */
+};
+
+/*
+ * What status shows about one lock, as plain values: the command layer
+ * fills it from what the lock layer found.  Strings may be NULL or "" when
+ * unknown; times are in milliseconds.
+ */
+struct output_status {
+	const char	*name;
+	int		 held;
+	long long	 last_fence;	/* free: the counter; 0 if never taken */
+	/* Held: */
+	const char	*host;
+	const char	*user;
+	const char	*command;
+	long long	 pid;
+	long long	 acquired_ms;	/* server's wall clock; 0 if unknown */
+	long long	 held_ms;	/* 0 if unknown */
+	long long	 expires_in_ms;	/* -1: never */
+	long long	 ttl_ms;
+	long long	 fence;
+	/* Quorum mode (nservers > 0): */
+	int		 nservers;
+	int		 nholding;
+	struct output_server *servers;	/* nservers of them */
+};
+
 /* "NAME: held by USER@HOST pid PID (COMMAND) for 3.2s, expires in 26.8s, fence 7" */
-void	output_status_text(struct buf *, const struct lock_status *);
-/* {"name":…,"held":true,"host":…,…} */
-void	output_status_json(struct buf *, const struct lock_status *);
-/* {"name":…,"token":…,"fence":…,"ttl_ms":…} */
-void	output_acquire_json(struct buf *, const struct lock *);
+void	output_status_text(struct buf *, const struct output_status *);
+/* {"name":…,"held":true,"host":…,…}, as one value of j */
+void	output_status_json(struct json *, const struct output_status *);
+/* {"name":…,"token":…,"fence":…,"ttl_ms":…} and a newline */
+void	output_acquire_json(struct buf *, const char *name, const char *token,
+	    long long fence, long long ttl_ms);
 /* Write b to stdout and flush: 0, or -1 with errno set. */
 int	output_flush(struct buf *);
 

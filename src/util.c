@@ -1,12 +1,12 @@
-/* util.c: small leaf helpers: growable buffers, JSON strings, lock names. */
+/* util.c: small leaf helpers: growable buffers, UTF-8, lock names. */
 
 /*
  * Everything here either succeeds or aborts: the buffers and the x*
  * allocators print "rlock: out of memory" and abort() rather than hand a
- * NULL to callers that have no sensible way to go on.  json_string always
- * produces valid JSON, whatever bytes it is given; name_check is the single
- * place that decides what a lock name may contain, and says which byte is
- * wrong when it refuses one.
+ * NULL to callers that have no sensible way to go on.  utf8_decode is the
+ * one strict reading of UTF-8, shared by name_check and the JSON writer.
+ * name_check is the single place that decides what a lock name may
+ * contain, and says which byte is wrong when it refuses one.
  */
 
 #include <errno.h>
@@ -186,14 +186,8 @@ buf_printf(struct buf *b, const char *fmt, ...)
 /* ------------------------------------------------------------------ */
 /* UTF-8 */
 
-/*
- * Length of the well-formed UTF-8 sequence at s (at most len bytes), with
- * its code point in *cp; 0 if the bytes there are not one.  Strict, as the
- * Unicode standard's table 3-7: no overlong forms, no surrogates, nothing
- * past U+10FFFF, no truncated sequences.
- */
-static size_t
-decode_utf8(const unsigned char *s, size_t len, uint32_t *cp)
+size_t
+utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
 {
 	unsigned char	c = s[0], lo = 0x80, hi = 0xbf;
 	size_t		n, i;
@@ -233,60 +227,6 @@ decode_utf8(const unsigned char *s, size_t len, uint32_t *cp)
 	}
 	*cp = v;
 	return n;
-}
-
-/* ------------------------------------------------------------------ */
-/* JSON */
-
-void
-json_string(struct buf *b, const char *s, size_t len)
-{
-	const unsigned char	*u = (const unsigned char *)s;
-	size_t			 i, n;
-	uint32_t		 cp;
-
-	buf_add(b, "\"", 1);
-	for (i = 0; i < len; i += n) {
-		n = 1;
-		switch (u[i]) {
-		case '"':
-			buf_add(b, "\\\"", 2);
-			continue;
-		case '\\':
-			buf_add(b, "\\\\", 2);
-			continue;
-		case '\n':
-			buf_add(b, "\\n", 2);
-			continue;
-		case '\r':
-			buf_add(b, "\\r", 2);
-			continue;
-		case '\t':
-			buf_add(b, "\\t", 2);
-			continue;
-		case '\b':
-			buf_add(b, "\\b", 2);
-			continue;
-		case '\f':
-			buf_add(b, "\\f", 2);
-			continue;
-		}
-		if (u[i] < 0x20 || u[i] == 0x7f) {
-			buf_printf(b, "\\u%04x", u[i]);
-			continue;
-		}
-		if ((n = decode_utf8(u + i, len - i, &cp)) == 0) {
-			/*
-			 * One replacement per bad byte, so the output shows
-			 * how much was lost and resynchronises at once.
-			 */
-			buf_add(b, "\xef\xbf\xbd", 3);
-			n = 1;
-			continue;
-		}
-		buf_add(b, u + i, n);
-	}
-	buf_add(b, "\"", 1);
 }
 
 /* ------------------------------------------------------------------ */
@@ -379,7 +319,7 @@ name_check(const char *name, char *why, size_t whylen)
 				return -1;
 			continue;
 		}
-		if ((n = decode_utf8(u + i, len - i, &cp)) == 0) {
+		if ((n = utf8_decode(u + i, len - i, &cp)) == 0) {
 			snprintf(why, whylen, "byte %zu (0x%02x) is not valid "
 			    "UTF-8", i + 1, u[i]);
 			return -1;

@@ -1,4 +1,4 @@
-/* util.h: small leaf helpers: growable buffers, JSON strings, lock names. */
+/* util.h: small leaf helpers: growable buffers, UTF-8, lock names. */
 #ifndef RLOCK_UTIL_H
 #define RLOCK_UTIL_H
 
@@ -23,12 +23,12 @@ void	 buf_printf(struct buf *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 
 /*
- * Append s (len bytes) as a JSON string literal with its quotes: '"' and
- * '\\' escaped, \n \r \t \b \f short forms, other bytes below 0x20 and 0x7f
- * as \u00XX, valid UTF-8 passed through, and each byte of an invalid UTF-8
- * sequence replaced by U+FFFD (so the output is always valid JSON).
+ * Length of the well-formed UTF-8 sequence at s (at most len bytes), with
+ * its code point in *cp; 0 if the bytes there are not one.  Strict, as the
+ * Unicode standard's table 3-7: no overlong forms, no surrogates, nothing
+ * past U+10FFFF, no truncated sequences.
  */
-void	 json_string(struct buf *, const char *s, size_t len);
+size_t	 utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
 
 /*
  * Check a lock name: 1..255 bytes of valid UTF-8, no ASCII whitespace or

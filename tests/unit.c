@@ -4,8 +4,9 @@
  * One program, run by make check, printing TAP.  The plan has to come
  * first, but its size is only known once every check has run, so the
  * results are gathered in a memory stream and printed after the plan.
- * Exits 1 if any check fails.  Calls nothing outside duration.h, url.h, util.h and
- * conffile.h, so it links against librlock.a without the network layers.
+ * Exits 1 if any check fails.  Calls nothing outside duration.h, url.h,
+ * util.h, json.h and conffile.h, so it links against librlock.a without the
+ * network layers.
  */
 
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 
 #include "conffile.h"
 #include "duration.h"
+#include "json.h"
 #include "url.h"
 #include "util.h"
 
@@ -476,19 +478,21 @@ test_url(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* json_string */
+/* json_strn: escaping */
 
 static void
 check_json(const char *in, size_t len, const char *want, const char *what)
 {
 	struct buf	b;
+	struct json	j;
 
 	buf_init(&b);
-	json_string(&b, in, len);
+	json_open(&j, &b, 0);
+	json_strn(&j, in, len);
 	if (b.len != strlen(want) || memcmp(b.p, want, b.len) != 0)
 		note("%s: got [%s]", what, b.p);
 	CHECK(b.len == strlen(want) && strcmp(b.p, want) == 0,
-	    "json_string: %s", what);
+	    "json_strn: %s", what);
 	buf_free(&b);
 }
 
@@ -534,6 +538,121 @@ test_json(void)
 	    "a truncated sequence resynchronises on the next character");
 	JSON("\xe2\x82\"", "\"\xef\xbf\xbd\xef\xbf\xbd\\\"\"",
 	    "a quote after a truncated sequence is still escaped");
+}
+
+/* ------------------------------------------------------------------ */
+/* The JSON writer */
+
+/* Does b hold exactly want?  Say what it holds if not. */
+static void
+check_written(struct buf *b, const char *want, const char *what)
+{
+	if (strcmp(b->p, want) != 0)
+		note("%s: got [%s]", what, b->p);
+	CHECK(b->len == strlen(want) && strcmp(b->p, want) == 0,
+	    "json writer: %s", what);
+	buf_free(b);
+	buf_init(b);
+}
+
+static void
+test_json_writer(void)
+{
+	struct json	j;
+	struct buf	b;
+
+	buf_init(&b);
+	json_open(&j, &b, 0);
+	json_object_begin(&j);
+	json_object_end(&j);
+	check_written(&b, "{}", "an empty object");
+
+	json_open(&j, &b, 0);
+	json_array_begin(&j);
+	json_array_end(&j);
+	check_written(&b, "[]", "an empty array");
+
+	json_open(&j, &b, 0);
+	json_object_begin(&j);
+	json_key(&j, "s");
+	json_str(&j, "x");
+	json_key(&j, "n");
+	json_int(&j, -42);
+	json_key(&j, "big");
+	json_int(&j, INT64_MAX);
+	json_key(&j, "t");
+	json_bool(&j, 1);
+	json_key(&j, "f");
+	json_bool(&j, 0);
+	json_key(&j, "z");
+	json_null(&j);
+	json_key(&j, "nul");
+	json_str(&j, NULL);
+	json_object_end(&j);
+	check_written(&b, "{\"s\":\"x\",\"n\":-42,"
+	    "\"big\":9223372036854775807,\"t\":true,\"f\":false,"
+	    "\"z\":null,\"nul\":null}",
+	    "every kind of value, a comma between members, NULL is null");
+
+	json_open(&j, &b, 0);
+	json_array_begin(&j);
+	json_int(&j, 1);
+	json_array_begin(&j);
+	json_array_end(&j);
+	json_object_begin(&j);
+	json_key(&j, "a");
+	json_array_begin(&j);
+	json_object_begin(&j);
+	json_object_end(&j);
+	json_object_begin(&j);
+	json_key(&j, "b");
+	json_int(&j, 2);
+	json_object_end(&j);
+	json_array_end(&j);
+	json_key(&j, "c");
+	json_int(&j, 3);
+	json_object_end(&j);
+	json_str(&j, "");
+	json_array_end(&j);
+	check_written(&b, "[1,[],{\"a\":[{},{\"b\":2}],\"c\":3},\"\"]",
+	    "nesting: commas between values at each depth, none after '[' "
+	    "or '{' or a key");
+
+	json_open(&j, &b, JSON_LINES);
+	json_array_begin(&j);
+	json_object_begin(&j);
+	json_key(&j, "a");
+	json_array_begin(&j);
+	json_int(&j, 1);
+	json_int(&j, 2);
+	json_array_end(&j);
+	json_key(&j, "b");
+	json_int(&j, 3);
+	json_object_end(&j);
+	json_object_begin(&j);
+	json_object_end(&j);
+	json_array_end(&j);
+	check_written(&b, "[{\"a\":[1,2],\"b\":3},\n{}]",
+	    "JSON_LINES: a newline after the outermost array's commas only");
+
+	json_open(&j, &b, 0);
+	json_object_begin(&j);
+	json_key(&j, "k\"\n\x01");
+	json_strn(&j, "a\0b\xff\xc3\xbc\t", 7);
+	json_object_end(&j);
+	check_written(&b, "{\"k\\\"\\n\\u0001\":"
+	    "\"a\\u0000b\xef\xbf\xbd\xc3\xbc\\t\"}",
+	    "keys and values are escaped; invalid UTF-8 becomes U+FFFD");
+
+	buf_adds(&b, "x");
+	json_open(&j, &b, 0);
+	json_int(&j, 1);
+	buf_adds(&b, "\n");
+	json_int(&j, 2);
+	check_written(&b, "x1\n2",
+	    "appends to what the buffer holds; no comma between top-level "
+	    "values");
+	buf_free(&b);
 }
 
 /* ------------------------------------------------------------------ */
@@ -834,6 +953,7 @@ main(void)
 	test_duration_format();
 	test_url();
 	test_json();
+	test_json_writer();
 	test_name();
 	test_buf();
 	test_clock();

@@ -1,8 +1,9 @@
-/* fuzz-name.c: libFuzzer target for name_check and json_string. */
+/* fuzz-name.c: libFuzzer target for name_check and the JSON writer's strings. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "util.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -11,6 +12,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct buf	 b;
+	struct json	 j;
 	char		*s, why[256];
 	size_t		 i;
 
@@ -26,7 +28,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 	}
 	buf_init(&b);
-	json_string(&b, (const char *)data, size);
+	json_open(&j, &b, 0);
+	json_strn(&j, (const char *)data, size);
 	/* JSON output never holds a raw control byte. */
 	for (i = 0; i < b.len; i++)
 		if ((unsigned char)b.p[i] < ' ')
