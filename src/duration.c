@@ -77,50 +77,48 @@ find_unit(const char *name)
 	return NULL;
 }
 
-int
-duration_parse(const char *s, int64_t *ms, const char **why)
-{
-	const struct unit	*unit;
-	const char		*p, *q, *int_start, *int_end;
+/* A duration's text, cut into its number and its unit. */
+struct parts {
+	const char		*int_start, *int_end;
 	const char		*frac_start, *frac_end;
-	int64_t			 whole, frac, scale, total, rem;
-	int			 nonzero, ndigits, negative = 0;
-	const char		*dummy;
+	const struct unit	*unit;
+};
 
-	if (why == NULL)
-		why = &dummy;
+/* Check the shape: digits, an optional fraction, a known unit.  0 or -1. */
+static int
+split(const char *s, struct parts *pt, const char **why)
+{
+	const char	*p = s, *q;
+	int		 negative = 0;
+
 	if (s == NULL || *s == '\0') {
 		*why = "empty";
 		return -1;
 	}
-
-	p = s;
 	if (*p == '-') {
 		negative = 1;
 		p++;
 	}
-
-	int_start = p;
+	pt->int_start = p;
 	while (is_digit(*p))
 		p++;
-	int_end = p;
-	frac_start = frac_end = p;
+	pt->int_end = p;
+	pt->frac_start = pt->frac_end = p;
 	if (*p == '.') {
-		frac_start = ++p;
+		pt->frac_start = ++p;
 		while (is_digit(*p))
 			p++;
-		frac_end = p;
+		pt->frac_end = p;
 		/* "5." is more likely a typo than a deliberate five. */
-		if (frac_end == frac_start) {
+		if (pt->frac_end == pt->frac_start) {
 			*why = "not a number";
 			return -1;
 		}
 	}
-	if (int_end == int_start && frac_end == frac_start) {
+	if (pt->int_end == pt->int_start && pt->frac_end == pt->frac_start) {
 		*why = "not a number";
 		return -1;
 	}
-
 	/*
 	 * Only letters can be a unit; anything else left over ("1e3",
 	 * "0x10", "1.5.2", "1 s") is a malformed number.
@@ -131,7 +129,7 @@ duration_parse(const char *s, int64_t *ms, const char **why)
 			return -1;
 		}
 	}
-	if ((unit = find_unit(p)) == NULL) {
+	if ((pt->unit = find_unit(p)) == NULL) {
 		*why = say_unknown_unit(p);
 		return -1;
 	}
@@ -139,26 +137,31 @@ duration_parse(const char *s, int64_t *ms, const char **why)
 		*why = "negative";
 		return -1;
 	}
+	return 0;
+}
+
+/* The milliseconds the parts say, exactly, or -1 when out of range. */
+static int
+value(const struct parts *pt, int64_t *ms, const char **why)
+{
+	const char	*q;
+	int64_t		 whole = 0, frac = 0, scale = 1, total, rem;
+	int		 nonzero = 0, ndigits = 0;
 
 	/* Whole part, stopping as soon as it is certainly too large. */
-	whole = 0;
-	nonzero = 0;
-	for (q = int_start; q < int_end; q++) {
+	for (q = pt->int_start; q < pt->int_end; q++) {
 		whole = whole * 10 + (*q - '0');
 		if (whole != 0)
 			nonzero = 1;
-		if (whole > DURATION_MAX_MS / unit->ms) {
+		if (whole > DURATION_MAX_MS / pt->unit->ms) {
 			*why = "too large";
 			return -1;
 		}
 	}
-	total = whole * unit->ms;
+	total = whole * pt->unit->ms;
 
 	/* Fraction as frac / scale, with scale a power of ten. */
-	frac = 0;
-	scale = 1;
-	ndigits = 0;
-	for (q = frac_start; q < frac_end; q++) {
+	for (q = pt->frac_start; q < pt->frac_end; q++) {
 		if (*q != '0')
 			nonzero = 1;
 		if (ndigits < FRAC_DIGITS) {
@@ -167,7 +170,7 @@ duration_parse(const char *s, int64_t *ms, const char **why)
 			ndigits++;
 		}
 	}
-	frac *= unit->ms;
+	frac *= pt->unit->ms;
 	rem = frac % scale;
 	total += frac / scale;
 	if (rem * 2 >= scale)		/* Halves round up. */
@@ -183,6 +186,19 @@ duration_parse(const char *s, int64_t *ms, const char **why)
 	}
 	*ms = total;
 	return 0;
+}
+
+int
+duration_parse(const char *s, int64_t *ms, const char **why)
+{
+	struct parts	 pt;
+	const char	*dummy;
+
+	if (why == NULL)
+		why = &dummy;
+	if (split(s, &pt, why) == -1)
+		return -1;
+	return value(&pt, ms, why);
 }
 
 char *

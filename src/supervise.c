@@ -497,14 +497,65 @@ on_loss(struct supervise *sv, const char *why)
 	signal_child(sv, sv->on_lost);
 }
 
+/*
+ * What the heartbeat says of the lock: lost (on_loss, and the time to
+ * SIGKILL), or confirmed after a suspension (the command goes on).
+ */
+static void
+check_lock(struct supervise *sv, struct heartbeat *hb, int64_t now,
+    int64_t *valid_until, int64_t *kill_at)
+{
+	char	why[256];
+
+	if (heartbeat_state(hb, valid_until, why, sizeof why))
+		on_loss(sv, why);
+	else if (now >= *valid_until)
+		on_loss(sv, "no extend was confirmed before the lock's "
+		    "validity ended");
+	else if (sv->suspended && *valid_until >= sv->resumed_at +
+	    sv->ttl_ms - lock_drift(sv->ttl_ms)) {
+		log_verbose("the lock is confirmed: the command goes on");
+		resume(sv);
+	}
+	if (sv->lost && sv->sent && sv->sent != SIGKILL) {
+		*kill_at = now + sv->kill_after_ms;
+		guard_killing(&sv->guard, *kill_at);
+	}
+}
+
+/* A signal that came to rlock: job control, or one to forward. */
+static int
+take_signal(struct supervise *sv, struct heartbeat *hb, int sig,
+    const siginfo_t *info, struct err *e)
+{
+	if (sig == SIGCHLD || sig == SUPERVISE_WAKE)
+		return 0;
+	if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+		/*
+		 * To rlock, or to its group from the terminal: then a
+		 * --foreground command had it too.
+		 */
+		return suspend(sv, hb, sig, !sv->suspended &&
+		    !(sv->foreground && info->si_code == SI_KERNEL), 0, e);
+	}
+	/*
+	 * A signal the terminal sent to our foreground group has already
+	 * reached a --foreground child: do not send it twice.
+	 */
+	if (sv->foreground && info->si_code == SI_KERNEL)
+		return 0;
+	log_verbose("forwarding SIG%s to the command", sigabbrev_np(sig));
+	signal_child(sv, sig);
+	return 0;
+}
+
 int
 supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 {
 	struct timespec	ts;
 	siginfo_t	info;
 	sigset_t	set;
-	int64_t		valid_until, wake, kill_at = -1, now, due;
-	char		why[256];
+	int64_t		valid_until = 0, wake, kill_at = -1, now, due;
 	int		sig, status, killed = 0;
 
 	waited_set(&set, &sv->ignored);
@@ -523,24 +574,8 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		if (now >= sv->spawned_at + GUARD_AFTER_MS &&
 		    start_guard(sv, hb, e) == -1)
 			goto fail;
-		if (!sv->lost) {
-			if (heartbeat_state(hb, &valid_until, why, sizeof why))
-				on_loss(sv, why);
-			else if (now >= valid_until)
-				on_loss(sv, "no extend was confirmed before "
-				    "the lock's validity ended");
-			else if (sv->suspended && valid_until >=
-			    sv->resumed_at + sv->ttl_ms -
-			    lock_drift(sv->ttl_ms)) {
-				log_verbose("the lock is confirmed: the "
-				    "command goes on");
-				resume(sv);
-			}
-			if (sv->lost && sv->sent && sv->sent != SIGKILL) {
-				kill_at = now + sv->kill_after_ms;
-				guard_killing(&sv->guard, kill_at);
-			}
-		}
+		if (!sv->lost)
+			check_lock(sv, hb, now, &valid_until, &kill_at);
 		if (kill_at >= 0 && now >= kill_at && !killed) {
 			log_verbose("the command outlived --kill-after: "
 			    "sending SIGKILL");
@@ -561,28 +596,8 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		ts.tv_sec = (wake - now) / 1000;
 		ts.tv_nsec = ((wake - now) % 1000) * 1000000;
 		sig = sigtimedwait(&set, &info, &ts);
-		if (sig == -1 || sig == SIGCHLD || sig == SUPERVISE_WAKE)
-			continue;
-		if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
-			/*
-			 * To rlock, or to its group from the terminal: then a
-			 * --foreground command had it too.
-			 */
-			if (suspend(sv, hb, sig, !sv->suspended &&
-			    !(sv->foreground && info.si_code == SI_KERNEL), 0,
-			    e) == -1)
-				goto fail;
-			continue;
-		}
-		/*
-		 * A signal the terminal sent to our foreground group has
-		 * already reached a --foreground child: do not send it twice.
-		 */
-		if (sv->foreground && info.si_code == SI_KERNEL)
-			continue;
-		log_verbose("forwarding SIG%s to the command",
-		    sigabbrev_np(sig));
-		signal_child(sv, sig);
+		if (sig != -1 && take_signal(sv, hb, sig, &info, e) == -1)
+			goto fail;
 	}
 	/*
 	 * After a loss nothing the command started may run on unguarded.

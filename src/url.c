@@ -190,19 +190,17 @@ parse_authority_start(const char **sp, struct url *u, char *why,
 	return 0;
 }
 
+/*
+ * The host at *sp, bracketed for IPv6, into u->host; *sp moves past it.
+ * *bracketed says which it was.  0, or -1 with why filled.
+ */
 static int
-parse_tcp(const char *s, struct url *u, char *why, size_t whylen)
+parse_host(const char **sp, struct url *u, int *bracketed, char *why,
+    size_t whylen)
 {
-	const char	*p, *h, *hend, *q;
-	long long	 v;
-	int		 bracketed;
+	const char	*p = *sp, *h, *hend;
 
-	if (parse_authority_start(&s, u, why, whylen) != 0)
-		return -1;
-
-	p = s;
-	bracketed = (*p == '[');
-	if (bracketed) {
+	if ((*bracketed = (*p == '['))) {
 		h = ++p;
 		while (is_ipv6_char(*p))
 			p++;
@@ -245,6 +243,22 @@ parse_tcp(const char *s, struct url *u, char *why, size_t whylen)
 		return -1;
 	}
 	u->host = xstrndup(h, (size_t)(hend - h));
+	*sp = p;
+	return 0;
+}
+
+static int
+parse_tcp(const char *s, struct url *u, char *why, size_t whylen)
+{
+	const char	*p, *q;
+	long long	 v;
+	int		 bracketed;
+
+	if (parse_authority_start(&s, u, why, whylen) != 0)
+		return -1;
+	p = s;
+	if (parse_host(&p, u, &bracketed, why, whylen) != 0)
+		return -1;
 
 	u->port = URL_DEFAULT_PORT;
 	if (*p == ':') {

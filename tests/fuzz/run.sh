@@ -16,8 +16,8 @@ src=$top/src
 scripts=$out/scripts.c
 sh "$src/lua/embed.sh" awk "$src/lua/embed.awk" "$src"/lua/*.lua >"$scripts"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -std=c11 -I$src"
-libsrc="$src/duration.c $src/url.c $src/util.c $src/conffile.c $src/err.c $src/log.c $src/output.c"
-netsrc="$src/redis.c $src/transport.c $src/tls.c $src/quorum.c $src/lock.c $scripts"
+libsrc="$src/duration.c $src/url.c $src/util.c $src/conffile.c $src/err.c $src/log.c $src/output.c $src/json.c"
+netsrc="$src/redis.c $src/transport.c $src/tls.c $src/quorum.c $src/lock.c $src/signals.c $scripts"
 
 status=0
 for t in $targets; do
