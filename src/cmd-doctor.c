@@ -188,55 +188,50 @@ check_rtt(struct report *rp, struct quorum *q, const char *server)
  * mode (*cluster set to 1).  Nothing but the info finding when INFO is
  * refused.
  */
+/* INFO replication: the role, the replicas and their lag. */
 static void
-check_settings(struct report *rp, struct quorum *q, const char *server,
-    int *cluster)
+check_replication(struct report *rp, struct quorum *q, const char *server)
+{
+	struct err	 e;
+	char		*repl, v[128], key[32];
+	int		 n, i;
+
+	if ((repl = info(q, "replication", &e)) == NULL ||
+	    info_field(repl, "role", v, sizeof v) == NULL) {
+		free(repl);
+		return;
+	}
+	if (strcmp(v, "master") == 0)
+		finding(rp, server, "role", SEV_OK, NULL, "master");
+	else
+		finding(rp, server, "role", SEV_ERROR, "point rlock at the "
+		    "master, or use a redis-sentinel:// URL",
+		    "%s: a replica cannot hold locks", v);
+	n = info_field(repl, "connected_slaves", v, sizeof v) ? atoi(v) : 0;
+	finding(rp, server, "replicas", n == 0 ? SEV_INFO : SEV_OK,
+	    n == 0 ? "without a replica a lost server loses its locks; "
+	    "with one, --wait-replicas narrows the failover window" :
+	    NULL, "%d connected", n);
+	for (i = 0; i < n && i < 16; i++) {
+		snprintf(key, sizeof key, "slave%d", i);
+		if (info_field(repl, key, v, sizeof v) == NULL)
+			continue;
+		if (strstr(v, "lag=") != NULL &&
+		    atoi(strstr(v, "lag=") + 4) > 1)
+			finding(rp, server, "replica lag", SEV_WARN,
+			    "a failover now would lose recent locks; check "
+			    "the replica's link", "%s", v);
+	}
+	free(repl);
+}
+
+/* INFO memory and persistence: eviction, appendonly, appendfsync. */
+static void
+check_durability(struct report *rp, struct quorum *q, const char *server)
 {
 	struct redis_reply	*rr;
 	struct err		 e;
-	char			*srv = NULL, *mem = NULL, *pers = NULL;
-	char			*repl = NULL, *clu = NULL, v[128], v2[128];
-	char			 key[32];
-	int			 major = 0, n, i;
-
-	if ((srv = info(q, "server", &e)) == NULL) {
-		finding(rp, server, "info", SEV_ERROR, "allow INFO for this "
-		    "user, or doctor cannot see the settings", "%s", e.msg);
-		return;
-	}
-	if (info_field(srv, "redis_version", v, sizeof v) != NULL) {
-		major = atoi(v);
-		finding(rp, server, "version", major < 6 ? SEV_ERROR : SEV_OK,
-		    major < 6 ? "rlock needs Redis 6.0 or later (fractional "
-		    "BLPOP timeouts, ACL users)" : NULL, "Redis %s", v);
-	}
-
-	repl = info(q, "replication", &e);
-	if (repl != NULL && info_field(repl, "role", v, sizeof v) != NULL) {
-		if (strcmp(v, "master") == 0)
-			finding(rp, server, "role", SEV_OK, NULL, "master");
-		else
-			finding(rp, server, "role", SEV_ERROR, "point rlock "
-			    "at the master, or use a redis-sentinel:// URL",
-			    "%s: a replica cannot hold locks", v);
-		n = info_field(repl, "connected_slaves", v, sizeof v) ?
-		    atoi(v) : 0;
-		finding(rp, server, "replicas", n == 0 ? SEV_INFO : SEV_OK,
-		    n == 0 ? "without a replica a lost server loses its locks; "
-		    "with one, --wait-replicas narrows the failover window" :
-		    NULL, "%d connected", n);
-		for (i = 0; i < n && i < 16; i++) {
-			snprintf(key, sizeof key, "slave%d", i);
-			if (info_field(repl, key, v, sizeof v) == NULL)
-				continue;
-			if (strstr(v, "lag=") != NULL &&
-			    atoi(strstr(v, "lag=") + 4) > 1)
-				finding(rp, server, "replica lag",
-				    SEV_WARN, "a failover now would lose "
-				    "recent locks; check the replica's link",
-				    "%s", v);
-		}
-	}
+	char			*mem, *pers, v[128], v2[128] = "";
 
 	mem = info(q, "memory", &e);
 	if (mem != NULL &&
@@ -254,35 +249,56 @@ check_settings(struct report *rp, struct quorum *q, const char *server,
 			    "key lets a second holder in",
 			    "maxmemory-policy %s", v);
 	}
-
+	free(mem);
 	pers = info(q, "persistence", &e);
-	if (pers != NULL &&
-	    info_field(pers, "aof_enabled", v, sizeof v) != NULL) {
-		if (strcmp(v, "1") != 0)
-			finding(rp, server, "persistence", SEV_WARN,
-			    "enable appendonly yes (appendfsync everysec or "
-			    "always), or keep a restarted server out for a "
-			    "TTL: a restart forgets the locks it held",
-			    "appendonly no");
-		else {
-			rr = quorum_callv(q, 0, &e, "CONFIG", "GET",
-			    "appendfsync", NULL);
-			if (rr != NULL && rr->type == REDIS_T_ARRAY &&
-			    rr->elements == 2)
-				finding(rp, server, "persistence",
-				    strcmp(rr->element[1]->str, "no") == 0 ?
-				    SEV_WARN : SEV_OK,
-				    strcmp(rr->element[1]->str, "no") == 0 ?
-				    "set appendfsync everysec or always" : NULL,
-				    "appendonly yes, appendfsync %s",
-				    rr->element[1]->str);
-			else
-				finding(rp, server, "persistence", SEV_OK,
-				    NULL, "appendonly yes");
-			redis_reply_free(rr);
-		}
+	if (pers == NULL ||
+	    info_field(pers, "aof_enabled", v, sizeof v) == NULL) {
+		free(pers);
+		return;
 	}
+	free(pers);
+	if (strcmp(v, "1") != 0) {
+		finding(rp, server, "persistence", SEV_WARN, "enable "
+		    "appendonly yes (appendfsync everysec or always), or keep "
+		    "a restarted server out for a TTL: a restart forgets the "
+		    "locks it held", "appendonly no");
+		return;
+	}
+	rr = quorum_callv(q, 0, &e, "CONFIG", "GET", "appendfsync", NULL);
+	if (rr != NULL && rr->type == REDIS_T_ARRAY && rr->elements == 2)
+		finding(rp, server, "persistence",
+		    strcmp(rr->element[1]->str, "no") == 0 ? SEV_WARN : SEV_OK,
+		    strcmp(rr->element[1]->str, "no") == 0 ?
+		    "set appendfsync everysec or always" : NULL,
+		    "appendonly yes, appendfsync %s", rr->element[1]->str);
+	else
+		finding(rp, server, "persistence", SEV_OK, NULL,
+		    "appendonly yes");
+	redis_reply_free(rr);
+}
 
+static void
+check_settings(struct report *rp, struct quorum *q, const char *server,
+    int *cluster)
+{
+	struct err	 e;
+	char		*srv, *clu, v[128];
+	int		 major;
+
+	if ((srv = info(q, "server", &e)) == NULL) {
+		finding(rp, server, "info", SEV_ERROR, "allow INFO for this "
+		    "user, or doctor cannot see the settings", "%s", e.msg);
+		return;
+	}
+	if (info_field(srv, "redis_version", v, sizeof v) != NULL) {
+		major = atoi(v);
+		finding(rp, server, "version", major < 6 ? SEV_ERROR : SEV_OK,
+		    major < 6 ? "rlock needs Redis 6.0 or later (fractional "
+		    "BLPOP timeouts, ACL users)" : NULL, "Redis %s", v);
+	}
+	free(srv);
+	check_replication(rp, q, server);
+	check_durability(rp, q, server);
 	clu = info(q, "cluster", &e);
 	if (clu != NULL && info_field(clu, "cluster_enabled", v, sizeof v) &&
 	    strcmp(v, "1") == 0) {
@@ -291,10 +307,6 @@ check_settings(struct report *rp, struct quorum *q, const char *server,
 		    "each lock's keys share a {NAME} hash tag; MOVED/ASK are "
 		    "followed");
 	}
-	free(srv);
-	free(mem);
-	free(pers);
-	free(repl);
 	free(clu);
 }
 
