@@ -121,8 +121,11 @@ struct tls {
 	int	 has_cert;	/* we sent a client certificate */
 };
 
-/* The last OpenSSL error as text, in the lower case of our messages. */
-static void
+/*
+ * The last OpenSSL error as text, in the lower case of our messages; its
+ * reason code is returned, for the callers to tell failures apart.
+ */
+static int
 ssl_reason(char *buf, size_t len)
 {
 	unsigned long	code = ERR_peek_last_error();
@@ -130,15 +133,22 @@ ssl_reason(char *buf, size_t len)
 
 	snprintf(buf, len, "%s", r != NULL ? r : "TLS error");
 	ERR_clear_error();
+	return ERR_GET_REASON(code);
+}
+
+/* The server's alert when it wanted a client certificate and got none. */
+static int
+wants_client_cert(int reason)
+{
+	return reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
+	    reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE;
 }
 
 /* A TLS failure after the handshake, as a person should read it. */
 static void
 io_reason(struct tls *t)
 {
-	ssl_reason(t->why, sizeof t->why);
-	if (strstr(t->why, "certificate required") != NULL ||
-	    strstr(t->why, "handshake failure") != NULL)
+	if (wants_client_cert(ssl_reason(t->why, sizeof t->why)))
 		snprintf(t->why, sizeof t->why, "the server requires "
 		    "a client certificate (give --tls-cert and --tls-key)");
 }
@@ -325,6 +335,7 @@ handshake_error(SSL *ssl, const char *name, struct err *e)
 {
 	long	v = SSL_get_verify_result(ssl);
 	char	why[160];
+	int	reason;
 
 	switch (v) {
 	case X509_V_OK:
@@ -352,14 +363,13 @@ handshake_error(SSL *ssl, const char *name, struct err *e)
 		    "verification: %s", X509_verify_cert_error_string(v));
 		return;
 	}
-	ssl_reason(why, sizeof why);
-	if (strstr(why, "certificate required") != NULL ||
-	    strstr(why, "handshake failure") != NULL)
+	reason = ssl_reason(why, sizeof why);
+	if (wants_client_cert(reason))
 		err_set(e, ERR_PROTOCOL, "TLS handshake failed: %s (the "
 		    "server may require a client certificate: give --tls-cert "
 		    "and --tls-key)", why);
-	else if (strstr(why, "wrong version number") != NULL ||
-	    strstr(why, "packet length too long") != NULL)
+	else if (reason == SSL_R_WRONG_VERSION_NUMBER ||
+	    reason == SSL_R_PACKET_LENGTH_TOO_LONG)
 		err_set(e, ERR_PROTOCOL, "TLS handshake failed: %s (is this "
 		    "a TLS port? use redis:// for plain connections)", why);
 	else
