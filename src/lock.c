@@ -314,6 +314,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	/* Before sending: see the invariants at the top. */
 	start = now_mono_ms();
 	l->maybe_held = 1;
+	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, wait_ms,
 		    settled_grant, NULL, &script_acquire, 4, keys, 6, args,
@@ -509,7 +510,7 @@ lock_release(struct lock *l, struct err *e)
 {
 	struct redis_reply	**rep;
 	const char		 *keys[3], *args[1];
-	int			  i, ok, released = 0;
+	int			  i, ok, released = 0, skipped = 0, *ask;
 
 	keys[0] = l->key;
 	keys[1] = l->info_key;
@@ -522,11 +523,19 @@ lock_release(struct lock *l, struct err *e)
 	 * never run (an EVALSHA answered NOSCRIPT needs its EVAL sent; a
 	 * connect still under way has not sent it yet), and would leave the
 	 * key on that server until it expires.  Nor is a server whose connect
-	 * failed a moment ago passed over.
+	 * failed a moment ago passed over.  Only a server that this process's
+	 * acquire never reached (silent since we started) is left out: it
+	 * cannot hold what we took, and waiting on it gains nothing.
 	 */
+	ask = xcalloc(l->q->n, sizeof *ask);
+	for (i = 0; i < l->q->n; i++) {
+		ask[i] = !l->tried || l->q->n == 1 || quorum_reached(l->q, i);
+		skipped += !ask[i];
+	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, NULL, &script_release, 3, keys, 1, args, rep,
-	    e);
+	ok = quorum_script(l->q, ask, &script_release, 3, keys, 1, args, rep,
+	    e) + skipped;
+	free(ask);
 	for (i = 0; i < l->q->n; i++)
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
 		    rep[i]->integer == 1)
@@ -535,7 +544,6 @@ lock_release(struct lock *l, struct err *e)
 	free(rep);
 	if (ok < quorum_majority(l->q))
 		return -1;
-
 	l->maybe_held = 0;
 	return released >= quorum_majority(l->q);
 }

@@ -59,6 +59,7 @@ struct lock {
 	int64_t		 taken_at;	/* monotonic, when the grant came */
 	/* An acquire was sent but its outcome is unknown: release to be safe. */
 	int		 maybe_held;
+	int		 tried;		/* this process sent an acquire */
 	int		 waited;	/* times lock_acquire slept */
 	int		 late;		/* grants in a row that came too late */
 	struct lock_holder holder;	/* when busy */

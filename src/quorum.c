@@ -116,6 +116,12 @@ quorum_retry_now(struct quorum *q)
 		q->retry_at[i] = 0;
 }
 
+int
+quorum_reached(const struct quorum *q, int i)
+{
+	return redis_reached(q->conn[i]);
+}
+
 void
 quorum_limit(struct quorum *q, int64_t until)
 {

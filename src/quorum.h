@@ -126,6 +126,9 @@ int	quorum_distinct(struct quorum *, struct err *e);
  */
 void	quorum_retry_now(struct quorum *);
 
+/* Whether any request ever went out to server i (see redis_reached). */
+int	quorum_reached(const struct quorum *, int i);
+
 void	quorum_free_replies(struct quorum *, struct redis_reply **);
 
 #endif

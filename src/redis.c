@@ -27,6 +27,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,8 @@ struct redis {
 	int			 ask;		/* ASKING before it, once */
 	int			 waited;	/* its BLPOP is done (redirected) */
 	int			 holding;	/* until AUTH and SELECT answer */
+	size_t			 body_at;	/* where out's request starts */
+	int			 reached;	/* a request ever went out */
 	int			 hops;		/* redirections so far */
 	struct redis_reply	*reply;		/* once done */
 	int64_t			 connect_deadline;
@@ -216,6 +219,12 @@ redis_connect_failed(const struct redis *r)
 	return r->connect_failed;
 }
 
+int
+redis_reached(const struct redis *r)
+{
+	return r->reached;
+}
+
 struct redis *
 redis_new(const struct url *u, const struct redis_opts *opts)
 {
@@ -223,6 +232,7 @@ redis_new(const struct url *u, const struct redis_opts *opts)
 
 	r->orig = r->url = u;
 	r->opts = opts;
+	r->body_at = SIZE_MAX;
 	return r;
 }
 
@@ -240,6 +250,7 @@ disconnect(struct redis *r)
 	free(r->out);
 	r->out = NULL;
 	r->outlen = r->outoff = 0;
+	r->body_at = SIZE_MAX;
 	r->ndue = 0;
 	r->state = IDLE;
 	r->handshaken = 0;
@@ -408,6 +419,7 @@ queue_body(struct redis *r, struct err *e)
 	char			 secs[32];
 
 	r->holding = 0;
+	r->body_at = r->outlen;
 	if (r->ask) {
 		argv[0] = "ASKING";
 		if (queue(r, DUE_ASKING, 1, argv, NULL, e) == -1)
@@ -463,6 +475,8 @@ flush(struct redis *r, struct err *e)
 		if (n == 0)
 			return 0;
 		r->outoff += (size_t)n;
+		if (r->outoff > r->body_at)
+			r->reached = 1;
 	}
 	/* Wipe it: AUTH's password may be in there. */
 	if (r->out != NULL)
@@ -470,6 +484,7 @@ flush(struct redis *r, struct err *e)
 	free(r->out);
 	r->out = NULL;
 	r->outlen = r->outoff = 0;
+	r->body_at = SIZE_MAX;
 	return 0;
 }
 
@@ -588,6 +603,11 @@ step_sentinel(struct redis *r, struct err *e)
 			if (rc == 0)
 				continue;
 		}
+		/* Each sentinel has what is left of the connect's time. */
+		if (rc == -1 && r->sub_err.kind == ERR_TIMEOUT)
+			err_set(&r->sub_err, ERR_TIMEOUT, "sentinel %s did not "
+			    "answer within the --connect-timeout",
+			    r->sub_url.display);
 		redis_free(r->sub);
 		r->sub = NULL;
 		if (rc == 1) {
@@ -721,6 +741,7 @@ redirect(struct redis *r, const char *text, struct err *e)
 	free(r->out);
 	r->out = NULL;
 	r->outlen = r->outoff = 0;
+	r->body_at = SIZE_MAX;
 	r->ndue = 0;
 	url_free(&r->target);
 	r->target = to;

@@ -84,6 +84,11 @@ int64_t		 redis_wake(const struct redis *);
 /* Give up on the request in flight: the connection is closed. */
 void		 redis_abandon(struct redis *);
 int		 redis_connect_failed(const struct redis *);
+/*
+ * Whether a request (beyond the handshake) was ever written to the
+ * server: one that never was cannot hold anything this process took.
+ */
+int		 redis_reached(const struct redis *);
 
 /* The URL for messages: where the server is now. */
 const char	*redis_display(const struct redis *);
