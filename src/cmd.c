@@ -38,7 +38,6 @@
 #define DEFAULT_PREFIX		"rlock:"
 #define DEFAULT_CONFIG		"/etc/rlock.conf"
 #define DEFAULT_TIMEOUT_MS	2000
-#define DEFAULT_TTL_MS		30000
 #define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
 #define MIN_TTL_MS		10
 #define CONFIG_MAX_BYTES	(1024 * 1024)
@@ -1148,7 +1147,7 @@ cmd_main(int argc, char **argv)
 			log_open_syslog();
 	o->connect_timeout_ms = DEFAULT_TIMEOUT_MS;
 	o->timeout_ms = DEFAULT_TIMEOUT_MS;
-	o->ttl_ms = DEFAULT_TTL_MS;
+	o->ttl_ms = LOCK_DEFAULT_TTL_MS;
 	o->wait_ms = -1;
 	o->conflict_exit_code = EXIT_BUSY;
 	o->on_lost = SIGTERM;
