@@ -31,6 +31,7 @@
 #include "conffile.h"
 #include "duration.h"
 #include "log.h"
+#include "output.h"
 #include "signals.h"
 #include "util.h"
 
@@ -248,65 +249,31 @@ cmd_token(struct cmd_ctx *ctx)
 }
 
 /*
- * While acquire waits at a terminal: one status line, rewritten in place,
- * and cleared when the wait ends (cmd_wait_done).  Never on a pipe or in
- * cron mail, never with -q.
+ * lock_wait_fn while acquire waits at a terminal: the holder as of now,
+ * for output_wait_show.  Never on a pipe or in cron mail, never with -q
+ * (see cmd_lock_init).
  */
-static int	progress_shown;
-
 static void
-show_progress(const struct lock *l, const struct lock_holder *h,
+show_wait(const struct lock *l, const struct lock_holder *h,
     int64_t waited_ms, int64_t left_ms, void *arg)
 {
-	int64_t		since = now_mono_ms() - h->seen_at;
-	char		held[32], exp[32], waited[32], left[32];
-	struct winsize	ws;
-	struct buf	b;
-	size_t		width = 80;
+	int64_t			since = now_mono_ms() - h->seen_at;
+	struct output_wait	w;
+	struct winsize		ws;
 
-	buf_init(&b);
-	buf_printf(&b, "rlock: waiting for %s: held by %s pid %lld", l->name,
-	    h->host[0] ? h->host : "?", h->pid);
-	if (h->command[0] != '\0')
-		buf_printf(&b, " (%.40s)", h->command);
-	if (h->held_ms >= 0)
-		buf_printf(&b, " for %s", duration_format(h->held_ms + since,
-		    held, sizeof held));
-	if (h->pttl_ms >= 0)
-		buf_printf(&b, ", expires in %s", duration_format(
-		    h->pttl_ms - since, exp, sizeof exp));
-	buf_printf(&b, "; waited %s", duration_format(waited_ms, waited,
-	    sizeof waited));
-	if (left_ms >= 0)
-		buf_printf(&b, ", %s left", duration_format(left_ms, left,
-		    sizeof left));
-	/*
-	 * One screen row at most: "\r\033[K" can only take back the row the
-	 * cursor is on, so a wrapped line would leave its first rows behind.
-	 */
+	w.name = l->name;
+	w.host = h->host;
+	w.pid = h->pid;
+	w.command = h->command;
+	w.held_ms = h->held_ms >= 0 ? h->held_ms + since : -1;
+	w.expires_ms = h->pttl_ms < 0 ? -1 :
+	    h->pttl_ms > since ? h->pttl_ms - since : 0;
+	w.waited_ms = waited_ms;
+	w.left_ms = left_ms;
+	w.width = 80;
 	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-		width = ws.ws_col;
-	if (b.len > width - 1) {
-		b.len = width - 1;
-		/* Do not cut a UTF-8 sequence in half. */
-		while (b.len > 0 && ((unsigned char)b.p[b.len] & 0xc0) == 0x80)
-			b.len--;
-		b.p[b.len] = '\0';
-	}
-	fprintf(stderr, "\r\033[K%s", b.p);
-	fflush(stderr);
-	buf_free(&b);
-	progress_shown = 1;
-}
-
-void
-cmd_wait_done(void)
-{
-	if (progress_shown) {
-		fputs("\r\033[K", stderr);
-		fflush(stderr);
-		progress_shown = 0;
-	}
+		w.width = ws.ws_col;
+	output_wait_show(&w);
 }
 
 void
@@ -316,7 +283,7 @@ cmd_lock_init(struct cmd_ctx *ctx, struct lock *l, const char *token)
 	l->wait_replicas = ctx->o.wait_replicas;
 	l->wait_timeout_ms = ctx->o.timeout_ms;
 	if (isatty(STDERR_FILENO) && log_level() == LOG_LEVEL_NORMAL)
-		l->on_wait = show_progress;
+		l->on_wait = show_wait;
 }
 
 /* The name of uid from /etc/passwd itself: 0, or -1 to ask NSS instead. */

@@ -143,8 +143,6 @@ const char *cmd_printable(const char *s, char *buf, size_t len);
 int	cmd_check_name(const char *);
 /* The token for release/extend: --token, else $RLOCK_TOKEN; NULL if none. */
 const char *cmd_token(struct cmd_ctx *);
-/* Clear the waiting line a terminal may show (after lock_acquire). */
-void	cmd_wait_done(void);
 /*
  * A lock named NAME on ctx's servers, with ctx's --wait-replicas, and a
  * live waiting line when stderr is a terminal.
