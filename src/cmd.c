@@ -1,12 +1,11 @@
-/* cmd.c: the command table, option parsing and precedence, shared helpers. */
+/* cmd.c: the command table, precedence, and what every command shares. */
 
 /*
- * Options may come before or after the command word, so there is one table
- * of every option, and each command says which ones it takes; one that
- * does not belong is a usage error naming the command.  Values are checked
- * as they are parsed, so the message can name the option.  Precedence is
- * flag > environment > default, applied once parsing is done.  Only this
- * layer (and the cmd-*.c files) print errors and choose exit statuses.
+ * options.c parses argv against the table of every option; here each
+ * command says which ones it takes, and one that does not belong is a
+ * usage error naming the command.  Precedence is flag > environment >
+ * config file > default, applied once parsing is done.  Only this layer
+ * (and the cmd-*.c files) print errors and choose exit statuses.
  */
 
 #include "config.h"
@@ -35,12 +34,7 @@
 #include "signals.h"
 #include "util.h"
 
-#define DEFAULT_URL		"redis://127.0.0.1:6379"
-#define DEFAULT_PREFIX		"rlock:"
-#define DEFAULT_CONFIG		"/etc/rlock.conf"
 #define DEFAULT_TIMEOUT_MS	2000
-#define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
-#define MIN_TTL_MS		10
 #define CONFIG_MAX_BYTES	(1024 * 1024)
 #define CONFIG_MAX_LINE		4096
 #define PASSWORD_FILE_MAX	4096
@@ -55,146 +49,18 @@ static const struct cmd_entry *const cmd_table[] = {
 	NULL
 };
 
-struct opt_def {
-	enum opt_id	 id;
-	int		 shortopt;
-	const char	*longopt;
-	const char	*arg;		/* NULL: takes no value */
-	const char	*help;
-};
-
-static const struct opt_def opt_defs[] = {
-	{ O_URL, 'u', "url", "URL",
-	  "Redis to use; repeat it, or separate URLs with spaces, for a "
-	  "quorum (default $RLOCK_URL, else " DEFAULT_URL ")" },
-	{ O_PASSWORD_FILE, 0, "password-file", "FILE",
-	  "read the password from FILE's first line "
-	  "(default $RLOCK_PASSWORD, then $REDISCLI_AUTH)" },
-	{ O_PREFIX, 0, "prefix", "P",
-	  "key prefix (default $RLOCK_PREFIX, else " DEFAULT_PREFIX ")" },
-	{ O_CONNECT_TIMEOUT, 0, "connect-timeout", "DUR",
-	  "bound on connecting and authenticating (default 2s)" },
-	{ O_TIMEOUT, 0, "timeout", "DUR",
-	  "bound on one Redis round trip (default 2s)" },
-	{ O_JSON, 0, "json", NULL,
-	  "machine-readable output on stdout (acquire, status, doctor)" },
-	{ O_QUIET, 'q', "quiet", NULL, "only errors on stderr" },
-	{ O_VERBOSE, 'v', "verbose", NULL, "timestamped progress on stderr" },
-	{ O_HELP, 'h', "help", NULL, "show help and exit" },
-	{ O_VERSION, 'V', "version", NULL, "show the version and exit" },
-	{ O_TTL, 't', "ttl", "DUR",
-	  "lock expiry (default 30s)" },
-	{ O_WAIT, 'w', "wait", "DUR",
-	  "wait at most DUR for a busy lock; 0: do not wait (default: forever)" },
-	{ O_NO_WAIT, 'n', "no-wait", NULL, "same as --wait 0" },
-	{ O_CONFLICT_EXIT_CODE, 'E', "conflict-exit-code", "N",
-	  "exit status, 0-255, when the lock stays busy (default 1)" },
-	{ O_TOKEN, 0, "token", "TOKEN",
-	  "take the lock with TOKEN instead of a random one" },
-	{ O_FORCE, 0, "force", NULL,
-	  "delete the lock whoever holds it, and say whose it was" },
-	{ O_HEARTBEAT, 0, "heartbeat", "DUR",
-	  "extend the lock this often while the command runs (default TTL/3)" },
-	{ O_ON_LOST, 0, "on-lost", "SIG|ignore",
-	  "signal for the command if the lock is lost (default TERM)" },
-	{ O_KILL_AFTER, 0, "kill-after", "DUR",
-	  "then SIGKILL if it is still running after DUR (default 10s)" },
-	{ O_FOREGROUND, 0, "foreground", NULL,
-	  "run the command in rlock's own process group (no guard)" },
-	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING" },
-	{ O_MIN_HOLD, 0, "min-hold", "DUR",
-	  "keep the lock at least DUR after acquiring; let it expire then" },
-	{ O_TLS_CA, 0, "tls-ca", "FILE",
-	  "verify rediss:// servers against this CA (default: system store)" },
-	{ O_TLS_CERT, 0, "tls-cert", "FILE", "client certificate for TLS" },
-	{ O_TLS_KEY, 0, "tls-key", "FILE", "private key of --tls-cert" },
-	{ O_TLS_SERVER_NAME, 0, "tls-server-name", "NAME",
-	  "name the server's certificate must carry (default: the URL's host)" },
-	{ O_TLS_INSECURE, 0, "tls-insecure", NULL,
-	  "do not verify the server's certificate (testing only)" },
-	{ O_WAIT_REPLICAS, 0, "wait-replicas", "N",
-	  "after each write, wait (up to --timeout) for N replicas to have it" },
-	{ O_SYSLOG, 0, "syslog", NULL,
-	  "also log errors and notable events to syslog (daemon facility)" },
-	{ O_CONFIG, 0, "config", "FILE",
-	  "read settings from FILE (default $RLOCK_CONFIG, else "
-	  DEFAULT_CONFIG " if it exists)" },
-};
-#define N_OPTS	(sizeof opt_defs / sizeof opt_defs[0])
-
-/* ---------------------------------------------------------------- help */
-
-static void
-print_options(FILE *f, uint64_t mask, const struct cmd_entry *ce)
-{
-	const struct opt_def	*d;
-	char			 left[64];
-	size_t			 i;
-
-	for (i = 0; i < N_OPTS; i++) {
-		d = &opt_defs[i];
-		if (!(mask & (1ULL << d->id)))
-			continue;
-		if (d->shortopt)
-			snprintf(left, sizeof left, "-%c, --%s%s%s", d->shortopt,
-			    d->longopt, d->arg ? " " : "", d->arg ? d->arg : "");
-		else
-			snprintf(left, sizeof left, "    --%s%s%s", d->longopt,
-			    d->arg ? " " : "", d->arg ? d->arg : "");
-		fprintf(f, "  %-30s %s\n", left,
-		    ce != NULL && ce->opt_help[d->id] ? ce->opt_help[d->id] :
-		    d->help);
-	}
-}
-
-static void
-print_help(FILE *f, const struct cmd_entry *ce)
-{
-	const struct cmd_entry *const	*c;
-	char				 left[64];
-
-	if (ce != NULL) {
-		fprintf(f, "usage: rlock [OPTIONS] %s%s%s\n\n%s.\n",
-		    ce->name, *ce->args ? " " : "", ce->args, ce->summary);
-		if (ce->options != 0) {
-			fprintf(f, "\nOptions:\n");
-			print_options(f, ce->options, ce);
-		}
-		fprintf(f, "\nGlobal options:\n");
-		print_options(f, OPTS_GLOBAL | OPT(VERSION), ce);
-		return;
-	}
-	fprintf(f, "usage: rlock [OPTIONS] COMMAND [ARGS...]\n\n"
-	    "A distributed lock for shell scripts and cron, backed by Redis."
-	    "\n\nCommands:\n");
-	for (c = cmd_table; *c != NULL; c++) {
-		snprintf(left, sizeof left, "%s%s%s", (*c)->name,
-		    *(*c)->args ? " " : "", (*c)->args);
-		fprintf(f, "  %-30s %s\n", left, (*c)->summary);
-	}
-	fprintf(f, "\nGlobal options:\n");
-	print_options(f, OPTS_GLOBAL | OPT(VERSION), NULL);
-	fprintf(f, "\nDurations: 250ms, 1.5s, 30 (seconds), 2m, 1h.\n"
-	    "Run 'rlock COMMAND --help' for a command's options; "
-	    "see rlock(1).\n");
-}
-
 /* ---------------------------------------------------------- utilities */
-
-/* Where the value being applied came from, when it was a config file. */
-static char	usage_where[300];
 
 int
 cmd_usage_error(const char *fmt, ...)
 {
-	char	msg[512];
 	va_list	ap;
+	int	rc;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	rc = options_usage_verror(NULL, fmt, ap);
 	va_end(ap);
-	log_error("%s%s", usage_where, msg);
-	return EXIT_USAGE;
+	return rc;
 }
 
 int
@@ -206,25 +72,6 @@ cmd_fail(struct cmd_ctx *ctx)
 	return err_exit_status(ctx->err.kind);
 }
 
-const char *
-cmd_printable(const char *s, char *buf, size_t len)
-{
-	const unsigned char	*p = (const unsigned char *)s;
-	size_t			 n = 0;
-
-	for (; *p != '\0' && n + 5 < len; p++) {
-		if (*p < ' ' || *p == 0x7f)
-			n += snprintf(buf + n, len - n, "\\x%02x", *p);
-		else
-			buf[n++] = *p;
-	}
-	if (*p != '\0' && len > 4)
-		memcpy(buf + (n < len - 4 ? n : len - 4), "...", 4);
-	else
-		buf[n] = '\0';
-	return buf;
-}
-
 int
 cmd_check_name(const char *name)
 {
@@ -234,7 +81,7 @@ cmd_check_name(const char *name)
 		return 0;
 	cmd_usage_error("invalid lock name '%s': %s; names are 1-255 bytes "
 	    "of printable UTF-8 without whitespace, '{' or '}'",
-	    cmd_printable(name, shown, sizeof shown), why);
+	    options_printable(name, shown, sizeof shown), why);
 	return -1;
 }
 
@@ -354,278 +201,6 @@ cmd_give_back(struct lock *l)
 	signal_caught = sig;
 }
 
-/* ------------------------------------------------------------ parsing */
-
-static int
-parse_duration(const char *opt, const char *raw, int64_t *ms, int allow_zero,
-    int64_t max)
-{
-	const char	*why, *v;
-	char		 d[32], shown[128];
-
-	v = cmd_printable(raw, shown, sizeof shown);
-	if (duration_parse(raw, ms, &why) == -1)
-		return cmd_usage_error("invalid duration '%s' for --%s: %s "
-		    "(use e.g. 250ms, 1.5s, 30, 2m or 1h)", v, opt, why);
-	if (*ms == 0 && !allow_zero)
-		return cmd_usage_error("invalid duration '%s' for --%s: it "
-		    "must be more than zero", v, opt);
-	if (max > 0 && *ms > max)
-		return cmd_usage_error("invalid duration '%s' for --%s: the "
-		    "limit is %s", v, opt, duration_format(max, d, sizeof d));
-	return 0;
-}
-
-static int
-check_token(const char *t)
-{
-	const unsigned char	*p;
-
-	if (*t == '\0' || strlen(t) > TOKEN_MAX)
-		return cmd_usage_error("invalid --token: it must be 1-%d "
-		    "bytes long", TOKEN_MAX);
-	for (p = (const unsigned char *)t; *p != '\0'; p++)
-		if (*p <= ' ' || *p == 0x7f)
-			return cmd_usage_error("invalid --token: byte %zu "
-			    "(0x%02x) is whitespace or a control character",
-			    (size_t)(p - (const unsigned char *)t) + 1, *p);
-	return 0;
-}
-
-/* "TERM", "SIGTERM", "term", "15", or "ignore" (0). */
-static int
-parse_signal(const char *v, int *sig)
-{
-	const char	*name = v, *abbrev;
-	char		 shown[128];
-	char		*end;
-	long		 n;
-	int		 s;
-
-	if (strcasecmp(v, "ignore") == 0) {
-		*sig = 0;
-		return 0;
-	}
-	if (*v >= '0' && *v <= '9') {
-		n = strtol(v, &end, 10);
-		if (*end == '\0' && n > 0 && n < NSIG) {
-			*sig = (int)n;
-			return 0;
-		}
-	} else {
-		if (strncasecmp(name, "SIG", 3) == 0)
-			name += 3;
-		for (s = 1; s < NSIG; s++)
-			if ((abbrev = sigabbrev_np(s)) != NULL &&
-			    strcasecmp(abbrev, name) == 0) {
-				*sig = s;
-				return 0;
-			}
-	}
-	return cmd_usage_error("invalid signal '%s' for --on-lost: use a "
-	    "name such as TERM, INT or KILL, a number, or 'ignore'",
-	    cmd_printable(v, shown, sizeof shown));
-}
-
-static int
-check_prefix(const char *p)
-{
-	const unsigned char	*s;
-	char			 shown[128];
-
-	if (strlen(p) > 200)
-		return cmd_usage_error("invalid --prefix: longer than 200 "
-		    "bytes");
-	for (s = (const unsigned char *)p; *s != '\0'; s++)
-		if (*s <= ' ' || *s == 0x7f || *s == '{' || *s == '}')
-			return cmd_usage_error("invalid --prefix '%s': byte "
-			    "%zu (0x%02x) is whitespace, a control character "
-			    "or a brace", cmd_printable(p, shown, sizeof shown),
-			    (size_t)(s -
-			    (const unsigned char *)p) + 1, *s);
-	return 0;
-}
-
-/*
- * Append the URLs of v: one, or several separated by whitespace (commas
- * cannot separate them: a sentinel URL has its own).
- */
-static int
-add_urls(struct opts *o, const char *v)
-{
-	size_t	n;
-
-	if (v[strspn(v, " \t\n")] == '\0')
-		return cmd_usage_error("invalid --url: empty URL");
-	for (v += strspn(v, " \t\n"); *v != '\0'; v += strspn(v, " \t\n")) {
-		if (o->nurl == MAX_URLS)
-			return cmd_usage_error("too many URLs (at most %d)",
-			    MAX_URLS);
-		n = strcspn(v, " \t\n");
-		o->url[o->nurl++] = xstrndup(v, n);
-		v += n;
-	}
-	return 0;
-}
-
-static void
-clear_urls(struct opts *o)
-{
-	while (o->nurl > 0)
-		free(o->url[--o->nurl]);
-}
-
-/* Store one option's value; 0, or the exit status of a usage error. */
-static int
-apply(struct opts *o, const struct opt_def *d, const char *v)
-{
-	char	*end, shown[128];
-	long	 n;
-	int	 rc;
-
-	o->given |= 1ULL << d->id;
-	switch (d->id) {
-	case O_URL:
-		return add_urls(o, v);
-	case O_PASSWORD_FILE:
-		o->password_file = v;
-		return 0;
-	case O_PREFIX:
-		o->prefix = v;
-		return check_prefix(v);
-	case O_CONNECT_TIMEOUT:
-		return parse_duration(d->longopt, v, &o->connect_timeout_ms, 0,
-		    0);
-	case O_TIMEOUT:
-		return parse_duration(d->longopt, v, &o->timeout_ms, 0, 0);
-	case O_JSON:
-		o->json = 1;
-		return 0;
-	case O_QUIET:
-		o->verbosity = LOG_LEVEL_QUIET;
-		return 0;
-	case O_VERBOSE:
-		o->verbosity = LOG_LEVEL_VERBOSE;
-		return 0;
-	case O_HELP:
-	case O_VERSION:
-		return 0;
-	case O_TTL:
-		if ((rc = parse_duration(d->longopt, v, &o->ttl_ms, 0,
-		    MAX_TTL_MS)) != 0)
-			return rc;
-		if (o->ttl_ms < MIN_TTL_MS)
-			return cmd_usage_error("invalid duration '%s' for --ttl: "
-			    "the minimum is %dms (less would be spent on the "
-			    "drift margin, 1%% + 2ms, and a round trip)",
-			    cmd_printable(v, shown, sizeof shown), MIN_TTL_MS);
-		return 0;
-	case O_WAIT:
-		return parse_duration(d->longopt, v, &o->wait_ms, 1, 0);
-	case O_NO_WAIT:
-		o->wait_ms = 0;
-		return 0;
-	case O_CONFLICT_EXIT_CODE:
-		errno = 0;
-		n = strtol(v, &end, 10);
-		if (!isdigit((unsigned char)*v) || *end != '\0' || errno != 0 ||
-		    n > 255)
-			return cmd_usage_error("invalid exit code '%s' for "
-			    "--conflict-exit-code: use a number from 0 to 255",
-			    cmd_printable(v, shown, sizeof shown));
-		o->conflict_exit_code = (int)n;
-		return 0;
-	case O_TOKEN:
-		o->token = v;
-		return check_token(v);
-	case O_FORCE:
-		o->force = 1;
-		return 0;
-	case O_HEARTBEAT:
-		return parse_duration(d->longopt, v, &o->heartbeat_ms, 0, 0);
-	case O_ON_LOST:
-		return parse_signal(v, &o->on_lost);
-	case O_KILL_AFTER:
-		return parse_duration(d->longopt, v, &o->kill_after_ms, 1, 0);
-	case O_FOREGROUND:
-		o->foreground = 1;
-		return 0;
-	case O_COMMAND:
-		o->command = v;
-		return 0;
-	case O_MIN_HOLD:
-		return parse_duration(d->longopt, v, &o->min_hold_ms, 1,
-		    MAX_TTL_MS);
-	case O_TLS_CA:
-		o->tls.ca = v;
-		return 0;
-	case O_TLS_CERT:
-		o->tls.cert = v;
-		return 0;
-	case O_TLS_KEY:
-		o->tls.key = v;
-		return 0;
-	case O_TLS_SERVER_NAME:
-		o->tls.server_name = v;
-		return 0;
-	case O_TLS_INSECURE:
-		o->tls.insecure = 1;
-		return 0;
-	case O_CONFIG:
-		o->config = v;
-		return 0;
-	case O_SYSLOG:
-		o->syslog = 1;
-		return 0;
-	case O_WAIT_REPLICAS:
-		errno = 0;
-		n = strtol(v, &end, 10);
-		if (!isdigit((unsigned char)*v) || *end != '\0' || errno != 0 ||
-		    n > 1000)
-			return cmd_usage_error("invalid --wait-replicas '%s': "
-			    "use a number of replicas from 0 to 1000",
-			    cmd_printable(v, shown, sizeof shown));
-		o->wait_replicas = (int)n;
-		return 0;
-	case O__COUNT:
-		break;
-	}
-	return cmd_usage_error("internal error: option %d", d->id);
-}
-
-static const struct opt_def *
-find_long(const char *name, size_t len)
-{
-	size_t	i;
-
-	for (i = 0; i < N_OPTS; i++)
-		if (strlen(opt_defs[i].longopt) == len &&
-		    strncmp(opt_defs[i].longopt, name, len) == 0)
-			return &opt_defs[i];
-	return NULL;
-}
-
-static const struct opt_def *
-find_short(int c)
-{
-	size_t	i;
-
-	for (i = 0; i < N_OPTS; i++)
-		if (opt_defs[i].shortopt == c)
-			return &opt_defs[i];
-	return NULL;
-}
-
-static const struct cmd_entry *
-find_cmd(const char *name)
-{
-	const struct cmd_entry *const	*c;
-
-	for (c = cmd_table; *c != NULL; c++)
-		if (strcmp((*c)->name, name) == 0)
-			return *c;
-	return NULL;
-}
 
 /* "acquire, release, ..." */
 static const char *
@@ -641,130 +216,19 @@ command_list(void)
 	return list;
 }
 
-static int
-unknown_cmd(const char *name)
+/* The command called name, or NULL once a usage error has said so. */
+static const struct cmd_entry *
+find_cmd(const char *name)
 {
-	char	shown[128];
+	const struct cmd_entry *const	*c;
+	char				 shown[128];
 
-	return cmd_usage_error("unknown command '%s'; commands are: %s",
-	    cmd_printable(name, shown, sizeof shown), command_list());
-}
-
-/*
- * A password given in a URL on the command line shows in ps(1) for as
- * long as it stays in argv.  Once the URL is copied, overwrite the
- * password's bytes in place with '*': what /proc/PID/cmdline shows from
- * then on has none.  (The moment before this runs cannot be helped:
- * --password-file and RLOCK_PASSWORD are the ways never to show it.)
- */
-static void
-scrub_password(char *arg)
-{
-	char	*w, *end, *scheme, *at, *colon;
-
-	for (w = arg; *w != '\0'; w = end) {
-		w += strspn(w, " \t\n");
-		end = w + strcspn(w, " \t\n");
-		if ((scheme = strstr(w, "://")) == NULL || scheme >= end)
-			continue;
-		scheme += 3;
-		for (at = NULL, colon = scheme; colon < end; colon++)
-			if (*colon == '@')
-				at = colon;
-		if (at == NULL ||
-		    (colon = memchr(scheme, ':', (size_t)(at - scheme))) == NULL)
-			continue;
-		for (colon++; colon < at; colon++)
-			*colon = '*';
-	}
-}
-
-/*
- * Walk argv once.  The first word that is not an option (or an option's
- * value) is the command; later ones are its arguments.  Returns 0, or the
- * exit status to leave with.
- */
-static int
-parse_argv(int argc, char **argv, struct opts *o,
-    const struct cmd_entry **cep)
-{
-	const struct opt_def	*d;
-	const char		*a, *eq, *v;
-	size_t			 len;
-	int			 i, rc, dashdash = 0;
-
-	*cep = NULL;
-	o->args = xcalloc(argc + 1, sizeof *o->args);
-	for (i = 1; i < argc; i++) {
-		a = argv[i];
-		if (!dashdash && strcmp(a, "--") == 0) {
-			dashdash = 1;
-			continue;
-		}
-		if (dashdash || a[0] != '-' || a[1] == '\0') {
-			if (*cep == NULL) {
-				if ((*cep = find_cmd(a)) == NULL)
-					return unknown_cmd(a);
-				continue;
-			}
-			if ((*cep)->child_after > 0 &&
-			    o->nargs == (*cep)->child_after) {
-				o->child = &argv[i];
-				o->nchild = argc - i;
-				break;
-			}
-			o->args[o->nargs++] = argv[i];
-			continue;
-		}
-		if (a[1] == '-') {
-			eq = strchr(a + 2, '=');
-			len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-			if ((d = find_long(a + 2, len)) == NULL)
-				return cmd_usage_error("unknown option '%.*s'; "
-				    "see 'rlock --help'", (int)len + 2, a);
-			if (d->arg == NULL && eq != NULL)
-				return cmd_usage_error("option --%s takes no "
-				    "value", d->longopt);
-			v = NULL;
-			if (d->arg != NULL) {
-				if (eq != NULL)
-					v = eq + 1;
-				else if (i + 1 < argc)
-					v = argv[++i];
-				else
-					return cmd_usage_error("option --%s "
-					    "needs a value (%s)", d->longopt,
-					    d->arg);
-			}
-			if ((rc = apply(o, d, v)) != 0)
-				return rc;
-			if (d->id == O_URL)
-				scrub_password((char *)v);
-			continue;
-		}
-		for (a++; *a != '\0'; a++) {
-			if ((d = find_short(*a)) == NULL)
-				return cmd_usage_error("unknown option '-%c'; "
-				    "see 'rlock --help'", *a);
-			v = NULL;
-			if (d->arg != NULL) {
-				if (a[1] != '\0')
-					v = a + 1;
-				else if (i + 1 < argc)
-					v = argv[++i];
-				else
-					return cmd_usage_error("option -%c "
-					    "needs a value (%s)", *a, d->arg);
-			}
-			if ((rc = apply(o, d, v)) != 0)
-				return rc;
-			if (d->id == O_URL)
-				scrub_password((char *)v);
-			if (v != NULL)
-				break;
-		}
-	}
-	return 0;
+	for (c = cmd_table; *c != NULL; c++)
+		if (strcmp((*c)->name, name) == 0)
+			return *c;
+	cmd_usage_error("unknown command '%s'; commands are: %s",
+	    options_printable(name, shown, sizeof shown), command_list());
+	return NULL;
 }
 
 /* Does any URL of the list v carry a password? */
@@ -807,6 +271,7 @@ load_config(struct cmd_ctx *ctx)
 {
 	struct opts		*o = &ctx->o;
 	const struct opt_def	*d;
+	struct opt_where	 where;
 	const char		*path = o->config, *why;
 	char			*line, *next, *key, *value;
 	uint64_t		 given = o->given, bit;
@@ -847,10 +312,8 @@ load_config(struct cmd_ctx *ctx)
 			continue;
 		if (rc == -1)
 			return cmd_usage_error("%s:%d: %s", path, lineno, why);
-		d = find_long(key, strlen(key));
-		if (d == NULL || d->id == O_HELP || d->id == O_VERSION ||
-		    d->id == O_CONFIG || d->id == O_TOKEN || d->id == O_FORCE ||
-		    d->id == O_COMMAND)
+		d = options_find(key, strlen(key));
+		if (d == NULL || (d->flags & OPTF_ARGV_ONLY))
 			return cmd_usage_error("%s:%d: unknown key '%s'; keys "
 			    "are long options such as url, password-file, "
 			    "prefix, ttl or tls-ca", path, lineno, key);
@@ -868,14 +331,12 @@ load_config(struct cmd_ctx *ctx)
 		}
 		/* A URL list in the file replaces the default, not adds. */
 		if (d->id == O_URL && !(o->from_file & bit))
-			clear_urls(o);
+			options_clear_urls(o);
 		if (d->id == O_URL && url_has_password(value))
 			has_password = 1;
-		snprintf(usage_where, sizeof usage_where, "%s:%d: ", path,
-		    lineno);
-		rc = apply(o, d, value);
-		usage_where[0] = '\0';
-		if (rc != 0)
+		where.file = path;
+		where.line = lineno;
+		if ((rc = options_apply(o, d, value, &where)) != 0)
 			return rc;
 		o->from_file |= bit;
 	}
@@ -994,14 +455,14 @@ settle(struct cmd_ctx *ctx)
 	int		 i, j, rc, pw_flag;
 
 	if (!(o->given & OPT(URL)) && (v = env("RLOCK_URL")) != NULL) {
-		clear_urls(o);
-		if ((rc = add_urls(o, v)) != 0)
+		options_clear_urls(o);
+		if ((rc = options_add_urls(o, v, NULL)) != 0)
 			return rc;
 		from = "RLOCK_URL";
 	} else if (o->from_file & OPT(URL))
 		from = "url in the config file";
 	if (o->nurl == 0)
-		add_urls(o, DEFAULT_URL);
+		options_add_urls(o, DEFAULT_URL, NULL);
 	for (i = 0; i < o->nurl; i++) {
 		if (url_parse(o->url[i], &ctx->urls[i], why, sizeof why) == -1)
 			return strchr(o->url[i], ',') != NULL &&
@@ -1023,7 +484,7 @@ settle(struct cmd_ctx *ctx)
 		o->prefix = v;
 	if (o->prefix == NULL)
 		o->prefix = DEFAULT_PREFIX;
-	if ((rc = check_prefix(o->prefix)) != 0)
+	if ((rc = options_check_prefix(o->prefix, NULL)) != 0)
 		return rc;
 
 	/*
@@ -1089,7 +550,7 @@ ctx_free(struct cmd_ctx *ctx)
 		free(ctx->password);
 	}
 	free(ctx->o.args);
-	clear_urls(&ctx->o);
+	options_clear_urls(&ctx->o);
 	free(ctx->config_text);
 }
 
@@ -1099,7 +560,6 @@ cmd_main(int argc, char **argv)
 	struct cmd_ctx		 ctx;
 	struct opts		*o = &ctx.o;
 	const struct cmd_entry	*ce;
-	const struct opt_def	*d;
 	uint64_t		 stray;
 	size_t			 i;
 	int			 rc;
@@ -1120,7 +580,7 @@ cmd_main(int argc, char **argv)
 	o->on_lost = SIGTERM;
 	o->kill_after_ms = 10000;
 
-	if ((rc = parse_argv(argc, argv, o, &ce)) != 0)
+	if ((rc = options_parse(o, argc, argv, find_cmd, &ce)) != 0)
 		goto out;
 	log_set_level(o->verbosity);
 	if (o->given & OPT(VERSION)) {
@@ -1128,7 +588,7 @@ cmd_main(int argc, char **argv)
 		goto out;
 	}
 	if (o->given & OPT(HELP)) {
-		print_help(stdout, ce);
+		options_help(stdout, ce, cmd_table);
 		goto out;
 	}
 	if (ce == NULL) {
@@ -1137,13 +597,8 @@ cmd_main(int argc, char **argv)
 		goto out;
 	}
 	if ((stray = o->given & ~(ce->options | OPTS_GLOBAL)) != 0) {
-		for (i = 0; i < N_OPTS; i++) {
-			d = &opt_defs[i];
-			if (stray & (1ULL << d->id))
-				break;
-		}
 		rc = cmd_usage_error("option --%s does not apply to %s; see "
-		    "'rlock %s --help'", opt_defs[i].longopt, ce->name,
+		    "'rlock %s --help'", options_first_name(stray), ce->name,
 		    ce->name);
 		goto out;
 	}
