@@ -5,9 +5,10 @@
  * of every option, and each command says which ones it takes (cmd.c checks
  * that).  The table drives the parser, the help, the config file's keys
  * and how a value is stored: adding an option is an enum opt_id, a field
- * of struct opts and one line of opt_defs.  Values are checked as they are
- * applied, so the message can name the option, and the config file's
- * line when the value came from there.  Precedence is settings.c's.
+ * of struct opts, one line of opt_defs, and the commands that take it.
+ * Values are checked as they are applied, so the message can name the
+ * option, and the config file's line when the value came from there.
+ * Which source wins is settings.c's business.
  */
 
 #include "config.h"
