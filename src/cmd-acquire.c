@@ -48,7 +48,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	start = now_mono_ms();
 	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
-	cmd_wait_done();
+	output_wait_done();
 	if (rc == 1 && signal_caught) {
 		err_set(&ctx->err, ERR_INTERRUPTED, "interrupted");
 		rc = -1;

@@ -24,6 +24,7 @@
 #include "duration.h"
 #include "heartbeat.h"
 #include "log.h"
+#include "output.h"
 #include "supervise.h"
 #include "signals.h"
 #include "util.h"
@@ -288,7 +289,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	start = now_mono_ms();
 	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
-	cmd_wait_done();
+	output_wait_done();
 	if (rc == 0) {
 		log_verbose("%s: still busy after %s; not running the command",
 		    l.name, duration_format(now_mono_ms() - start, d,

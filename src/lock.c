@@ -562,7 +562,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	keys[1] = l->info_key;
 	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
 	snprintf(fallback, sizeof fallback, "%lld",
-	    (long long)(l->ttl_ms > 0 ? l->ttl_ms : 30000));
+	    (long long)(l->ttl_ms > 0 ? l->ttl_ms : LOCK_DEFAULT_TTL_MS));
 	args[0] = l->token;
 	args[1] = ttl;
 	args[2] = fallback;

@@ -10,6 +10,12 @@
 
 #define TOKEN_MAX	255
 
+/*
+ * The TTL when none is given: acquire's default, and extend's when the
+ * lock does not record what it was acquired with.
+ */
+#define LOCK_DEFAULT_TTL_MS	30000
+
 /* Who holds a lock, stored with it. */
 struct lock_meta {
 	const char	*host;

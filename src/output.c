@@ -188,3 +188,61 @@ output_flush(struct buf *b)
 	}
 	return 0;
 }
+
+/* ---------------------------------------------------- the waiting line */
+
+/*
+ * While acquire waits at a terminal: one status line on stderr, rewritten
+ * in place, and cleared when the wait ends.  There is one stderr, so one
+ * flag says whether a row of it needs taking back.
+ */
+static int	wait_shown;
+
+void
+output_wait_show(const struct output_wait *w)
+{
+	char		held[32], exp[32], waited[32], left[32];
+	struct buf	b;
+
+	buf_init(&b);
+	buf_printf(&b, "rlock: waiting for %s: held by %s pid %lld", w->name,
+	    w->host[0] != '\0' ? w->host : "?", w->pid);
+	if (w->command[0] != '\0')
+		buf_printf(&b, " (%.40s)", w->command);
+	if (w->held_ms >= 0)
+		buf_printf(&b, " for %s", duration_format(w->held_ms, held,
+		    sizeof held));
+	if (w->expires_ms >= 0)
+		buf_printf(&b, ", expires in %s", duration_format(
+		    w->expires_ms, exp, sizeof exp));
+	buf_printf(&b, "; waited %s", duration_format(w->waited_ms, waited,
+	    sizeof waited));
+	if (w->left_ms >= 0)
+		buf_printf(&b, ", %s left", duration_format(w->left_ms, left,
+		    sizeof left));
+	/*
+	 * One screen row at most: "\r\033[K" can only take back the row the
+	 * cursor is on, so a wrapped line would leave its first rows behind.
+	 */
+	if (b.len > w->width - 1) {
+		b.len = w->width - 1;
+		/* Do not cut a UTF-8 sequence in half. */
+		while (b.len > 0 && ((unsigned char)b.p[b.len] & 0xc0) == 0x80)
+			b.len--;
+		b.p[b.len] = '\0';
+	}
+	fprintf(stderr, "\r\033[K%s", b.p);
+	fflush(stderr);
+	buf_free(&b);
+	wait_shown = 1;
+}
+
+void
+output_wait_done(void)
+{
+	if (wait_shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		wait_shown = 0;
+	}
+}

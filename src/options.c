@@ -1,0 +1,640 @@
+/* options.c: the option table, the argv parser, and the help it prints. */
+
+/*
+ * Options may come before or after the command word, so there is one table
+ * of every option, and each command says which ones it takes (cmd.c checks
+ * that).  The table drives the parser, the help, the config file's keys
+ * and how a value is stored: adding an option is an enum opt_id, a field
+ * of struct opts, one line of opt_defs, and the commands that take it.
+ * Values are checked as they are applied, so the message can name the
+ * option, and the config file's line when the value came from there.
+ * Which source wins is settings.c's business.
+ */
+
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cmd.h"
+#include "duration.h"
+#include "log.h"
+#include "options.h"
+#include "util.h"
+
+#define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
+#define MIN_TTL_MS		10
+
+/* ------------------------------------------------------------- errors */
+
+int
+options_usage_verror(const struct opt_where *w, const char *fmt, va_list ap)
+{
+	char	msg[512], where[300] = "";
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (w != NULL)
+		snprintf(where, sizeof where, "%s:%d: ", w->file, w->line);
+	log_error("%s%s", where, msg);
+	return EXIT_USAGE;
+}
+
+int
+options_usage_error(const struct opt_where *w, const char *fmt, ...)
+{
+	va_list	ap;
+	int	rc;
+
+	va_start(ap, fmt);
+	rc = options_usage_verror(w, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+const char *
+options_printable(const char *s, char *buf, size_t len)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 n = 0;
+
+	for (; *p != '\0' && n + 5 < len; p++) {
+		if (*p < ' ' || *p == 0x7f)
+			n += snprintf(buf + n, len - n, "\\x%02x", *p);
+		else
+			buf[n++] = *p;
+	}
+	if (*p != '\0' && len > 4)
+		memcpy(buf + (n < len - 4 ? n : len - 4), "...", 4);
+	else
+		buf[n] = '\0';
+	return buf;
+}
+
+/* ------------------------------------------------------------- values */
+
+static int
+parse_duration(const struct opt_where *w, const char *opt, const char *raw,
+    int64_t *ms, int allow_zero, int64_t max)
+{
+	const char	*why, *v;
+	char		 d[32], shown[128];
+
+	v = options_printable(raw, shown, sizeof shown);
+	if (duration_parse(raw, ms, &why) == -1)
+		return options_usage_error(w, "invalid duration '%s' for --%s: "
+		    "%s (use e.g. 250ms, 1.5s, 30, 2m or 1h)", v, opt, why);
+	if (*ms == 0 && !allow_zero)
+		return options_usage_error(w, "invalid duration '%s' for --%s: "
+		    "it must be more than zero", v, opt);
+	if (max > 0 && *ms > max)
+		return options_usage_error(w, "invalid duration '%s' for --%s: "
+		    "the limit is %s", v, opt, duration_format(max, d, sizeof d));
+	return 0;
+}
+
+static int
+parse_ttl(struct opts *o, const char *v, const struct opt_where *w)
+{
+	char	shown[128];
+	int	rc;
+
+	if ((rc = parse_duration(w, "ttl", v, &o->ttl_ms, 0, MAX_TTL_MS)) != 0)
+		return rc;
+	if (o->ttl_ms < MIN_TTL_MS)
+		return options_usage_error(w, "invalid duration '%s' for --ttl: "
+		    "the minimum is %dms (less would be spent on the drift "
+		    "margin, 1%% + 2ms, and a round trip)",
+		    options_printable(v, shown, sizeof shown), MIN_TTL_MS);
+	return 0;
+}
+
+static int
+parse_no_wait(struct opts *o, const char *v, const struct opt_where *w)
+{
+	o->wait_ms = 0;
+	return 0;
+}
+
+/* A number from 0 to max, digits only: 0, or -1. */
+static int
+parse_number(const char *v, long max, int *n)
+{
+	char	*end;
+	long	 l;
+
+	errno = 0;
+	l = strtol(v, &end, 10);
+	if (!isdigit((unsigned char)*v) || *end != '\0' || errno != 0 ||
+	    l > max)
+		return -1;
+	*n = (int)l;
+	return 0;
+}
+
+static int
+parse_conflict_exit_code(struct opts *o, const char *v,
+    const struct opt_where *w)
+{
+	char	shown[128];
+
+	if (parse_number(v, 255, &o->conflict_exit_code) == -1)
+		return options_usage_error(w, "invalid exit code '%s' for "
+		    "--conflict-exit-code: use a number from 0 to 255",
+		    options_printable(v, shown, sizeof shown));
+	return 0;
+}
+
+static int
+parse_wait_replicas(struct opts *o, const char *v, const struct opt_where *w)
+{
+	char	shown[128];
+
+	if (parse_number(v, 1000, &o->wait_replicas) == -1)
+		return options_usage_error(w, "invalid --wait-replicas '%s': "
+		    "use a number of replicas from 0 to 1000",
+		    options_printable(v, shown, sizeof shown));
+	return 0;
+}
+
+static int
+parse_token(struct opts *o, const char *t, const struct opt_where *w)
+{
+	const unsigned char	*p;
+
+	o->token = t;
+	if (*t == '\0' || strlen(t) > TOKEN_MAX)
+		return options_usage_error(w, "invalid --token: it must be "
+		    "1-%d bytes long", TOKEN_MAX);
+	for (p = (const unsigned char *)t; *p != '\0'; p++)
+		if (*p <= ' ' || *p == 0x7f)
+			return options_usage_error(w, "invalid --token: byte "
+			    "%zu (0x%02x) is whitespace or a control character",
+			    (size_t)(p - (const unsigned char *)t) + 1, *p);
+	return 0;
+}
+
+/* "TERM", "SIGTERM", "term", "15", or "ignore" (0). */
+static int
+parse_on_lost(struct opts *o, const char *v, const struct opt_where *w)
+{
+	const char	*name = v, *abbrev;
+	char		 shown[128];
+	char		*end;
+	long		 n;
+	int		 s;
+
+	if (strcasecmp(v, "ignore") == 0) {
+		o->on_lost = 0;
+		return 0;
+	}
+	if (*v >= '0' && *v <= '9') {
+		n = strtol(v, &end, 10);
+		if (*end == '\0' && n > 0 && n < NSIG) {
+			o->on_lost = (int)n;
+			return 0;
+		}
+	} else {
+		if (strncasecmp(name, "SIG", 3) == 0)
+			name += 3;
+		for (s = 1; s < NSIG; s++)
+			if ((abbrev = sigabbrev_np(s)) != NULL &&
+			    strcasecmp(abbrev, name) == 0) {
+				o->on_lost = s;
+				return 0;
+			}
+	}
+	return options_usage_error(w, "invalid signal '%s' for --on-lost: use "
+	    "a name such as TERM, INT or KILL, a number, or 'ignore'",
+	    options_printable(v, shown, sizeof shown));
+}
+
+int
+options_check_prefix(const char *p, const struct opt_where *w)
+{
+	const unsigned char	*s;
+	char			 shown[128];
+
+	if (strlen(p) > 200)
+		return options_usage_error(w, "invalid --prefix: longer than "
+		    "200 bytes");
+	for (s = (const unsigned char *)p; *s != '\0'; s++)
+		if (*s <= ' ' || *s == 0x7f || *s == '{' || *s == '}')
+			return options_usage_error(w, "invalid --prefix '%s': "
+			    "byte %zu (0x%02x) is whitespace, a control "
+			    "character or a brace",
+			    options_printable(p, shown, sizeof shown),
+			    (size_t)(s - (const unsigned char *)p) + 1, *s);
+	return 0;
+}
+
+static int
+parse_prefix(struct opts *o, const char *v, const struct opt_where *w)
+{
+	o->prefix = v;
+	return options_check_prefix(v, w);
+}
+
+/*
+ * Commas cannot separate URLs (a sentinel URL has its own), so whitespace
+ * does.
+ */
+int
+options_add_urls(struct opts *o, const char *v, const struct opt_where *w)
+{
+	size_t	n;
+
+	if (v[strspn(v, " \t\n")] == '\0')
+		return options_usage_error(w, "invalid --url: empty URL");
+	for (v += strspn(v, " \t\n"); *v != '\0'; v += strspn(v, " \t\n")) {
+		if (o->nurl == MAX_URLS)
+			return options_usage_error(w, "too many URLs (at most "
+			    "%d)", MAX_URLS);
+		n = strcspn(v, " \t\n");
+		o->url[o->nurl++] = xstrndup(v, n);
+		v += n;
+	}
+	return 0;
+}
+
+void
+options_clear_urls(struct opts *o)
+{
+	while (o->nurl > 0)
+		free(o->url[--o->nurl]);
+}
+
+/* -------------------------------------------------------------- table */
+
+#define SET(f, v)	.kind = OPT_KIND_SET, .field = offsetof(struct opts, f), \
+			.set = (v)
+#define STRING(f)	.kind = OPT_KIND_STRING, \
+			.field = offsetof(struct opts, f)
+#define DURATION(f, max) .kind = OPT_KIND_DURATION, \
+			.field = offsetof(struct opts, f), .max_ms = (max)
+#define PARSE(fn)	.kind = OPT_KIND_PARSE, .parse = (fn)
+
+static const struct opt_def opt_defs[] = {
+	{ O_URL, 'u', "url", "URL",
+	  "Redis to use; repeat it, or separate URLs with spaces, for a "
+	  "quorum (default $RLOCK_URL, else " DEFAULT_URL ")",
+	  PARSE(options_add_urls) },
+	{ O_PASSWORD_FILE, 0, "password-file", "FILE",
+	  "read the password from FILE's first line "
+	  "(default $RLOCK_PASSWORD, then $REDISCLI_AUTH)",
+	  STRING(password_file) },
+	{ O_PREFIX, 0, "prefix", "P",
+	  "key prefix (default $RLOCK_PREFIX, else " DEFAULT_PREFIX ")",
+	  PARSE(parse_prefix) },
+	{ O_CONNECT_TIMEOUT, 0, "connect-timeout", "DUR",
+	  "bound on connecting and authenticating (default 2s)",
+	  DURATION(connect_timeout_ms, 0) },
+	{ O_TIMEOUT, 0, "timeout", "DUR",
+	  "bound on one Redis round trip (default 2s)",
+	  DURATION(timeout_ms, 0) },
+	{ O_JSON, 0, "json", NULL,
+	  "machine-readable output on stdout (acquire, status, doctor)",
+	  SET(json, 1) },
+	{ O_QUIET, 'q', "quiet", NULL, "only errors on stderr",
+	  SET(verbosity, LOG_LEVEL_QUIET) },
+	{ O_VERBOSE, 'v', "verbose", NULL, "timestamped progress on stderr",
+	  SET(verbosity, LOG_LEVEL_VERBOSE) },
+	{ O_HELP, 'h', "help", NULL, "show help and exit",
+	  .flags = OPTF_ARGV_ONLY },
+	{ O_VERSION, 'V', "version", NULL, "show the version and exit",
+	  .flags = OPTF_ARGV_ONLY },
+	{ O_TTL, 't', "ttl", "DUR",
+	  "lock expiry (default 30s)",
+	  PARSE(parse_ttl) },
+	{ O_WAIT, 'w', "wait", "DUR",
+	  "wait at most DUR for a busy lock; 0: do not wait (default: forever)",
+	  DURATION(wait_ms, 0), .flags = OPTF_ZERO_OK },
+	{ O_NO_WAIT, 'n', "no-wait", NULL, "same as --wait 0",
+	  PARSE(parse_no_wait) },
+	{ O_CONFLICT_EXIT_CODE, 'E', "conflict-exit-code", "N",
+	  "exit status, 0-255, when the lock stays busy (default 1)",
+	  PARSE(parse_conflict_exit_code) },
+	{ O_TOKEN, 0, "token", "TOKEN",
+	  "take the lock with TOKEN instead of a random one",
+	  PARSE(parse_token), .flags = OPTF_ARGV_ONLY },
+	{ O_FORCE, 0, "force", NULL,
+	  "delete the lock whoever holds it, and say whose it was",
+	  SET(force, 1), .flags = OPTF_ARGV_ONLY },
+	{ O_HEARTBEAT, 0, "heartbeat", "DUR",
+	  "extend the lock this often while the command runs (default TTL/3)",
+	  DURATION(heartbeat_ms, 0) },
+	{ O_ON_LOST, 0, "on-lost", "SIG|ignore",
+	  "signal for the command if the lock is lost (default TERM)",
+	  PARSE(parse_on_lost) },
+	{ O_KILL_AFTER, 0, "kill-after", "DUR",
+	  "then SIGKILL if it is still running after DUR (default 10s)",
+	  DURATION(kill_after_ms, 0), .flags = OPTF_ZERO_OK },
+	{ O_FOREGROUND, 0, "foreground", NULL,
+	  "run the command in rlock's own process group (no guard)",
+	  SET(foreground, 1) },
+	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING",
+	  STRING(command), .flags = OPTF_ARGV_ONLY },
+	{ O_MIN_HOLD, 0, "min-hold", "DUR",
+	  "keep the lock at least DUR after acquiring; let it expire then",
+	  DURATION(min_hold_ms, MAX_TTL_MS), .flags = OPTF_ZERO_OK },
+	{ O_TLS_CA, 0, "tls-ca", "FILE",
+	  "verify rediss:// servers against this CA (default: system store)",
+	  STRING(tls.ca) },
+	{ O_TLS_CERT, 0, "tls-cert", "FILE", "client certificate for TLS",
+	  STRING(tls.cert) },
+	{ O_TLS_KEY, 0, "tls-key", "FILE", "private key of --tls-cert",
+	  STRING(tls.key) },
+	{ O_TLS_SERVER_NAME, 0, "tls-server-name", "NAME",
+	  "name the server's certificate must carry (default: the URL's host)",
+	  STRING(tls.server_name) },
+	{ O_TLS_INSECURE, 0, "tls-insecure", NULL,
+	  "do not verify the server's certificate (testing only)",
+	  SET(tls.insecure, 1) },
+	{ O_WAIT_REPLICAS, 0, "wait-replicas", "N",
+	  "after each write, wait (up to --timeout) for N replicas to have it",
+	  PARSE(parse_wait_replicas) },
+	{ O_SYSLOG, 0, "syslog", NULL,
+	  "also log errors and notable events to syslog (daemon facility)",
+	  SET(syslog, 1) },
+	{ O_CONFIG, 0, "config", "FILE",
+	  "read settings from FILE (default $RLOCK_CONFIG, else "
+	  DEFAULT_CONFIG " if it exists)",
+	  STRING(config), .flags = OPTF_ARGV_ONLY },
+};
+#define N_OPTS	(sizeof opt_defs / sizeof opt_defs[0])
+
+#undef SET
+#undef STRING
+#undef DURATION
+#undef PARSE
+
+int
+options_apply(struct opts *o, const struct opt_def *d, const char *v,
+    const struct opt_where *w)
+{
+	char	*field = (char *)o + d->field;
+
+	o->given |= 1ULL << d->id;
+	switch (d->kind) {
+	case OPT_KIND_NONE:
+		return 0;
+	case OPT_KIND_SET:
+		*(int *)field = d->set;
+		return 0;
+	case OPT_KIND_STRING:
+		*(const char **)field = v;
+		return 0;
+	case OPT_KIND_DURATION:
+		return parse_duration(w, d->longopt, v, (int64_t *)field,
+		    (d->flags & OPTF_ZERO_OK) != 0, d->max_ms);
+	case OPT_KIND_PARSE:
+		return d->parse(o, v, w);
+	}
+	return options_usage_error(w, "internal error: option %d", d->id);
+}
+
+const struct opt_def *
+options_find(const char *name, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < N_OPTS; i++)
+		if (strlen(opt_defs[i].longopt) == len &&
+		    strncmp(opt_defs[i].longopt, name, len) == 0)
+			return &opt_defs[i];
+	return NULL;
+}
+
+static const struct opt_def *
+find_short(int c)
+{
+	size_t	i;
+
+	for (i = 0; i < N_OPTS; i++)
+		if (opt_defs[i].shortopt == c)
+			return &opt_defs[i];
+	return NULL;
+}
+
+const char *
+options_first_name(uint64_t mask)
+{
+	size_t	i;
+
+	for (i = 0; i < N_OPTS; i++)
+		if (mask & (1ULL << opt_defs[i].id))
+			return opt_defs[i].longopt;
+	return "?";
+}
+
+/* ------------------------------------------------------------ parsing */
+
+/*
+ * A password given in a URL on the command line shows in ps(1) for as
+ * long as it stays in argv.  Once the URL is copied, overwrite the
+ * password's bytes in place with '*': what /proc/PID/cmdline shows from
+ * then on has none.  (The moment before this runs cannot be helped:
+ * --password-file and RLOCK_PASSWORD are the ways never to show it.)
+ */
+static void
+scrub_password(char *arg)
+{
+	char	*w, *end, *scheme, *at, *colon;
+
+	for (w = arg; *w != '\0'; w = end) {
+		w += strspn(w, " \t\n");
+		end = w + strcspn(w, " \t\n");
+		if ((scheme = strstr(w, "://")) == NULL || scheme >= end)
+			continue;
+		scheme += 3;
+		for (at = NULL, colon = scheme; colon < end; colon++)
+			if (*colon == '@')
+				at = colon;
+		if (at == NULL ||
+		    (colon = memchr(scheme, ':', (size_t)(at - scheme))) == NULL)
+			continue;
+		for (colon++; colon < at; colon++)
+			*colon = '*';
+	}
+}
+
+/* Apply d with v (a pointer into argv); then scrub what must not show. */
+static int
+apply_arg(struct opts *o, const struct opt_def *d, char *v)
+{
+	int	rc;
+
+	if ((rc = options_apply(o, d, v, NULL)) != 0)
+		return rc;
+	if (d->id == O_URL)
+		scrub_password(v);
+	return 0;
+}
+
+/* --name, --name=VALUE or --name VALUE, at argv[*i]. */
+static int
+parse_long(struct opts *o, int argc, char **argv, int *i)
+{
+	const struct opt_def	*d;
+	char			*a = argv[*i], *eq, *v = NULL;
+	size_t			 len;
+
+	eq = strchr(a + 2, '=');
+	len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+	if ((d = options_find(a + 2, len)) == NULL)
+		return options_usage_error(NULL, "unknown option '%.*s'; see "
+		    "'rlock --help'", (int)len + 2, a);
+	if (d->arg == NULL && eq != NULL)
+		return options_usage_error(NULL, "option --%s takes no value",
+		    d->longopt);
+	if (d->arg != NULL) {
+		if (eq != NULL)
+			v = eq + 1;
+		else if (*i + 1 < argc)
+			v = argv[++*i];
+		else
+			return options_usage_error(NULL, "option --%s needs a "
+			    "value (%s)", d->longopt, d->arg);
+	}
+	return apply_arg(o, d, v);
+}
+
+/* -x, -xyz, -tVALUE or -t VALUE, at argv[*i]. */
+static int
+parse_short(struct opts *o, int argc, char **argv, int *i)
+{
+	const struct opt_def	*d;
+	char			*a, *v;
+	int			 rc;
+
+	for (a = argv[*i] + 1; *a != '\0'; a++) {
+		if ((d = find_short(*a)) == NULL)
+			return options_usage_error(NULL, "unknown option '-%c'; "
+			    "see 'rlock --help'", *a);
+		v = NULL;
+		if (d->arg != NULL) {
+			if (a[1] != '\0')
+				v = a + 1;
+			else if (*i + 1 < argc)
+				v = argv[++*i];
+			else
+				return options_usage_error(NULL, "option -%c "
+				    "needs a value (%s)", *a, d->arg);
+		}
+		if ((rc = apply_arg(o, d, v)) != 0)
+			return rc;
+		if (v != NULL)
+			break;
+	}
+	return 0;
+}
+
+/*
+ * The first word that is not an option (or an option's value) is the
+ * command; later ones are its arguments.  Once a command has child_after
+ * arguments, the next such word starts the child's argv and parsing stops
+ * there, as a leading '+' does for getopt: exec's command keeps its own
+ * options.
+ */
+int
+options_parse(struct opts *o, int argc, char **argv,
+    const struct cmd_entry *(*find_cmd)(const char *),
+    const struct cmd_entry **cep)
+{
+	const char	*a;
+	int		 i, rc, dashdash = 0;
+
+	*cep = NULL;
+	o->args = xcalloc(argc + 1, sizeof *o->args);
+	for (i = 1; i < argc; i++) {
+		a = argv[i];
+		if (!dashdash && strcmp(a, "--") == 0) {
+			dashdash = 1;
+			continue;
+		}
+		if (dashdash || a[0] != '-' || a[1] == '\0') {
+			if (*cep == NULL) {
+				if ((*cep = find_cmd(a)) == NULL)
+					return EXIT_USAGE;
+				continue;
+			}
+			if ((*cep)->child_after > 0 &&
+			    o->nargs == (*cep)->child_after) {
+				o->child = &argv[i];
+				o->nchild = argc - i;
+				break;
+			}
+			o->args[o->nargs++] = argv[i];
+			continue;
+		}
+		rc = a[1] == '-' ? parse_long(o, argc, argv, &i) :
+		    parse_short(o, argc, argv, &i);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* --------------------------------------------------------------- help */
+
+static void
+print_options(FILE *f, uint64_t mask, const struct cmd_entry *ce)
+{
+	const struct opt_def	*d;
+	char			 left[64];
+	size_t			 i;
+
+	for (i = 0; i < N_OPTS; i++) {
+		d = &opt_defs[i];
+		if (!(mask & (1ULL << d->id)))
+			continue;
+		if (d->shortopt)
+			snprintf(left, sizeof left, "-%c, --%s%s%s", d->shortopt,
+			    d->longopt, d->arg ? " " : "", d->arg ? d->arg : "");
+		else
+			snprintf(left, sizeof left, "    --%s%s%s", d->longopt,
+			    d->arg ? " " : "", d->arg ? d->arg : "");
+		fprintf(f, "  %-30s %s\n", left,
+		    ce != NULL && ce->opt_help[d->id] ? ce->opt_help[d->id] :
+		    d->help);
+	}
+}
+
+void
+options_help(FILE *f, const struct cmd_entry *ce,
+    const struct cmd_entry *const *table)
+{
+	const struct cmd_entry *const	*c;
+	char				 left[64];
+
+	if (ce != NULL) {
+		fprintf(f, "usage: rlock [OPTIONS] %s%s%s\n\n%s.\n",
+		    ce->name, *ce->args ? " " : "", ce->args, ce->summary);
+		if (ce->options != 0) {
+			fprintf(f, "\nOptions:\n");
+			print_options(f, ce->options, ce);
+		}
+		fprintf(f, "\nGlobal options:\n");
+		print_options(f, OPTS_GLOBAL | OPT(VERSION), ce);
+		return;
+	}
+	fprintf(f, "usage: rlock [OPTIONS] COMMAND [ARGS...]\n\n"
+	    "A distributed lock for shell scripts and cron, backed by Redis."
+	    "\n\nCommands:\n");
+	for (c = table; *c != NULL; c++) {
+		snprintf(left, sizeof left, "%s%s%s", (*c)->name,
+		    *(*c)->args ? " " : "", (*c)->args);
+		fprintf(f, "  %-30s %s\n", left, (*c)->summary);
+	}
+	fprintf(f, "\nGlobal options:\n");
+	print_options(f, OPTS_GLOBAL | OPT(VERSION), NULL);
+	fprintf(f, "\nDurations: 250ms, 1.5s, 30 (seconds), 2m, 1h.\n"
+	    "Run 'rlock COMMAND --help' for a command's options; "
+	    "see rlock(1).\n");
+}
