@@ -661,10 +661,10 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 	json_open(&rp.j, &rp.out, JSON_LINES);
 	if (rp.json)
 		json_array_begin(&rp.j);
-	for (i = 0; i < ctx->nurls; i++) {
+	for (i = 0; i < ctx->set.nurls; i++) {
 		/* Each server alone: a quorum of one, connected by the first PING. */
-		quorum_init(&q, &ctx->urls[i], 1, &ctx->ropts);
-		if (check_server(&rp, &q, &ctx->urls[i],
+		quorum_init(&q, &ctx->set.urls[i], 1, &ctx->set.ropts);
+		if (check_server(&rp, &q, &ctx->set.urls[i],
 		    ctx->o.prefix) == -1)
 			unreachable++;
 		quorum_close(&q);
@@ -678,7 +678,7 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 	if (rc == EXIT_UNAVAILABLE)
 		log_error("doctor: %d of %d server%s could not be reached or "
 		    "used (see the error findings above)", unreachable,
-		    ctx->nurls, ctx->nurls == 1 ? "" : "s");
+		    ctx->set.nurls, ctx->set.nurls == 1 ? "" : "s");
 	buf_free(&rp.out);
 	return rc;
 }

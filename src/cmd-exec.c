@@ -259,6 +259,39 @@ check_options(struct cmd_ctx *ctx, char ***argvp)
 	return 0;
 }
 
+/*
+ * Acquire l (waiting as --wait says): 1 held, or 0 with nothing held and
+ * *status the exit status (which -E may make 0: never "held").
+ */
+static int
+take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
+    int *status)
+{
+	int64_t	start = now_mono_ms();
+	char	d[32];
+	int	rc;
+
+	rc = lock_acquire(l, ctx->o.ttl_ms, ctx->o.wait_ms, meta, &ctx->err);
+	output_wait_done();
+	if (rc == 0) {
+		log_verbose("%s: still busy after %s; not running the command",
+		    l->name, duration_format(now_mono_ms() - start, d,
+		    sizeof d));
+		*status = ctx->o.conflict_exit_code;
+		return 0;
+	}
+	if (rc == -1) {
+		if (l->maybe_held)
+			cmd_give_back(l);
+		*status = cmd_fail(ctx);
+		return 0;
+	}
+	(l->waited ? log_notice : log_verbose)("acquired %s in %s (fence "
+	    "%lld)", l->name, duration_format(now_mono_ms() - start, d,
+	    sizeof d), l->fence);
+	return 1;
+}
+
 static int
 cmd_exec_exec(struct cmd_ctx *ctx)
 {
@@ -266,10 +299,9 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	struct supervise	 sv;
 	struct lock_meta	 meta;
 	struct lock		 l;
-	char			 token[TOKEN_MAX + 1], d[32], **argv = NULL;
+	char			 token[TOKEN_MAX + 1], **argv = NULL;
 	char			**env = NULL;
 	char			*cmdline = NULL;
-	int64_t			 start;
 	int			 rc, status;
 
 	if ((rc = check_options(ctx, &argv)) != 0)
@@ -287,25 +319,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		return cmd_fail(ctx);
 	}
 	cmd_lock_init(ctx, &l, token);
-	start = now_mono_ms();
-	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
-	output_wait_done();
-	if (rc == 0) {
-		log_verbose("%s: still busy after %s; not running the command",
-		    l.name, duration_format(now_mono_ms() - start, d,
-		    sizeof d));
-		rc = ctx->o.conflict_exit_code;
+	if (!take_lock(ctx, &l, &meta, &rc))
 		goto out;
-	}
-	if (rc == -1) {
-		if (l.maybe_held)
-			cmd_give_back(&l);
-		rc = cmd_fail(ctx);
-		goto out;
-	}
-	(l.waited ? log_notice : log_verbose)("acquired %s in %s (fence %lld)",
-	    l.name, duration_format(now_mono_ms() - start, d, sizeof d),
-	    l.fence);
 
 	signals_ignored(&sv.ignored);
 	supervise_block_signals(&sv.ignored);
@@ -328,8 +343,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		rc = status;
 		goto out;
 	}
-	heartbeat_init(&hb, &l, ctx->o.prefix, ctx->urls, ctx->nurls,
-	    &ctx->ropts, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
+	heartbeat_init(&hb, &l, ctx->o.prefix, ctx->set.urls, ctx->set.nurls,
+	    &ctx->set.ropts, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
 	hb.on_extend = supervise_confirmed;
 	hb.on_extend_arg = &sv;
 	status = supervise_wait(&sv, &hb, &ctx->err);

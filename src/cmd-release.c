@@ -24,43 +24,6 @@ const struct cmd_entry cmd_release_entry = {
 	.exec = cmd_release_exec,
 };
 
-static const enum output_server_state server_state[] = {
-	[NODE_FREE] = OUTPUT_FREE,
-	[NODE_HOLDS] = OUTPUT_HOLDS,
-	[NODE_OTHER] = OUTPUT_OTHER,
-	[NODE_UNREACHABLE] = OUTPUT_UNREACHABLE,
-};
-
-/*
- * What output.c prints about st, as cmd-status.c's status_view (which
- * only cmd.h could share).  Free v->servers when done.
- */
-static void
-status_view(const struct lock_status *st, struct output_status *v)
-{
-	struct output_server	*sv = NULL;
-	int			 i;
-
-	if (st->nservers > 0)
-		sv = xcalloc((size_t)st->nservers, sizeof *sv);
-	for (i = 0; i < st->nservers; i++) {
-		sv[i].url = st->nodes[i].url;
-		sv[i].state = server_state[st->nodes[i].state];
-		sv[i].error = st->nodes[i].error;
-	}
-	*v = (struct output_status){
-		.name = st->name, .held = st->held,
-		.last_fence = st->last_fence, .host = st->host,
-		.user = st->user, .command = st->command, .pid = st->pid,
-		.acquired_ms = st->acquired_ms,
-		.held_ms = st->acquired_ms > 0 ?
-		    st->now_ms - st->acquired_ms : 0,
-		.expires_in_ms = st->pttl_ms, .ttl_ms = st->ttl_ms,
-		.fence = st->fence, .nservers = st->nservers,
-		.nholding = st->nholding, .servers = sv,
-	};
-}
-
 static int
 force(struct cmd_ctx *ctx, struct lock *l)
 {
@@ -78,7 +41,7 @@ force(struct cmd_ctx *ctx, struct lock *l)
 	}
 	buf_init(&out);
 	buf_adds(&out, "removed ");
-	status_view(&st, &v);
+	cmd_status_view(&st, &v);
 	output_status_text(&out, &v);
 	free(v.servers);
 	log_notice("release --force: %.*s", (int)strcspn(out.p, "\n"), out.p);

@@ -18,44 +18,6 @@ const struct cmd_entry cmd_status_entry = {
 	.exec = cmd_status_exec,
 };
 
-static const enum output_server_state server_state[] = {
-	[NODE_FREE] = OUTPUT_FREE,
-	[NODE_HOLDS] = OUTPUT_HOLDS,
-	[NODE_OTHER] = OUTPUT_OTHER,
-	[NODE_UNREACHABLE] = OUTPUT_UNREACHABLE,
-};
-
-/*
- * What output.c prints about st.  v borrows st's strings; free v->servers
- * (an array of st->nservers) when done.
- */
-static void
-status_view(const struct lock_status *st, struct output_status *v)
-{
-	struct output_server	*sv = NULL;
-	int			 i;
-
-	if (st->nservers > 0)
-		sv = xcalloc((size_t)st->nservers, sizeof *sv);
-	for (i = 0; i < st->nservers; i++) {
-		sv[i].url = st->nodes[i].url;
-		sv[i].state = server_state[st->nodes[i].state];
-		sv[i].error = st->nodes[i].error;
-	}
-	*v = (struct output_status){
-		.name = st->name, .held = st->held,
-		.last_fence = st->last_fence, .host = st->host,
-		.user = st->user, .command = st->command, .pid = st->pid,
-		.acquired_ms = st->acquired_ms,
-		/* Both wall clocks are the server's: no skew between them. */
-		.held_ms = st->acquired_ms > 0 ?
-		    st->now_ms - st->acquired_ms : 0,
-		.expires_in_ms = st->pttl_ms, .ttl_ms = st->ttl_ms,
-		.fence = st->fence, .nservers = st->nservers,
-		.nholding = st->nholding, .servers = sv,
-	};
-}
-
 /*
  * Describe each name into out (through j with --json).  Returns how many
  * were held, or -1.  With only_held, free ones are left out (the listing:
@@ -84,7 +46,7 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 		}
 		held += st.held;
 		if (st.held || !only_held) {
-			status_view(&st, &v);
+			cmd_status_view(&st, &v);
 			if (ctx->o.json)
 				output_status_json(j, &v);
 			else

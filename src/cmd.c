@@ -100,15 +100,15 @@ ctx_free(struct cmd_ctx *ctx)
 
 	if (ctx->connected)
 		quorum_close(&ctx->q);
-	for (i = 0; i < ctx->nurls; i++)
-		url_free(&ctx->urls[i]);
-	if (ctx->password != NULL) {
-		explicit_bzero(ctx->password, strlen(ctx->password));
-		free(ctx->password);
+	for (i = 0; i < ctx->set.nurls; i++)
+		url_free(&ctx->set.urls[i]);
+	if (ctx->set.password != NULL) {
+		explicit_bzero(ctx->set.password, strlen(ctx->set.password));
+		free(ctx->set.password);
 	}
 	free(ctx->o.args);
 	options_clear_urls(&ctx->o);
-	free(ctx->config_text);
+	free(ctx->set.config_text);
 }
 
 int
@@ -149,13 +149,13 @@ cmd_main(int argc, char **argv)
 	if ((rc = check_args(ce, o)) != 0)
 		goto out;
 	ctx.entry = ce;
-	if ((rc = settings_read_config(&ctx)) != 0)
+	if ((rc = settings_read_config(&ctx.set, &ctx.o)) != 0)
 		goto out;
 	log_set_level(o->verbosity);
 	log_set_json(o->json);
 	if (o->syslog)
 		log_open_syslog();
-	if ((rc = settings_settle(&ctx)) != 0)
+	if ((rc = settings_settle(&ctx.set, &ctx.o)) != 0)
 		goto out;
 	signals_catch();
 	rc = ce->exec(&ctx);
@@ -183,7 +183,7 @@ cmd_connect(struct cmd_ctx *ctx)
 {
 	if (ctx->connected)
 		return 0;
-	if (quorum_open(&ctx->q, ctx->urls, ctx->nurls, &ctx->ropts,
+	if (quorum_open(&ctx->q, ctx->set.urls, ctx->set.nurls, &ctx->set.ropts,
 	    &ctx->err) == -1) {
 		quorum_close(&ctx->q);
 		return -1;
@@ -231,7 +231,7 @@ cmd_token(struct cmd_ctx *ctx)
  */
 static void
 show_wait(const struct lock *l, const struct lock_holder *h,
-    int64_t waited_ms, int64_t left_ms, void *arg)
+    int64_t waited_ms, int64_t left_ms)
 {
 	int64_t			since = now_mono_ms() - h->seen_at;
 	struct output_wait	w;
@@ -250,6 +250,40 @@ show_wait(const struct lock *l, const struct lock_holder *h,
 	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
 		w.width = ws.ws_col;
 	output_wait_show(&w);
+}
+
+static const enum output_server_state server_state[] = {
+	[NODE_FREE] = OUTPUT_FREE,
+	[NODE_HOLDS] = OUTPUT_HOLDS,
+	[NODE_OTHER] = OUTPUT_OTHER,
+	[NODE_UNREACHABLE] = OUTPUT_UNREACHABLE,
+};
+
+void
+cmd_status_view(const struct lock_status *st, struct output_status *v)
+{
+	struct output_server	*sv = NULL;
+	int			 i;
+
+	if (st->nservers > 0)
+		sv = xcalloc((size_t)st->nservers, sizeof *sv);
+	for (i = 0; i < st->nservers; i++) {
+		sv[i].url = st->nodes[i].url;
+		sv[i].state = server_state[st->nodes[i].state];
+		sv[i].error = st->nodes[i].error;
+	}
+	*v = (struct output_status){
+		.name = st->name, .held = st->held,
+		.last_fence = st->last_fence, .host = st->host,
+		.user = st->user, .command = st->command, .pid = st->pid,
+		.acquired_ms = st->acquired_ms,
+		/* Both wall clocks are the server's: no skew between them. */
+		.held_ms = st->acquired_ms > 0 ?
+		    st->now_ms - st->acquired_ms : 0,
+		.expires_in_ms = st->pttl_ms, .ttl_ms = st->ttl_ms,
+		.fence = st->fence, .nservers = st->nservers,
+		.nholding = st->nholding, .servers = sv,
+	};
 }
 
 void

@@ -8,40 +8,18 @@
 #include "err.h"
 #include "lock.h"
 #include "options.h"
+#include "output.h"
 #include "quorum.h"
-#include "redis.h"
+#include "settings.h"
 #include "url.h"
-
-struct cmd_ctx;
-
-struct cmd_entry {
-	const char	*name;
-	const char	*args;		/* "NAME", "[NAME...]" */
-	const char	*summary;
-	uint64_t	 options;	/* besides OPTS_GLOBAL */
-	int		 min_args;
-	int		 max_args;	/* -1: no limit */
-	/*
-	 * After this many arguments, the next word that is not an option
-	 * starts the child's argv (exec), which is then left untouched.
-	 */
-	int		 child_after;
-	/* This command's wording of an option's help, where it differs. */
-	const char	*opt_help[O__COUNT];
-	int		 (*exec)(struct cmd_ctx *);
-};
 
 /* What a command runs with: its options, and the servers once connected. */
 struct cmd_ctx {
 	const struct cmd_entry	*entry;
 	struct opts		 o;
-	struct url		 urls[MAX_URLS];
-	int			 nurls;
-	struct redis_opts	 ropts;
-	char			*password;
+	struct settings		 set;	/* the servers, and how to reach them */
 	struct quorum		 q;
 	int			 connected;
-	char			*config_text;	/* the file values point into */
 	struct err		 err;
 };
 
@@ -70,6 +48,11 @@ const char *cmd_token(struct cmd_ctx *);
  * live waiting line when stderr is a terminal.
  */
 void	cmd_lock_init(struct cmd_ctx *, struct lock *, const char *token);
+/*
+ * What output.c prints about st (status, release --force).  v borrows
+ * st's strings; free v->servers (an array of st->nservers) when done.
+ */
+void	cmd_status_view(const struct lock_status *st, struct output_status *v);
 /* Fill meta with this host, user and the given pid and command. */
 void	cmd_meta(struct lock_meta *, long long pid, const char *command);
 /* Best-effort release on a failure path, even after a signal. */

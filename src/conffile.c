@@ -2,11 +2,12 @@
 
 /*
  * The file names long options, one per line, as "key = value"; what a key
- * means, and which keys there are, is cmd.c's business.  This file only
+ * means, and which keys there are, is options.c's business.  This file only
  * splits lines, so that it can be tested on its own.
  */
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -26,7 +27,8 @@ trim(char *s)
 }
 
 int
-config_parse_line(char *line, char **key, char **value, const char **why)
+config_parse_line(char *line, char **key, char **value, char *why,
+    size_t whylen)
 {
 	char	*eq, *k, *p;
 
@@ -34,7 +36,7 @@ config_parse_line(char *line, char **key, char **value, const char **why)
 	if (*line == '\0' || *line == '#')
 		return 0;
 	if ((eq = strchr(line, '=')) == NULL) {
-		*why = "expected 'key = value'";
+		snprintf(why, whylen, "expected 'key = value'");
 		return -1;
 	}
 	*eq = '\0';
@@ -42,14 +44,14 @@ config_parse_line(char *line, char **key, char **value, const char **why)
 	if (strncmp(k, "--", 2) == 0)
 		k += 2;
 	if (*k == '\0') {
-		*why = "the key is missing before '='";
+		snprintf(why, whylen, "the key is missing before '='");
 		return -1;
 	}
 	for (p = k; *p != '\0'; p++)
 		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) &&
 		    *p != '-') {
-			*why = "a key is a long option name such as 'url' or "
-			    "'tls-ca'";
+			snprintf(why, whylen, "a key is a long option name "
+			    "such as 'url' or 'tls-ca'");
 			return -1;
 		}
 	*key = k;

@@ -48,20 +48,6 @@ is_letter(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-/*
- * Name the unit in the reason.  The reason is handed back as a const char *
- * that callers do not free, so it lives in a per-thread buffer: the
- * heartbeat thread may parse while the main thread does.
- */
-static const char *
-say_unknown_unit(const char *unit)
-{
-	static _Thread_local char	why[48];
-
-	snprintf(why, sizeof why, "unknown unit '%.16s'", unit);
-	return why;
-}
-
 static const struct unit *
 find_unit(const char *name)
 {
@@ -86,13 +72,13 @@ struct parts {
 
 /* Check the shape: digits, an optional fraction, a known unit.  0 or -1. */
 static int
-split(const char *s, struct parts *pt, const char **why)
+split(const char *s, struct parts *pt, char *why, size_t whylen)
 {
 	const char	*p = s, *q;
 	int		 negative = 0;
 
 	if (s == NULL || *s == '\0') {
-		*why = "empty";
+		snprintf(why, whylen, "empty");
 		return -1;
 	}
 	if (*p == '-') {
@@ -111,12 +97,12 @@ split(const char *s, struct parts *pt, const char **why)
 		pt->frac_end = p;
 		/* "5." is more likely a typo than a deliberate five. */
 		if (pt->frac_end == pt->frac_start) {
-			*why = "not a number";
+			snprintf(why, whylen, "not a number");
 			return -1;
 		}
 	}
 	if (pt->int_end == pt->int_start && pt->frac_end == pt->frac_start) {
-		*why = "not a number";
+		snprintf(why, whylen, "not a number");
 		return -1;
 	}
 	/*
@@ -125,16 +111,16 @@ split(const char *s, struct parts *pt, const char **why)
 	 */
 	for (q = p; *q != '\0'; q++) {
 		if (!is_letter(*q)) {
-			*why = "not a number";
+			snprintf(why, whylen, "not a number");
 			return -1;
 		}
 	}
 	if ((pt->unit = find_unit(p)) == NULL) {
-		*why = say_unknown_unit(p);
+		snprintf(why, whylen, "unknown unit '%.16s'", p);
 		return -1;
 	}
 	if (negative) {
-		*why = "negative";
+		snprintf(why, whylen, "negative");
 		return -1;
 	}
 	return 0;
@@ -142,7 +128,7 @@ split(const char *s, struct parts *pt, const char **why)
 
 /* The milliseconds the parts say, exactly, or -1 when out of range. */
 static int
-value(const struct parts *pt, int64_t *ms, const char **why)
+value(const struct parts *pt, int64_t *ms, char *why, size_t whylen)
 {
 	const char	*q;
 	int64_t		 whole = 0, frac = 0, scale = 1, total, rem;
@@ -154,7 +140,7 @@ value(const struct parts *pt, int64_t *ms, const char **why)
 		if (whole != 0)
 			nonzero = 1;
 		if (whole > DURATION_MAX_MS / pt->unit->ms) {
-			*why = "too large";
+			snprintf(why, whylen, "too large");
 			return -1;
 		}
 	}
@@ -177,11 +163,11 @@ value(const struct parts *pt, int64_t *ms, const char **why)
 		total++;
 
 	if (total > DURATION_MAX_MS) {
-		*why = "too large";
+		snprintf(why, whylen, "too large");
 		return -1;
 	}
 	if (total == 0 && nonzero) {
-		*why = "shorter than 1ms";
+		snprintf(why, whylen, "shorter than 1ms");
 		return -1;
 	}
 	*ms = total;
@@ -189,16 +175,18 @@ value(const struct parts *pt, int64_t *ms, const char **why)
 }
 
 int
-duration_parse(const char *s, int64_t *ms, const char **why)
+duration_parse(const char *s, int64_t *ms, char *why, size_t whylen)
 {
 	struct parts	 pt;
-	const char	*dummy;
+	char		 dummy[64];
 
-	if (why == NULL)
-		why = &dummy;
-	if (split(s, &pt, why) == -1)
+	if (why == NULL) {
+		why = dummy;
+		whylen = sizeof dummy;
+	}
+	if (split(s, &pt, why, whylen) == -1)
 		return -1;
-	return value(&pt, ms, why);
+	return value(&pt, ms, why, whylen);
 }
 
 char *

@@ -383,7 +383,7 @@ sleep_on_wake(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
 		now = now_mono_ms();
 		if (l->on_wait != NULL)
 			l->on_wait(l, &l->holder, now - start,
-			    deadline < 0 ? -1 : deadline - now, l->on_wait_arg);
+			    deadline < 0 ? -1 : deadline - now);
 		chunk = until - now;
 		if (l->on_wait != NULL && chunk > 1000)
 			chunk = 1000;
@@ -409,7 +409,7 @@ wait_chunk(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
 
 	if (l->on_wait != NULL) {
 		l->on_wait(l, &l->holder, now - start,
-		    deadline < 0 ? -1 : deadline - now, l->on_wait_arg);
+		    deadline < 0 ? -1 : deadline - now);
 		if (sleep > 1000)
 			sleep = 1000;
 	}

@@ -42,7 +42,7 @@ struct lock;
  * wait wakes every second to call it again.
  */
 typedef void (*lock_wait_fn)(const struct lock *, const struct lock_holder *,
-    int64_t waited_ms, int64_t left_ms, void *arg);
+    int64_t waited_ms, int64_t left_ms);
 
 struct lock {
 	struct quorum	*q;
@@ -70,7 +70,6 @@ struct lock {
 	int		 late;		/* grants in a row that came too late */
 	struct lock_holder holder;	/* when busy */
 	lock_wait_fn	 on_wait;
-	void		*on_wait_arg;
 
 	/* --wait-replicas: acks wanted after each write, and how long for. */
 	int		 wait_replicas;

@@ -23,8 +23,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cmd.h"
 #include "duration.h"
+#include "err.h"
+#include "lock.h"
 #include "log.h"
 #include "options.h"
 #include "util.h"
@@ -83,11 +84,11 @@ static int
 parse_duration(const struct opt_where *w, const char *opt, const char *raw,
     int64_t *ms, int allow_zero, int64_t max)
 {
-	const char	*why, *v;
-	char		 d[32], shown[128];
+	const char	*v;
+	char		 d[32], shown[128], why[64];
 
 	v = options_printable(raw, shown, sizeof shown);
-	if (duration_parse(raw, ms, &why) == -1)
+	if (duration_parse(raw, ms, why, sizeof why) == -1)
 		return options_usage_error(w, "invalid duration '%s' for --%s: "
 		    "%s (use e.g. 250ms, 1.5s, 30, 2m or 1h)", v, opt, why);
 	if (*ms == 0 && !allow_zero)

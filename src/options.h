@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "redis.h"	/* struct tls_opts, as struct redis_opts takes it */
+#include "netopts.h"	/* struct tls_opts */
 
 #define MAX_URLS	16
 
@@ -158,5 +158,28 @@ int	options_usage_verror(const struct opt_where *, const char *, va_list)
 	    __attribute__((format(printf, 2, 0)));
 /* s for a one-line message: control bytes as \xNN, cut short with "...". */
 const char *options_printable(const char *s, char *buf, size_t len);
+
+/*
+ * A command as the option parser and the help see it; the command table
+ * itself is cmd.c's.
+ */
+struct cmd_ctx;
+
+struct cmd_entry {
+	const char	*name;
+	const char	*args;		/* "NAME", "[NAME...]" */
+	const char	*summary;
+	uint64_t	 options;	/* besides OPTS_GLOBAL */
+	int		 min_args;
+	int		 max_args;	/* -1: no limit */
+	/*
+	 * After this many arguments, the next word that is not an option
+	 * starts the child's argv (exec), which is then left untouched.
+	 */
+	int		 child_after;
+	/* This command's wording of an option's help, where it differs. */
+	const char	*opt_help[O__COUNT];
+	int		 (*exec)(struct cmd_ctx *);
+};
 
 #endif

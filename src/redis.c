@@ -869,7 +869,7 @@ timed_out(struct redis *r, struct err *e)
 		err_set(e, ERR_TIMEOUT, "no sentinel answered within %s "
 		    "(--connect-timeout)", duration_format(
 		    r->opts->connect_timeout_ms, d, sizeof d));
-		return fail(r, e, 0);
+		return fail(r, e, 1);
 	case CONNECTING:
 		transport_timed_out(r->t, r->opts->connect_timeout_ms, e);
 		return fail(r, e, 1);

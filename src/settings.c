@@ -23,8 +23,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cmd.h"
 #include "conffile.h"
+#include "err.h"
+#include "lock.h"
 #include "log.h"
 #include "options.h"
 #include "settings.h"
@@ -132,7 +133,7 @@ apply_line(struct opts *o, char *line, uint64_t given,
     const struct opt_where *w, int *has_password)
 {
 	const struct opt_def	*d;
-	const char		*why;
+	char			 why[160];
 	char			*key, *value;
 	uint64_t		 bit;
 	int			 rc;
@@ -140,7 +141,7 @@ apply_line(struct opts *o, char *line, uint64_t given,
 	if (strlen(line) > CONFIG_MAX_LINE)
 		return options_usage_error(w, "the line is longer than %d bytes",
 		    CONFIG_MAX_LINE);
-	if ((rc = config_parse_line(line, &key, &value, &why)) == 0)
+	if ((rc = config_parse_line(line, &key, &value, why, sizeof why)) == 0)
 		return 0;
 	if (rc == -1)
 		return options_usage_error(w, "%s", why);
@@ -172,9 +173,8 @@ apply_line(struct opts *o, char *line, uint64_t given,
 }
 
 int
-settings_read_config(struct cmd_ctx *ctx)
+settings_read_config(struct settings *s, struct opts *o)
 {
-	struct opts		*o = &ctx->o;
 	struct opt_where	 w;
 	const char		*path = o->config;
 	char			*line, *next;
@@ -188,12 +188,12 @@ settings_read_config(struct cmd_ctx *ctx)
 		path = DEFAULT_CONFIG;
 		explicit = 0;
 	}
-	if ((rc = read_config(path, explicit, &ctx->config_text)) != 0 ||
-	    ctx->config_text == NULL)
+	if ((rc = read_config(path, explicit, &s->config_text)) != 0 ||
+	    s->config_text == NULL)
 		return rc;
 	w.file = path;
 	w.line = 0;
-	for (line = ctx->config_text; line != NULL; line = next) {
+	for (line = s->config_text; line != NULL; line = next) {
 		w.line++;
 		if ((next = strchr(line, '\n')) != NULL)
 			*next++ = '\0';
@@ -299,9 +299,8 @@ same_server(const struct url *urls, int i)
 
 /* --url > $RLOCK_URL > url in the config file > the default; parsed. */
 static int
-settle_urls(struct cmd_ctx *ctx)
+settle_urls(struct settings *s, struct opts *o)
 {
-	struct opts	*o = &ctx->o;
 	const char	*v, *from = "--url";
 	char		 why[256];
 	int		 i, j, rc;
@@ -316,7 +315,7 @@ settle_urls(struct cmd_ctx *ctx)
 	if (o->nurl == 0)
 		options_add_urls(o, DEFAULT_URL, NULL);
 	for (i = 0; i < o->nurl; i++) {
-		if (url_parse(o->url[i], &ctx->urls[i], why, sizeof why) == -1)
+		if (url_parse(o->url[i], &s->urls[i], why, sizeof why) == -1)
 			return strchr(o->url[i], ',') != NULL &&
 			    strncmp(o->url[i], "redis-sentinel:", 15) != 0 ?
 			    options_usage_error(NULL, "invalid %s: %s (to give "
@@ -326,12 +325,12 @@ settle_urls(struct cmd_ctx *ctx)
 			    why) :
 			    options_usage_error(NULL, "invalid %s (URL %d of "
 			    "%d): %s", from, i + 1, o->nurl, why);
-		ctx->nurls++;
-		if ((j = same_server(ctx->urls, i)) >= 0)
+		s->nurls++;
+		if ((j = same_server(s->urls, i)) >= 0)
 			return options_usage_error(NULL, "%s and %s name the "
 			    "same server; each server counts once in a quorum, "
-			    "so give each only once", ctx->urls[j].display,
-			    ctx->urls[i].display);
+			    "so give each only once", s->urls[j].display,
+			    s->urls[i].display);
 	}
 	return 0;
 }
@@ -339,40 +338,38 @@ settle_urls(struct cmd_ctx *ctx)
 /*
  * --password-file on the command line > the URL's password >
  * RLOCK_PASSWORD > REDISCLI_AUTH > password-file in the config file.
- * (redis.c prefers the URL's password to ctx->password.)
+ * (redis.c prefers the URL's password to s->password.)
  */
 static int
-settle_password(struct cmd_ctx *ctx)
+settle_password(struct settings *s, struct opts *o)
 {
-	struct opts	*o = &ctx->o;
 	const char	*v;
 	int		 i, rc;
 
 	if (o->given & OPT(PASSWORD_FILE)) {
 		if ((rc = read_password_file(o->password_file,
-		    &ctx->password)) != 0)
+		    &s->password)) != 0)
 			return rc;
-		for (i = 0; i < ctx->nurls; i++) {
-			free(ctx->urls[i].password);
-			ctx->urls[i].password = NULL;
+		for (i = 0; i < s->nurls; i++) {
+			free(s->urls[i].password);
+			s->urls[i].password = NULL;
 		}
 	} else if ((v = env("RLOCK_PASSWORD")) != NULL ||
 	    (v = env("REDISCLI_AUTH")) != NULL)
-		ctx->password = xstrdup(v);
+		s->password = xstrdup(v);
 	else if (o->password_file != NULL &&
-	    (rc = read_password_file(o->password_file, &ctx->password)) != 0)
+	    (rc = read_password_file(o->password_file, &s->password)) != 0)
 		return rc;
 	return 0;
 }
 
 int
-settings_settle(struct cmd_ctx *ctx)
+settings_settle(struct settings *s, struct opts *o)
 {
-	struct opts	*o = &ctx->o;
 	const char	*v;
 	int		 rc;
 
-	if ((rc = settle_urls(ctx)) != 0)
+	if ((rc = settle_urls(s, o)) != 0)
 		return rc;
 	if (!(o->given & OPT(PREFIX)) && (v = getenv("RLOCK_PREFIX")) != NULL)
 		o->prefix = v;
@@ -380,7 +377,7 @@ settings_settle(struct cmd_ctx *ctx)
 		o->prefix = DEFAULT_PREFIX;
 	if ((rc = options_check_prefix(o->prefix, NULL)) != 0)
 		return rc;
-	if ((rc = settle_password(ctx)) != 0)
+	if ((rc = settle_password(s, o)) != 0)
 		return rc;
 	if ((rc = check_readable("--tls-ca", o->tls.ca)) != 0 ||
 	    (rc = check_readable("--tls-cert", o->tls.cert)) != 0 ||
@@ -389,10 +386,10 @@ settings_settle(struct cmd_ctx *ctx)
 	if (o->tls.insecure)
 		log_warn("--tls-insecure: the server's certificate is not "
 		    "checked, so anyone on the path can pose as the server");
-	ctx->ropts.password = ctx->password;
-	ctx->ropts.identify = ctx->nurls > 1;
-	ctx->ropts.connect_timeout_ms = o->connect_timeout_ms;
-	ctx->ropts.timeout_ms = o->timeout_ms;
-	ctx->ropts.tls = &o->tls;
+	s->ropts.password = s->password;
+	s->ropts.identify = s->nurls > 1;
+	s->ropts.connect_timeout_ms = o->connect_timeout_ms;
+	s->ropts.timeout_ms = o->timeout_ms;
+	s->ropts.tls = &o->tls;
 	return 0;
 }

@@ -2,22 +2,32 @@
 #ifndef RLOCK_SETTINGS_H
 #define RLOCK_SETTINGS_H
 
-struct cmd_ctx;
-struct opts;
+#include "netopts.h"
+#include "options.h"
+#include "url.h"
+
+/* Where the servers are and how to reach them, once settled. */
+struct settings {
+	struct url		 urls[MAX_URLS];
+	int			 nurls;
+	struct redis_opts	 ropts;
+	char			*password;
+	char			*config_text;	/* the file values point into */
+};
 
 /* The defaults that a config file or a flag may replace. */
 void	settings_defaults(struct opts *);
 /*
  * Read the config file (--config, else $RLOCK_CONFIG, else
- * /etc/rlock.conf if it exists) into ctx, skipping the settings the
+ * /etc/rlock.conf if it exists) into o, skipping the settings the
  * command line gave.  0, or the exit status of a usage error.
  */
-int	settings_read_config(struct cmd_ctx *);
+int	settings_read_config(struct settings *, struct opts *);
 /*
  * Weigh the environment against the file and the defaults, then fill
- * ctx's URLs, password and redis_opts.  0, or the exit status of a usage
- * error.
+ * s: the URLs, the password and redis_opts.  0, or the exit status of a
+ * usage error.
  */
-int	settings_settle(struct cmd_ctx *);
+int	settings_settle(struct settings *, struct opts *);
 
 #endif

@@ -59,7 +59,7 @@ const int supervise_forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0
 };
 
-/* What rlock changes for itself (cmd.c), and gives the child back. */
+/* What rlock changes for itself (signals.c), and gives the child back. */
 const int supervise_restored[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, 0
 };

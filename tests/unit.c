@@ -73,13 +73,13 @@ note(const char *fmt, ...)
 static void
 check_duration_ok(const char *s, int64_t want)
 {
-	const char	*why = NULL;
+	char		 why[64] = "";
 	int64_t		 ms = -12345;
 	int		 r;
 
-	r = duration_parse(s, &ms, &why);
+	r = duration_parse(s, &ms, why, sizeof why);
 	if (r != 0)
-		note("\"%s\": %s", s, why != NULL ? why : "(no reason)");
+		note("\"%s\": %s", s, why[0] != '\0' ? why : "(no reason)");
 	else if (ms != want)
 		note("\"%s\": got %lld, want %lld", s, (long long)ms,
 		    (long long)want);
@@ -90,15 +90,16 @@ check_duration_ok(const char *s, int64_t want)
 static void
 check_duration_bad(const char *in, const char *reason)
 {
-	const char	*why = NULL, *s = in != NULL ? in : "(null)";
+	const char	*s = in != NULL ? in : "(null)";
+	char		 why[64] = "";
 	int64_t		 ms = -12345;
 	int		 r;
 
-	r = duration_parse(in, &ms, &why);
+	r = duration_parse(in, &ms, why, sizeof why);
 	if (r == 0)
 		note("\"%s\": accepted as %lld", s, (long long)ms);
 	else if (!HAS(why, reason))
-		note("\"%s\": reason \"%s\"", s, why != NULL ? why : "(null)");
+		note("\"%s\": reason \"%s\"", s, why);
 	CHECK(r == -1 && HAS(why, reason) && ms == -12345,
 	    "duration_parse: \"%s\" is refused: %s", s, reason);
 }
@@ -867,14 +868,13 @@ test_clock(void)
 static void
 check_config(const char *text, int want, const char *key, const char *value)
 {
-	char		 line[256], *k = NULL, *v = NULL;
-	const char	*why = NULL;
+	char		 line[256], *k = NULL, *v = NULL, why[160] = "";
 	int		 rc;
 
 	snprintf(line, sizeof line, "%s", text);
-	rc = config_parse_line(line, &k, &v, &why);
+	rc = config_parse_line(line, &k, &v, why, sizeof why);
 	if (want != 1) {
-		CHECK(rc == want && (rc == 0 || why != NULL),
+		CHECK(rc == want && (rc == 0 || why[0] != '\0'),
 		    "config line '%s' gives %d", text, want);
 		return;
 	}

@@ -10,7 +10,7 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const char	*why = NULL;
+	char		 why[160] = "";
 	char		*s, *key, *value;
 	int		 rc;
 
@@ -18,12 +18,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = '\0';
-	rc = config_parse_line(s, &key, &value, &why);
+	rc = config_parse_line(s, &key, &value, why, sizeof why);
 	if (rc == 1) {
 		if (*key == '\0' || strchr(key, '=') != NULL)
 			abort();
 		config_bool(value);
-	} else if (rc == -1 && why == NULL)
+	} else if (rc == -1 && why[0] == '\0')
 		abort();
 	free(s);
 	return 0;
