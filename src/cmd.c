@@ -167,18 +167,6 @@ out:
 /* ------------------------------------------------------ shared helpers */
 
 int
-cmd_usage_error(const char *fmt, ...)
-{
-	va_list	ap;
-	int	rc;
-
-	va_start(ap, fmt);
-	rc = options_usage_verror(NULL, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-int
 cmd_connect(struct cmd_ctx *ctx)
 {
 	if (ctx->connected)

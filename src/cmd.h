@@ -38,7 +38,7 @@ int	cmd_connect(struct cmd_ctx *);
 /* Print ctx->err as one line and return its exit status. */
 int	cmd_fail(struct cmd_ctx *);
 /* A usage error: print it and return 64. */
-int	cmd_usage_error(const char *, ...) __attribute__((format(printf, 1, 2)));
+#define cmd_usage_error(...)	options_usage_error(NULL, __VA_ARGS__)
 /* Check a NAME argument; 0, or -1 with a message printed. */
 int	cmd_check_name(const char *);
 /* The token for release/extend: --token, else $RLOCK_TOKEN; NULL if none. */
