@@ -529,7 +529,7 @@ lock_release(struct lock *l, struct err *e)
 	 */
 	ask = xcalloc(l->q->n, sizeof *ask);
 	for (i = 0; i < l->q->n; i++) {
-		ask[i] = !l->tried || l->q->n == 1 || quorum_reached(l->q, i);
+		ask[i] = !l->tried || quorum_reached(l->q, i);
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);

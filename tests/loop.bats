@@ -178,3 +178,34 @@ time.sleep(55)
 	assert_elapsed_below "$t0" 2500
 	assert_equal "$(redis-cli -s "$M_SOCK" EXISTS 'rlock:{job}')" 1
 }
+
+@test "loop: a connect that never completes costs one --connect-timeout, and nothing is given back to a server never reached" {
+	local t0
+	start_redis_as M
+	drop_syns_at D 127.0.0.2 "$M_PORT" 2>/dev/null || skip "port $M_PORT taken on 127.0.0.2"
+	t0=$(now_ms)
+	run --separate-stderr rlock -u "redis://127.0.0.2:$M_PORT" --connect-timeout 2s acquire job
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_stderr_has "127.0.0.2:$M_PORT" "timed out after 2s"
+	# A give-back would connect again: a second 2 s.
+	assert_elapsed_below "$t0" 3500
+}
+
+@test "loop: SIGINT during a connect that never completes ends rlock at once" {
+	start_redis_as M
+	drop_syns_at D 127.0.0.2 "$M_PORT" 2>/dev/null || skip "port $M_PORT taken on 127.0.0.2"
+	bg_start R "$RLOCK" -u "redis://127.0.0.2:$M_PORT" --connect-timeout 20s acquire job
+	# Wait until its connect is under way (a SYN_SENT socket of its own).
+	local i
+	for ((i = 0; i < 500; i++)); do
+		ls -l "/proc/$R/fd" 2>/dev/null | grep -q socket && break
+		sleep 0.02
+	done
+	local t0
+	t0=$(now_ms)
+	kill -INT "$R"
+	bg_wait "$R" 10000 || fail "rlock still runs 10 s after SIGINT"
+	assert_equal "$BG_STATUS" 130
+	assert_elapsed_below "$t0" 5000
+}
