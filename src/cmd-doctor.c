@@ -351,6 +351,8 @@ static const struct probe probes[] = {
 	{ "hget", IN_SCRIPT, { "HGET", "$", "f" } },
 	{ "hmget", IN_SCRIPT, { "HMGET", "$", "f" } },
 	{ "hset", IN_SCRIPT, { "HSET", "$", "f", "1" } },
+	{ "hdel", IN_SCRIPT, { "HDEL", "$", "f" } },
+	{ "hgetall", IN_SCRIPT, { "HGETALL", "$" } },
 	{ "rpush", IN_SCRIPT, { "RPUSH", "$", "1" } },
 	{ "blpop", SENT, { "BLPOP", "$", "x" } },	/* a bad timeout */
 	{ "wait", SENT, { "WAIT", "0", "x" } },		/* a bad timeout */

@@ -52,6 +52,7 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 			else
 				output_status_text(out, &v);
 			free(v.servers);
+			free((void *)v.waiters);
 		}
 		lock_status_free(&st);
 	}

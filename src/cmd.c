@@ -251,6 +251,7 @@ void
 cmd_status_view(const struct lock_status *st, struct output_status *v)
 {
 	struct output_server	*sv = NULL;
+	struct output_waiter	*wv = NULL;
 	int			 i;
 
 	if (st->nservers > 0)
@@ -260,6 +261,15 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		sv[i].state = server_state[st->nodes[i].state];
 		sv[i].error = st->nodes[i].error;
 	}
+	if (st->nwaiters > 0)
+		wv = xcalloc((size_t)st->nwaiters, sizeof *wv);
+	for (i = 0; i < st->nwaiters; i++)
+		wv[i] = (struct output_waiter){
+			.host = st->waiters[i].host, .user = st->waiters[i].user,
+			.command = st->waiters[i].command,
+			.pid = st->waiters[i].pid,
+			.waiting_ms = st->waiters[i].waiting_ms,
+		};
 	*v = (struct output_status){
 		.name = st->name, .held = st->held,
 		.last_fence = st->last_fence, .host = st->host,
@@ -271,6 +281,7 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		.expires_in_ms = st->pttl_ms, .ttl_ms = st->ttl_ms,
 		.fence = st->fence, .nservers = st->nservers,
 		.nholding = st->nholding, .servers = sv,
+		.nwaiters = st->nwaiters, .waiters = wv,
 	};
 }
 
@@ -350,5 +361,6 @@ cmd_give_back(struct lock *l)
 	/* The run is failing anyway: its own error is the one to report. */
 	signal_caught = 0;
 	lock_release(l, &e);
+	lock_unlist(l);
 	signal_caught = sig;
 }

@@ -44,6 +44,8 @@
  */
 #define LATE_PAUSE_MS		10
 #define LATE_MAX		6
+/* A waiter's entry outlives its next attempt's due time by this, and --timeout. */
+#define WAITER_SLACK_MS		1000
 
 static long long	to_ll(const struct redis_reply *);
 
@@ -75,6 +77,7 @@ lock_init(struct lock *l, struct quorum *q, const char *prefix,
 	xasprintf(&l->fence_key, "%s{%s}:fence", prefix, name);
 	xasprintf(&l->info_key, "%s{%s}:info", prefix, name);
 	xasprintf(&l->wake_key, "%s{%s}:wake", prefix, name);
+	xasprintf(&l->waiters_key, "%s{%s}:waiters", prefix, name);
 	if (token != NULL)
 		snprintf(l->token, sizeof l->token, "%s", token);
 }
@@ -86,6 +89,7 @@ lock_free(struct lock *l)
 	free(l->fence_key);
 	free(l->info_key);
 	free(l->wake_key);
+	free(l->waiters_key);
 }
 
 static unsigned
@@ -288,8 +292,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
     int64_t wait_ms, int64_t *pttl_ms, struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[4], *args[6];
-	char			  ttl[24], pid[24];
+	const char		 *keys[5], *args[8];
+	char			  ttl[24], pid[24], slack[24], waited[24];
 	long long		  fence = 0, *fences;
 	int64_t			  start, validity;
 	int			  i, ok, got, *won, n = l->q->n;
@@ -298,14 +302,26 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	keys[1] = l->fence_key;
 	keys[2] = l->info_key;
 	keys[3] = l->wake_key;
+	keys[4] = l->waiters_key;
 	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
 	snprintf(pid, sizeof pid, "%lld", m->pid);
+	/*
+	 * One that will wait is listed among the waiters until its next
+	 * attempt is due (the holder's PTTL), plus this slack: the round
+	 * trip's bound and a second more.  0: not listed.
+	 */
+	snprintf(slack, sizeof slack, "%lld", l->wait_ms == 0 ? 0LL :
+	    (long long)(l->q->opts->timeout_ms + WAITER_SLACK_MS));
+	snprintf(waited, sizeof waited, "%lld",
+	    (long long)(now_mono_ms() - l->wait_start));
 	args[0] = l->token;
 	args[1] = ttl;
 	args[2] = m->host;
 	args[3] = pid;
 	args[4] = m->user;
 	args[5] = m->command;
+	args[6] = slack;
+	args[7] = waited;
 
 	rep = xcalloc(n, sizeof *rep);
 	won = xcalloc(n, sizeof *won);
@@ -317,11 +333,12 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, wait_ms,
-		    settled_grant, NULL, &script_acquire, 4, keys, 6, args,
+		    settled_grant, NULL, &script_acquire, 5, keys, 8, args,
 		    rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 4, keys, 6, args, rep, e);
+		    &script_acquire, 5, keys, 8, args, rep, e);
+	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
@@ -342,6 +359,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 
 	validity = ttl_ms - (now_mono_ms() - start) - lock_drift(ttl_ms);
 	if (got >= quorum_majority(l->q) && validity > 0) {
+		l->listed = 0;	/* the grant took it off the list */
 
 		l->maybe_held = 0;
 		l->fence = fence;
@@ -448,6 +466,8 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 
 	deadline = wait_ms < 0 ? -1 : start + wait_ms;
 	l->late = 0;
+	l->wait_ms = wait_ms;
+	l->wait_start = start;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) != 0)
 			return rc;
@@ -470,8 +490,10 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 			return 0;
 		if (deadline < 0)
 			left = INT64_MAX;
-		else if ((left = deadline - now_mono_ms()) <= 0)
+		else if ((left = deadline - now_mono_ms()) <= 0) {
+			lock_unlist(l);
 			return 0;
+		}
 		/*
 		 * Sleep on the wake list: a release pushes to it, so we are
 		 * woken at once; otherwise the lock can only become free by
@@ -503,6 +525,25 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 			return -1;
 		sleep = -1;
 	}
+}
+
+void
+lock_unlist(struct lock *l)
+{
+	const char		 *argv[3];
+	struct redis_reply	**rep;
+	struct err		  e;
+
+	if (!l->listed)
+		return;
+	l->listed = 0;
+	argv[0] = "HDEL";
+	argv[1] = l->waiters_key;
+	argv[2] = l->token;
+	rep = xcalloc(l->q->n, sizeof *rep);
+	quorum_command(l->q, NULL, 3, argv, 0, rep, &e);
+	quorum_free_replies(l->q, rep);
+	free(rep);
 }
 
 int
@@ -624,6 +665,48 @@ to_ll(const struct redis_reply *r)
 	return 0;
 }
 
+/*
+ * Add the waiters of an inspect reply (element 13: {token, host, pid,
+ * user, command, waiting_ms} each) to st, once per token, leaving out the
+ * holder (in quorum mode a holder may still be listed where it lost).
+ */
+static void
+add_waiters(const struct redis_reply *r, struct lock_status *st,
+    const char *holder)
+{
+	const struct redis_reply	*w;
+	struct redis_reply *const	*f;
+	struct lock_waiter		*lw;
+	size_t				 i;
+	int				 k, seen;
+
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 13 ||
+	    (w = r->element[12])->type != REDIS_T_ARRAY)
+		return;
+	for (i = 0; i < w->elements; i++) {
+		if (w->element[i]->type != REDIS_T_ARRAY ||
+		    w->element[i]->elements < 6 ||
+		    w->element[i]->element[0]->type != REDIS_T_STRING)
+			continue;
+		f = w->element[i]->element;
+		if (holder != NULL && strcmp(f[0]->str, holder) == 0)
+			continue;
+		for (seen = 0, k = 0; k < st->nwaiters && !seen; k++)
+			seen = strcmp(st->waiters[k].token, f[0]->str) == 0;
+		if (seen)
+			continue;
+		st->waiters = xrealloc(st->waiters, (st->nwaiters + 1) *
+		    sizeof *st->waiters);
+		lw = &st->waiters[st->nwaiters++];
+		lw->token = xstrdup(f[0]->str);
+		lw->host = dup_str(f[1]);
+		lw->pid = to_ll(f[2]);
+		lw->user = dup_str(f[3]);
+		lw->command = dup_str(f[4]);
+		lw->waiting_ms = to_ll(f[5]);
+	}
+}
+
 /* Fill st from the reply shape inspect.lua and force.lua share. */
 void
 lock_reply_status(const struct redis_reply *r, struct lock_status *st)
@@ -677,10 +760,9 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	keys[0] = l->key;
 	keys[1] = l->info_key;
 	keys[2] = l->fence_key;
-	keys[3] = l->wake_key;
+	keys[3] = s == &script_force ? l->wake_key : l->waiters_key;
 	rep = xcalloc(n, sizeof *rep);
-	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 3, keys, 0,
-	    NULL, rep, e);
+	ok = quorum_script(l->q, NULL, s, 4, keys, 0, NULL, rep, e);
 	for (i = 0; i < n; i++) {
 		if ((tok = token_of(rep[i])) == NULL)
 			continue;
@@ -709,6 +791,9 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 		lock_status_clear_holder(st);
 		best = NULL;
 	}
+	for (i = 0; i < n; i++)
+		add_waiters(rep[i], st, best != NULL ? best :
+		    pick >= 0 ? token_of(rep[pick]) : NULL);
 	if (n > 1) {
 		st->nservers = n;
 		st->nodes = xcalloc(n, sizeof *st->nodes);
@@ -768,6 +853,13 @@ lock_status_free(struct lock_status *st)
 
 	lock_status_clear_holder(st);
 	free(st->name);
+	for (i = 0; i < st->nwaiters; i++) {
+		free(st->waiters[i].token);
+		free(st->waiters[i].host);
+		free(st->waiters[i].user);
+		free(st->waiters[i].command);
+	}
+	free(st->waiters);
 	for (i = 0; i < st->nservers; i++)
 		free(st->nodes[i].error);
 	free(st->nodes);

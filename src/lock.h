@@ -51,6 +51,7 @@ struct lock {
 	char		*fence_key;	/* PREFIX{NAME}:fence: the counter */
 	char		*info_key;	/* PREFIX{NAME}:info: holder metadata */
 	char		*wake_key;	/* PREFIX{NAME}:wake: release wakes waiters */
+	char		*waiters_key;	/* PREFIX{NAME}:waiters: who waits */
 	char		 token[TOKEN_MAX + 1];
 
 	int64_t		 ttl_ms;	/* as acquired or last extended */
@@ -66,6 +67,9 @@ struct lock {
 	/* An acquire was sent but its outcome is unknown: release to be safe. */
 	int		 maybe_held;
 	int		 tried;		/* this process sent an acquire */
+	int		 listed;	/* maybe among the waiters */
+	int64_t		 wait_ms;	/* the acquire's --wait */
+	int64_t		 wait_start;	/* monotonic, when it began */
 	int		 waited;	/* times lock_acquire slept */
 	int		 late;		/* grants in a row that came too late */
 	struct lock_holder holder;	/* when busy */
@@ -87,6 +91,16 @@ struct lock_node {
 #define NODE_OTHER		2	/* another token (a partial acquire) */
 #define NODE_UNREACHABLE	3
 
+/* One waiter, as status shows it. */
+struct lock_waiter {
+	char		*token;		/* to tell them apart; never shown */
+	char		*host;
+	long long	 pid;
+	char		*user;
+	char		*command;
+	long long	 waiting_ms;	/* so far, by the server's clock */
+};
+
 /* What status shows about one lock. */
 struct lock_status {
 	char		*name;
@@ -101,6 +115,8 @@ struct lock_status {
 	long long	 acquired_ms;	/* server's wall clock, 0 if unknown */
 	long long	 ttl_ms;
 	long long	 fence;
+	int		 nwaiters;
+	struct lock_waiter *waiters;
 	/* Quorum mode (nservers > 1): each server's view. */
 	int		 nservers;
 	int		 nholding;
@@ -127,6 +143,12 @@ void	lock_free(struct lock *);
  */
 int	lock_acquire(struct lock *, int64_t ttl_ms, int64_t wait_ms,
 	    const struct lock_meta *, struct err *);
+/*
+ * Take this acquire off the list of waiters (a waiter that gives up):
+ * best effort, and only if it may be on it.  A waiter that gets the lock
+ * is taken off by the acquire itself.
+ */
+void	lock_unlist(struct lock *);
 /* 1 released, 0 not the holder, -1 error. */
 int	lock_release(struct lock *, struct err *);
 /* New TTL from now (0: the acquired TTL).  1 extended, 0 not the holder, -1 error. */

@@ -84,6 +84,55 @@ nodes_json(struct json *j, const struct output_status *st)
 	json_array_end(j);
 }
 
+/* "  waiting: USER@HOST pid PID (COMMAND) for 3.2s", one a line. */
+static void
+waiters_text(struct buf *b, const struct output_status *st)
+{
+	const struct output_waiter	*w;
+	char				 d[32];
+	int				 i;
+
+	for (i = 0; i < st->nwaiters; i++) {
+		w = &st->waiters[i];
+		buf_printf(b, "  waiting: %s@%s pid %lld", or_unknown(w->user),
+		    or_unknown(w->host), w->pid);
+		if (w->command != NULL && *w->command != '\0')
+			buf_printf(b, " (%s)", w->command);
+		buf_printf(b, " for %s\n", duration_format(w->waiting_ms, d,
+		    sizeof d));
+	}
+}
+
+/* "waiters":[{"host":…,"pid":…,"user":…,"command":…,"waiting_ms":…},…] */
+static void
+waiters_json(struct json *j, const struct output_status *st)
+{
+	const struct output_waiter	*w;
+	int				 i;
+
+	/* Like "servers": only when there is something to say. */
+	if (st->nwaiters == 0)
+		return;
+	json_key(j, "waiters");
+	json_array_begin(j);
+	for (i = 0; i < st->nwaiters; i++) {
+		w = &st->waiters[i];
+		json_object_begin(j);
+		json_key(j, "host");
+		str_or_null(j, w->host);
+		json_key(j, "pid");
+		json_int(j, w->pid);
+		json_key(j, "user");
+		str_or_null(j, w->user);
+		json_key(j, "command");
+		str_or_null(j, w->command);
+		json_key(j, "waiting_ms");
+		json_int(j, w->waiting_ms);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 void
 output_status_text(struct buf *b, const struct output_status *st)
 {
@@ -96,6 +145,7 @@ output_status_text(struct buf *b, const struct output_status *st)
 			buf_printf(b, ", last fence %lld", st->last_fence);
 		buf_adds(b, "\n");
 		nodes_text(b, st);
+		waiters_text(b, st);
 		return;
 	}
 	buf_printf(b, "held by %s@%s pid %lld", or_unknown(st->user),
@@ -116,6 +166,7 @@ output_status_text(struct buf *b, const struct output_status *st)
 		    st->nservers);
 	buf_adds(b, "\n");
 	nodes_text(b, st);
+	waiters_text(b, st);
 }
 
 void
@@ -130,6 +181,7 @@ output_status_json(struct json *j, const struct output_status *st)
 		json_key(j, "fence");
 		json_int(j, st->last_fence);
 		nodes_json(j, st);
+		waiters_json(j, st);
 		json_object_end(j);
 		return;
 	}
@@ -152,6 +204,7 @@ output_status_json(struct json *j, const struct output_status *st)
 	json_key(j, "fence");
 	json_int(j, st->fence);
 	nodes_json(j, st);
+	waiters_json(j, st);
 	json_object_end(j);
 }
 

@@ -19,6 +19,15 @@ struct output_server {
 	const char			*error;	/* why unreachable; NULL or "" */
 };
 
+/* Someone waiting for the lock. */
+struct output_waiter {
+	const char	*host;
+	const char	*user;
+	const char	*command;
+	long long	 pid;
+	long long	 waiting_ms;
+};
+
 /*
  * What status shows about one lock, as plain values: the command layer
  * fills it from what the lock layer found.  Strings may be NULL or "" when
@@ -38,6 +47,8 @@ struct output_status {
 	long long	 expires_in_ms;	/* -1: never */
 	long long	 ttl_ms;
 	long long	 fence;
+	int		 nwaiters;
+	const struct output_waiter *waiters;
 	/* Quorum mode (nservers > 0): */
 	int		 nservers;
 	int		 nholding;

@@ -1,8 +1,12 @@
 -- acquire: take the lock for a token, unless another token holds it.
--- KEYS: lock, fence, info, wake.  ARGV: token, ttl_ms, host, pid, user, command.
+-- KEYS: lock, fence, info, wake, waiters.  ARGV: token, ttl_ms, host, pid,
+-- user, command, slack_ms, waited_ms.
 -- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
 -- host, pid, command, acquired_ms, now_ms} when another token does (the
--- holder, for a waiter to show).  The fence counter never expires and only grows
+-- holder, for a waiter to show).  A caller that will wait (slack_ms > 0) is
+-- listed among the waiters until its next attempt is due: the holder's PTTL
+-- (5 s without one) plus slack_ms; status drops it after that, so a waiter
+-- that died is gone within that bound.  The fence counter never expires and only grows
 -- (to at least the server's TIME in microseconds, under 2^53 until 2255);
 -- a token that already holds the lock keeps its fence and its acquire time.
 if redis.replicate_commands then redis.replicate_commands() end
@@ -11,8 +15,17 @@ if cur and cur ~= ARGV[1] then
 	local h = redis.call('HMGET', KEYS[3], 'host', 'pid', 'command',
 		'acquired_ms')
 	local t = redis.call('TIME')
-	return {0, redis.call('PTTL', KEYS[1]), h[1], h[2], h[3], h[4],
-		t[1] * 1000 + math.floor(t[2] / 1000)}
+	local now = t[1] * 1000 + math.floor(t[2] / 1000)
+	local pttl = redis.call('PTTL', KEYS[1])
+	local slack = tonumber(ARGV[7])
+	if slack > 0 then
+		local due = (pttl >= 0 and pttl or 5000) + slack
+		redis.call('HSET', KEYS[5], ARGV[1], cjson.encode({u = now + due,
+			s = now - tonumber(ARGV[8]), h = ARGV[3], p = ARGV[4],
+			n = ARGV[5], c = ARGV[6]}))
+		redis.call('PEXPIRE', KEYS[5], due + 10000)
+	end
+	return {0, pttl, h[1], h[2], h[3], h[4], now}
 end
 local ttl = tonumber(ARGV[2])
 local fence
@@ -42,4 +55,7 @@ end
 redis.call('HSET', KEYS[3], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5],
 	'command', ARGV[6], 'ttl_ms', ttl)
 redis.call('PEXPIRE', KEYS[3], ttl)
+if ARGV[7] ~= '0' then
+	redis.call('HDEL', KEYS[5], ARGV[1])
+end
 return {1, fence, ttl}

@@ -1,7 +1,11 @@
 -- inspect: everything status shows about one lock.
--- KEYS: lock, info, fence.  Returns {held, pttl_ms, last_fence, now_ms,
--- host, pid, user, command, acquired_ms, ttl_ms, fence, token}.  The token
--- is only compared across servers (quorum mode), never shown.
+-- KEYS: lock, info, fence, waiters.  Returns {held, pttl_ms, last_fence,
+-- now_ms, host, pid, user, command, acquired_ms, ttl_ms, fence, token,
+-- waiters}, the holder's fields false when free; waiters is a list of
+-- {token, host, pid, user, command, waiting_ms}.  Tokens are only compared
+-- across servers (quorum mode), never shown.  Waiters whose next attempt
+-- is overdue (dead, or gone) are dropped here.
+if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local held = redis.call('EXISTS', KEYS[1])
 local r = {held, redis.call('PTTL', KEYS[1]),
@@ -12,5 +16,17 @@ if held == 1 then
 		'acquired_ms', 'ttl_ms', 'fence')
 	for i = 1, 7 do r[4 + i] = h[i] end
 	r[12] = redis.call('GET', KEYS[1])
+else
+	for i = 5, 12 do r[i] = false end
 end
+local w, all = {}, redis.call('HGETALL', KEYS[4])
+for i = 1, #all, 2 do
+	local ok, e = pcall(cjson.decode, all[i + 1])
+	if not ok or type(e) ~= 'table' or (tonumber(e.u) or 0) < r[4] then
+		redis.call('HDEL', KEYS[4], all[i])
+	else
+		w[#w + 1] = {all[i], e.h, e.p, e.n, e.c, r[4] - (tonumber(e.s) or r[4])}
+	end
+end
+r[13] = w
 return r
