@@ -32,8 +32,10 @@ force(struct cmd_ctx *ctx, struct lock *l)
 	struct buf		out;
 	int			rc;
 
-	if ((rc = lock_force_release(l, &st, &ctx->err)) == -1)
+	if ((rc = lock_force_release(l, &st, &ctx->err)) == -1) {
+		lock_status_free(&st);
 		return cmd_fail(ctx);
+	}
 	if (rc == 0) {
 		log_error("release --force %s: the lock is not held", l->name);
 		lock_status_free(&st);
