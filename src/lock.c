@@ -533,17 +533,24 @@ lock_unlist(struct lock *l)
 	const char		 *argv[3];
 	struct redis_reply	**rep;
 	struct err		  e;
+	int			  i, any = 0, *ask;
 
 	if (!l->listed)
 		return;
 	l->listed = 0;
+	/* Only a server an attempt reached can list us. */
+	ask = xcalloc(l->q->n, sizeof *ask);
+	for (i = 0; i < l->q->n; i++)
+		any |= ask[i] = quorum_reached(l->q, i);
 	argv[0] = "HDEL";
 	argv[1] = l->waiters_key;
 	argv[2] = l->token;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	quorum_command(l->q, NULL, 3, argv, 0, rep, &e);
+	if (any)
+		quorum_command(l->q, ask, 3, argv, 0, rep, &e);
 	quorum_free_replies(l->q, rep);
 	free(rep);
+	free(ask);
 }
 
 int

@@ -951,6 +951,7 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 		return -1;
 	r->req = req;
 	r->pending = 1;
+	r->connect_failed = 0;	/* says how this request failed, if it does */
 	r->hops = 0;
 	r->ask = 0;
 	r->waited = 0;
