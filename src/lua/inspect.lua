@@ -23,7 +23,7 @@ local w, all = {}, redis.call('HGETALL', KEYS[4])
 for i = 1, #all, 2 do
 	local ok, e = pcall(cjson.decode, all[i + 1])
 	if not ok or type(e) ~= 'table' or (tonumber(e.u) or 0) < r[4] then
-		redis.call('HDEL', KEYS[4], all[i])
+		redis.pcall('HDEL', KEYS[4], all[i])	-- a replica cannot: no matter
 	else
 		w[#w + 1] = {all[i], e.h, e.p, e.n, e.c, r[4] - (tonumber(e.s) or r[4])}
 	end
