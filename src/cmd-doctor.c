@@ -353,6 +353,10 @@ static const struct probe probes[] = {
 	{ "hset", IN_SCRIPT, { "HSET", "$", "f", "1" } },
 	{ "hdel", IN_SCRIPT, { "HDEL", "$", "f" } },
 	{ "hgetall", IN_SCRIPT, { "HGETALL", "$" } },
+	{ "zadd", IN_SCRIPT, { "ZADD", "$", "1", "m" } },
+	{ "zrange", IN_SCRIPT, { "ZRANGE", "$", "0", "0" } },
+	{ "zrank", IN_SCRIPT, { "ZRANK", "$", "m" } },
+	{ "zrem", IN_SCRIPT, { "ZREM", "$", "m" } },
 	{ "rpush", IN_SCRIPT, { "RPUSH", "$", "1" } },
 	{ "blpop", SENT, { "BLPOP", "$", "x" } },	/* a bad timeout */
 	{ "wait", SENT, { "WAIT", "0", "x" } },		/* a bad timeout */

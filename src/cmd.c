@@ -269,6 +269,7 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 			.command = st->waiters[i].command,
 			.pid = st->waiters[i].pid,
 			.waiting_ms = st->waiters[i].waiting_ms,
+			.place = st->waiters[i].place,
 		};
 	*v = (struct output_status){
 		.name = st->name, .held = st->held,
@@ -290,6 +291,7 @@ cmd_lock_init(struct cmd_ctx *ctx, struct lock *l, const char *token)
 {
 	lock_init(l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
 	l->wait_replicas = ctx->o.wait_replicas;
+	l->fifo = ctx->o.fifo;
 	l->wait_timeout_ms = ctx->o.timeout_ms;
 	if (isatty(STDERR_FILENO) && log_level() == LOG_LEVEL_NORMAL)
 		l->on_wait = show_wait;

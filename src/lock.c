@@ -78,8 +78,11 @@ lock_init(struct lock *l, struct quorum *q, const char *prefix,
 	xasprintf(&l->info_key, "%s{%s}:info", prefix, name);
 	xasprintf(&l->wake_key, "%s{%s}:wake", prefix, name);
 	xasprintf(&l->waiters_key, "%s{%s}:waiters", prefix, name);
+	xasprintf(&l->queue_key, "%s{%s}:queue", prefix, name);
 	if (token != NULL)
 		snprintf(l->token, sizeof l->token, "%s", token);
+	/* A --fifo waiter's own wake list: the head is woken by name. */
+	xasprintf(&l->own_wake_key, "%s:%s", l->wake_key, l->token);
 }
 
 void
@@ -90,6 +93,8 @@ lock_free(struct lock *l)
 	free(l->info_key);
 	free(l->wake_key);
 	free(l->waiters_key);
+	free(l->queue_key);
+	free(l->own_wake_key);
 }
 
 static unsigned
@@ -292,7 +297,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
     int64_t wait_ms, int64_t *pttl_ms, struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[5], *args[8];
+	const char		 *keys[6], *args[9];
 	char			  ttl[24], pid[24], slack[24], waited[24];
 	long long		  fence = 0, *fences;
 	int64_t			  start, validity;
@@ -303,6 +308,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	keys[2] = l->info_key;
 	keys[3] = l->wake_key;
 	keys[4] = l->waiters_key;
+	keys[5] = l->queue_key;
 	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
 	snprintf(pid, sizeof pid, "%lld", m->pid);
 	/*
@@ -322,6 +328,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	args[5] = m->command;
 	args[6] = slack;
 	args[7] = waited;
+	args[8] = l->fifo && l->wait_ms != 0 ? "1" : "0";
 
 	rep = xcalloc(n, sizeof *rep);
 	won = xcalloc(n, sizeof *won);
@@ -332,12 +339,12 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->maybe_held = 1;
 	l->tried = 1;
 	if (wait_ms >= 0)
-		ok = quorum_wait_script(l->q, l->wake_key, wait_ms,
-		    settled_grant, NULL, &script_acquire, 5, keys, 8, args,
-		    rep, e);
+		ok = quorum_wait_script(l->q, l->wake_key, l->fifo ?
+		    l->own_wake_key : NULL, wait_ms, settled_grant, NULL,
+		    &script_acquire, 6, keys, 9, args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 5, keys, 8, args, rep, e);
+		    &script_acquire, 6, keys, 9, args, rep, e);
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
@@ -407,7 +414,8 @@ sleep_on_wake(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
 			chunk = 1000;
 		if (chunk < 1)
 			return 0;
-		if ((rc = quorum_wait(l->q, l->wake_key, chunk, e)) != 0)
+		if ((rc = quorum_wait(l->q, l->wake_key, l->fifo ?
+		    l->own_wake_key : NULL, chunk, e)) != 0)
 			return rc;
 		if (now_mono_ms() >= until)
 			return 0;
@@ -549,6 +557,12 @@ lock_unlist(struct lock *l)
 	if (any)
 		quorum_command(l->q, ask, 3, argv, 0, rep, &e);
 	quorum_free_replies(l->q, rep);
+	/* And its place in the queue, which it would otherwise hold up. */
+	argv[0] = "ZREM";
+	argv[1] = l->queue_key;
+	if (any && l->fifo)
+		quorum_command(l->q, ask, 3, argv, 0, rep, &e);
+	quorum_free_replies(l->q, rep);
 	free(rep);
 	free(ask);
 }
@@ -672,6 +686,19 @@ to_ll(const struct redis_reply *r)
 	return 0;
 }
 
+/* In line first, by place; then the others, longest waiting first. */
+static int
+cmp_waiters(const void *a, const void *b)
+{
+	const struct lock_waiter	*x = a, *y = b;
+
+	if ((x->place > 0) != (y->place > 0))
+		return x->place > 0 ? -1 : 1;
+	if (x->place != y->place)
+		return x->place < y->place ? -1 : 1;
+	return (x->waiting_ms < y->waiting_ms) - (x->waiting_ms > y->waiting_ms);
+}
+
 /*
  * Add the waiters of an inspect reply (element 13: {token, host, pid,
  * user, command, waiting_ms} each) to st, once per token, leaving out the
@@ -711,6 +738,7 @@ add_waiters(const struct redis_reply *r, struct lock_status *st,
 		lw->user = dup_str(f[3]);
 		lw->command = dup_str(f[4]);
 		lw->waiting_ms = to_ll(f[5]);
+		lw->place = w->element[i]->elements >= 7 ? to_ll(f[6]) : 0;
 	}
 }
 
@@ -759,7 +787,7 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
     struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[4], *tok, *best = NULL;
+	const char		 *keys[5], *tok, *best = NULL;
 	int			  i, j, ok, n = l->q->n, votes, most = 0, pick = -1;
 
 	memset(st, 0, sizeof *st);
@@ -768,8 +796,10 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	keys[1] = l->info_key;
 	keys[2] = l->fence_key;
 	keys[3] = s == &script_force ? l->wake_key : l->waiters_key;
+	keys[4] = l->queue_key;
 	rep = xcalloc(n, sizeof *rep);
-	ok = quorum_script(l->q, NULL, s, 4, keys, 0, NULL, rep, e);
+	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 5, keys, 0,
+	    NULL, rep, e);
 	for (i = 0; i < n; i++) {
 		if ((tok = token_of(rep[i])) == NULL)
 			continue;
@@ -801,6 +831,9 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	for (i = 0; i < n; i++)
 		add_waiters(rep[i], st, best != NULL ? best :
 		    pick >= 0 ? token_of(rep[pick]) : NULL);
+	if (st->nwaiters > 1)
+		qsort(st->waiters, st->nwaiters, sizeof *st->waiters,
+		    cmp_waiters);
 	if (n > 1) {
 		st->nservers = n;
 		st->nodes = xcalloc(n, sizeof *st->nodes);

@@ -52,6 +52,8 @@ struct lock {
 	char		*info_key;	/* PREFIX{NAME}:info: holder metadata */
 	char		*wake_key;	/* PREFIX{NAME}:wake: release wakes waiters */
 	char		*waiters_key;	/* PREFIX{NAME}:waiters: who waits */
+	char		*queue_key;	/* PREFIX{NAME}:queue: --fifo's order */
+	char		*own_wake_key;	/* PREFIX{NAME}:wake:TOKEN */
 	char		 token[TOKEN_MAX + 1];
 
 	int64_t		 ttl_ms;	/* as acquired or last extended */
@@ -68,6 +70,7 @@ struct lock {
 	int		 maybe_held;
 	int		 tried;		/* this process sent an acquire */
 	int		 listed;	/* maybe among the waiters */
+	int		 fifo;		/* --fifo: wait in line */
 	int64_t		 wait_ms;	/* the acquire's --wait */
 	int64_t		 wait_start;	/* monotonic, when it began */
 	int		 waited;	/* times lock_acquire slept */
@@ -99,6 +102,7 @@ struct lock_waiter {
 	char		*user;
 	char		*command;
 	long long	 waiting_ms;	/* so far, by the server's clock */
+	long long	 place;		/* in the --fifo queue, from 1; 0: none */
 };
 
 /* What status shows about one lock. */

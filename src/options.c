@@ -363,6 +363,9 @@ static const struct opt_def opt_defs[] = {
 	{ O_SYSLOG, 0, "syslog", NULL,
 	  "also log errors and notable events to syslog (daemon facility)",
 	  SET(syslog, 1) },
+	{ O_FIFO, 0, "fifo", NULL,
+	  "wait in line: waiters get the lock in the order they came",
+	  SET(fifo, 1) },
 	{ O_CONFIG, 0, "config", "FILE",
 	  "read settings from FILE (default $RLOCK_CONFIG, else "
 	  DEFAULT_CONFIG " if it exists)",

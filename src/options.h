@@ -48,6 +48,7 @@ enum opt_id {
 	O_CONFIG,
 	O_WAIT_REPLICAS,
 	O_SYSLOG,
+	O_FIFO,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -84,6 +85,7 @@ struct opts {
 	const char	*config;
 	int		 wait_replicas;
 	int		 syslog;
+	int		 fifo;
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

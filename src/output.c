@@ -84,7 +84,7 @@ nodes_json(struct json *j, const struct output_status *st)
 	json_array_end(j);
 }
 
-/* "  waiting: USER@HOST pid PID (COMMAND) for 3.2s", one a line. */
+/* "  waiting [#PLACE]: USER@HOST pid PID (COMMAND) for 3.2s", one a line. */
 static void
 waiters_text(struct buf *b, const struct output_status *st)
 {
@@ -94,7 +94,10 @@ waiters_text(struct buf *b, const struct output_status *st)
 
 	for (i = 0; i < st->nwaiters; i++) {
 		w = &st->waiters[i];
-		buf_printf(b, "  waiting: %s@%s pid %lld", or_unknown(w->user),
+		buf_adds(b, "  waiting");
+		if (w->place > 0)
+			buf_printf(b, " #%lld", w->place);
+		buf_printf(b, ": %s@%s pid %lld", or_unknown(w->user),
 		    or_unknown(w->host), w->pid);
 		if (w->command != NULL && *w->command != '\0')
 			buf_printf(b, " (%s)", w->command);
@@ -128,6 +131,10 @@ waiters_json(struct json *j, const struct output_status *st)
 		str_or_null(j, w->command);
 		json_key(j, "waiting_ms");
 		json_int(j, w->waiting_ms);
+		if (w->place > 0) {
+			json_key(j, "place");
+			json_int(j, w->place);
+		}
 		json_object_end(j);
 	}
 	json_array_end(j);

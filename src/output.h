@@ -26,6 +26,7 @@ struct output_waiter {
 	const char	*command;
 	long long	 pid;
 	long long	 waiting_ms;
+	long long	 place;		/* in the --fifo line, from 1; 0: none */
 };
 
 /*

@@ -360,7 +360,7 @@ round_trip(struct quorum *q, const int *only, const struct redis_req *rq,
 	memset(&rd, 0, sizeof rd);
 	rd.rq = rq;
 	rd.again = *rq;
-	rd.again.wait_key = NULL;
+	rd.again.wait_key = rd.again.wait_key2 = NULL;
 	rd.state = xcalloc(q->n, sizeof *rd.state);
 	rd.retried = xcalloc(q->n, sizeof *rd.retried);
 	rd.done = xcalloc(q->n, sizeof *rd.done);
@@ -414,14 +414,15 @@ quorum_script_until(struct quorum *q, const int *only,
 }
 
 int
-quorum_wait_script(struct quorum *q, const char *key, int64_t wait_ms,
-    quorum_settled_fn settled, void *arg, struct script *s, int nkeys,
-    const char **keys, int nargs, const char **args,
+quorum_wait_script(struct quorum *q, const char *key, const char *key2,
+    int64_t wait_ms, quorum_settled_fn settled, void *arg, struct script *s,
+    int nkeys, const char **keys, int nargs, const char **args,
     struct redis_reply **replies, struct err *e)
 {
 	struct redis_req	rq = {
 		.script = s, .nkeys = nkeys, .keys = keys, .nargs = nargs,
-		.args = args, .wait_key = key, .wait_ms = wait_ms,
+		.args = args, .wait_key = key, .wait_key2 = key2,
+		.wait_ms = wait_ms,
 	};
 
 	return round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
@@ -517,23 +518,24 @@ settled_woken(struct redis_reply **replies, const int *done, int n,
  * there only wakes no one, and the element expires.
  */
 int
-quorum_wait(struct quorum *q, const char *key, int64_t timeout_ms,
-    struct err *e)
+quorum_wait(struct quorum *q, const char *key, const char *key2,
+    int64_t timeout_ms, struct err *e)
 {
 	struct redis_reply	**rep;
 	struct redis_req	  rq;
-	const char		 *argv[3];
+	const char		 *argv[4];
 	char			  secs[32];
 	int			  i, woken = 0, replied = 0;
 
 	if (timeout_ms < 1)
 		timeout_ms = 1;
 	redis_timeout_arg(secs, sizeof secs, timeout_ms);
-	argv[0] = "BLPOP";
-	argv[1] = key;
-	argv[2] = secs;
 	memset(&rq, 0, sizeof rq);
-	rq.argc = 3;
+	argv[rq.argc++] = "BLPOP";
+	argv[rq.argc++] = key;
+	if (key2 != NULL)
+		argv[rq.argc++] = key2;
+	argv[rq.argc++] = secs;
 	rq.argv = argv;
 	rq.extra_ms = timeout_ms;
 	rep = xcalloc(q->n, sizeof *rep);

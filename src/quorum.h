@@ -72,11 +72,12 @@ int	quorum_script_until(struct quorum *, const int *only,
 	    struct redis_reply **replies, struct err *e);
 /*
  * quorum_script_until, each server's script sent together with a BLPOP of
- * key for at most wait_ms before it (see struct redis_req): for one
+ * key (and key2, if not NULL) for at most wait_ms before it (see struct redis_req): for one
  * server, a waiter woken by a release tries the lock with no round trip
  * of its own.
  */
-int	quorum_wait_script(struct quorum *, const char *key, int64_t wait_ms,
+int	quorum_wait_script(struct quorum *, const char *key,
+	    const char *key2, int64_t wait_ms,
 	    quorum_settled_fn settled, void *arg, struct script *,
 	    int nkeys, const char **keys, int nargs, const char **args,
 	    struct redis_reply **replies, struct err *e);
@@ -97,12 +98,12 @@ struct redis_reply *quorum_ask(struct quorum *, int i, struct err *e,
 	    int argc, const char **argv);
 
 /*
- * Block for at most timeout_ms until key (a list) has an element on any
- * server, and pop it.  Returns 1 when woken by an element, 0 on timeout,
+ * Block for at most timeout_ms until key (a list), or key2 if not NULL,
+ * has an element on any server, and pop it.  Returns 1 when woken by an element, 0 on timeout,
  * -1 when no server could be asked (or a signal came).
  */
-int	quorum_wait(struct quorum *, const char *key, int64_t timeout_ms,
-	    struct err *e);
+int	quorum_wait(struct quorum *, const char *key, const char *key2,
+	    int64_t timeout_ms, struct err *e);
 
 /*
  * Every key matching pattern (a SCAN MATCH glob) on every server, each

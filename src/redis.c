@@ -415,8 +415,9 @@ static int
 queue_body(struct redis *r, struct err *e)
 {
 	const struct redis_req	*q = r->req;
-	const char		*argv[3];
+	const char		*argv[4];
 	char			 secs[32];
+	int			 argc;
 
 	r->holding = 0;
 	r->body_at = r->outlen;
@@ -429,10 +430,13 @@ queue_body(struct redis *r, struct err *e)
 	r->deadline = now_mono_ms() + r->opts->timeout_ms + q->extra_ms;
 	if (q->wait_key != NULL && !r->waited) {
 		redis_timeout_arg(secs, sizeof secs, q->wait_ms);
-		argv[0] = "BLPOP";
-		argv[1] = q->wait_key;
-		argv[2] = secs;
-		if (queue(r, DUE_BLPOP, 3, argv, NULL, e) == -1)
+		argc = 0;
+		argv[argc++] = "BLPOP";
+		argv[argc++] = q->wait_key;
+		if (q->wait_key2 != NULL)
+			argv[argc++] = q->wait_key2;
+		argv[argc++] = secs;
+		if (queue(r, DUE_BLPOP, argc, argv, NULL, e) == -1)
 			return -1;
 		r->deadline += q->wait_ms < 1 ? 1 : q->wait_ms;
 	}

@@ -46,6 +46,7 @@ struct redis_req {
 	int		  nkeys, nargs;
 	const char	**keys, **args;
 	const char	 *wait_key;
+	const char	 *wait_key2;	/* a second list to block on; NULL */
 	int64_t		  wait_ms;
 	int64_t		  extra_ms;	/* the command blocks this long (WAIT) */
 };

@@ -1,8 +1,9 @@
 -- inspect: everything status shows about one lock.
--- KEYS: lock, info, fence, waiters.  Returns {held, pttl_ms, last_fence,
--- now_ms, host, pid, user, command, acquired_ms, ttl_ms, fence, token,
--- waiters}, the holder's fields false when free; waiters is a list of
--- {token, host, pid, user, command, waiting_ms}.  Tokens are only compared
+-- KEYS: lock, info, fence, waiters, queue.  Returns {held, pttl_ms,
+-- last_fence, now_ms, host, pid, user, command, acquired_ms, ttl_ms, fence,
+-- token, waiters}, the holder's fields false when free; waiters is a list of
+-- {token, host, pid, user, command, waiting_ms, place}, place being the
+-- 1-based rank in the --fifo queue (false for a waiter not in it).  Tokens are only compared
 -- across servers (quorum mode), never shown.  Waiters whose next attempt
 -- is overdue (dead, or gone) are dropped here.
 if redis.replicate_commands then redis.replicate_commands() end
@@ -25,7 +26,9 @@ for i = 1, #all, 2 do
 	if not ok or type(e) ~= 'table' or (tonumber(e.u) or 0) < r[4] then
 		redis.pcall('HDEL', KEYS[4], all[i])	-- a replica cannot: no matter
 	else
-		w[#w + 1] = {all[i], e.h, e.p, e.n, e.c, r[4] - (tonumber(e.s) or r[4])}
+		local rank = redis.call('ZRANK', KEYS[5], all[i])
+		w[#w + 1] = {all[i], e.h, e.p, e.n, e.c,
+			r[4] - (tonumber(e.s) or r[4]), rank and rank + 1 or false}
 	end
 end
 r[13] = w

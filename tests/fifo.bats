@@ -1,0 +1,116 @@
+#!/usr/bin/env bats
+# fifo.bats: with --fifo, waiters get the lock strictly in the order they
+# came; one that dies or gives up loses its place (at once when it gives
+# up, within a bound when it dies), and status shows each one's place.
+
+load helpers
+load exec-helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() {
+	default_setup
+	start_redis
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() {
+	exec_teardown
+}
+
+# in_line N [RCLI...]: poll (up to 10 s) until the queue holds N waiters.
+in_line() {
+	local n=$1 i got
+	shift
+	for ((i = 0; i < 500; i++)); do
+		got=$("${@:-rcli}" ZCARD 'rlock:{job}:queue')
+		[[ "$got" == "$n" ]] && return 0
+		sleep 0.02
+	done
+	fail "the line holds $got waiters, not $n"
+}
+
+# start_waiters N [RLOCK-OPTS...]: N exec --fifo waiters, one after another,
+# each in line before the next starts; each appends its number to order.log.
+start_waiters() {
+	local n=$1 i
+	shift
+	for ((i = 1; i <= n; i++)); do
+		bg_start "W$i" "$RLOCK" "$@" exec --fifo -w 60s job -- \
+			sh -c "echo $i >>'$BATS_TEST_TMPDIR/order.log'"
+		in_line "$i" "${RCLI[@]}"
+	done
+}
+
+# wait_waiters N: every one of W1..WN exits 0 (60 s in all at most).
+wait_waiters() {
+	local i pidv
+	for ((i = 1; i <= $1; i++)); do
+		pidv="W$i"
+		bg_wait "${!pidv}" 60000 || fail "waiter $i is still waiting"
+		assert_equal "$BG_STATUS" 0
+	done
+}
+
+@test "fifo: twenty waiters get the lock in exactly the order they came" {
+	local holder
+	holder=$(rlock acquire -t 60s job)
+	RCLI=(rcli)
+	start_waiters 20
+	rlock release --token "$holder" job
+	wait_waiters 20
+	assert_equal "$(tr '\n' ' ' <order.log)" "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 "
+	assert_equal "$(rcli EXISTS 'rlock:{job}:queue')" 0
+}
+
+@test "fifo: status shows each waiter's place, in text and JSON" {
+	rlock acquire -t 60s job >/dev/null
+	RCLI=(rcli)
+	start_waiters 3
+	run rlock status job
+	assert_line --index 1 --regexp "^  waiting #1: .* pid $W1 "
+	assert_line --index 2 --regexp "^  waiting #2: .* pid $W2 "
+	assert_line --index 3 --regexp "^  waiting #3: .* pid $W3 "
+	rlock --json status job | json_check '[w["place"] for w in d["waiters"]] == [1, 2, 3] and [w["pid"] for w in d["waiters"]] == ['"$W1, $W2, $W3"']'
+}
+
+@test "fifo: a waiter that gives up leaves the line at once" {
+	rlock acquire -t 60s job >/dev/null
+	run rlock acquire --fifo -w 300ms job
+	assert_failure 1
+	assert_equal "$(rcli ZCARD 'rlock:{job}:queue')" 0
+	assert_equal "$(rcli HLEN 'rlock:{job}:waiters')" 0
+}
+
+@test "fifo: a waiter killed in the middle of the line holds it up no longer than its place lasts" {
+	local holder t0
+	# The bound: the holder's time left at the dead one's last attempt
+	# (at most 2 s), --timeout (500 ms) and a second.
+	holder=$(rlock acquire -t 2s job)
+	RCLI=(rcli)
+	start_waiters 3 --timeout 500ms
+	kill -KILL "$W2"
+	bg_wait "$W2" 5000
+	rlock release --token "$holder" job
+	t0=$(now_ms)
+	bg_wait "$W1" 20000 || fail "the first waiter is still waiting"
+	bg_wait "$W3" 20000 || fail "the third waiter is stuck behind the dead one"
+	assert_equal "$BG_STATUS" 0
+	assert_between $(($(now_ms) - t0)) 0 10000 ms_until_the_third_ran
+	assert_equal "$(tr '\n' ' ' <order.log)" "1 3 "
+}
+
+@test "fifo: the order holds in quorum mode with three servers" {
+	local urls=() i portv holder
+	RCLI=()
+	for i in 1 2 3; do
+		start_redis_as "Q$i"
+		portv="Q${i}_PORT"
+		urls+=(-u "redis://127.0.0.1:${!portv}")
+	done
+	holder=$(rlock "${urls[@]}" acquire -t 60s job)
+	RCLI=(rcli_as Q1)
+	start_waiters 5 "${urls[@]}"
+	rlock "${urls[@]}" release --token "$holder" job
+	wait_waiters 5
+	assert_equal "$(tr '\n' ' ' <order.log)" "1 2 3 4 5 "
+}
