@@ -265,7 +265,10 @@ wait_port_line() {
 		port=
 		sleep 0.02
 	done
-	[[ -n "$port" ]] || { echo "$var did not start" >&2; return 1; }
+	if [[ -z "$port" ]]; then
+		echo "$var did not start; its stderr: $(head -c 2000 "$BATS_TEST_TMPDIR/$var.err" 2>/dev/null)" >&2
+		return 1
+	fi
 	printf -v "${var}_PORT" '%s' "$port"
 }
 
