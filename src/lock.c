@@ -286,6 +286,44 @@ confirm_grant(struct lock *l, int *won, const long long *fences,
 	return ok;
 }
 
+/* The keys and arguments of acquire.lua, and the text they point into. */
+struct acquire_args {
+	const char	*keys[6], *args[9];
+	char		 ttl[24], pid[24], slack[24], waited[24];
+};
+
+static void
+acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
+    struct acquire_args *a)
+{
+	a->keys[0] = l->key;
+	a->keys[1] = l->fence_key;
+	a->keys[2] = l->info_key;
+	a->keys[3] = l->wake_key;
+	a->keys[4] = l->waiters_key;
+	a->keys[5] = l->queue_key;
+	snprintf(a->ttl, sizeof a->ttl, "%lld", (long long)ttl_ms);
+	snprintf(a->pid, sizeof a->pid, "%lld", m->pid);
+	/*
+	 * One that will wait is listed among the waiters until its next
+	 * attempt is due (the holder's PTTL), plus this slack: the round
+	 * trip's bound and a second more.  0: not listed.
+	 */
+	snprintf(a->slack, sizeof a->slack, "%lld", l->wait_ms == 0 ? 0LL :
+	    (long long)(l->q->opts->timeout_ms + WAITER_SLACK_MS));
+	snprintf(a->waited, sizeof a->waited, "%lld",
+	    (long long)(now_mono_ms() - l->wait_start));
+	a->args[0] = l->token;
+	a->args[1] = a->ttl;
+	a->args[2] = m->host;
+	a->args[3] = a->pid;
+	a->args[4] = m->user;
+	a->args[5] = m->command;
+	a->args[6] = a->slack;
+	a->args[7] = a->waited;
+	a->args[8] = l->fifo && l->wait_ms != 0 ? "1" : "0";
+}
+
 /*
  * One attempt, after blocking on the wake list for at most wait_ms when
  * wait_ms >= 0 (one server only: see lock_acquire).  Returns 1 held, 0
@@ -296,40 +334,13 @@ static int
 try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
     int64_t wait_ms, int64_t *pttl_ms, struct err *e)
 {
+	struct acquire_args	  a;
 	struct redis_reply	**rep;
-	const char		 *keys[6], *args[9];
-	char			  ttl[24], pid[24], slack[24], waited[24];
 	long long		  fence = 0, *fences;
 	int64_t			  start, validity;
 	int			  i, ok, got, *won, n = l->q->n;
 
-	keys[0] = l->key;
-	keys[1] = l->fence_key;
-	keys[2] = l->info_key;
-	keys[3] = l->wake_key;
-	keys[4] = l->waiters_key;
-	keys[5] = l->queue_key;
-	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
-	snprintf(pid, sizeof pid, "%lld", m->pid);
-	/*
-	 * One that will wait is listed among the waiters until its next
-	 * attempt is due (the holder's PTTL), plus this slack: the round
-	 * trip's bound and a second more.  0: not listed.
-	 */
-	snprintf(slack, sizeof slack, "%lld", l->wait_ms == 0 ? 0LL :
-	    (long long)(l->q->opts->timeout_ms + WAITER_SLACK_MS));
-	snprintf(waited, sizeof waited, "%lld",
-	    (long long)(now_mono_ms() - l->wait_start));
-	args[0] = l->token;
-	args[1] = ttl;
-	args[2] = m->host;
-	args[3] = pid;
-	args[4] = m->user;
-	args[5] = m->command;
-	args[6] = slack;
-	args[7] = waited;
-	args[8] = l->fifo && l->wait_ms != 0 ? "1" : "0";
-
+	acquire_args(l, ttl_ms, m, &a);
 	rep = xcalloc(n, sizeof *rep);
 	won = xcalloc(n, sizeof *won);
 	fences = xcalloc(n, sizeof *fences);
@@ -341,10 +352,10 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, l->fifo ?
 		    l->own_wake_key : NULL, wait_ms, settled_grant, NULL,
-		    &script_acquire, 6, keys, 9, args, rep, e);
+		    &script_acquire, 6, a.keys, 9, a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 6, keys, 9, args, rep, e);
+		    &script_acquire, 6, a.keys, 9, a.args, rep, e);
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
