@@ -20,7 +20,7 @@ echo
 echo "## Includes of the project's own headers"
 for f in ./*.c ./*.h; do
 	printf '%s:' "${f#./}"
-	sed -n 's/^#include "\(.*\)"$/ \1/p' "$f" | grep -v ' config.h' | tr -d '\n'
+	sed -n 's/^#include "\([^"]*\)".*$/ \1/p' "$f" | grep -v ' config.h' | tr -d '\n'
 	echo
 done
 
@@ -30,7 +30,7 @@ circles=0
 for f in ./*.c ./*.h; do
 	a=${f#./}
 	a=${a%.[ch]}
-	for h in $(sed -n 's/^#include "\(.*\)\.h"$/\1/p' "$f"); do
+	for h in $(sed -n 's/^#include "\([^"]*\)\.h".*$/\1/p' "$f"); do
 		[[ "$h" == "$a" || "$h" == config ]] && continue
 		if cat "$h.c" "$h.h" 2>/dev/null | grep -q "^#include \"$a.h\""; then
 			[[ "$a" < "$h" ]] && { echo "$a <-> $h"; circles=$((circles + 1)); }
