@@ -42,7 +42,7 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) | OPT(HEARTBEAT) |
 	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |
 	    OPT(MIN_HOLD) |
-	    OPT(WAIT_REPLICAS) | OPT(FIFO),
+	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(MAX_RUNTIME),
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -212,6 +212,13 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		/* --on-lost ignore: said as it came; the command ran on. */
 		return status != 0 ? status : EXIT_LOST;
 	}
+	if (sv->timed_out) {
+		/* As timeout(1): whatever the command's own status. */
+		log_warn("%s: --max-runtime %s ran out; the command was stopped "
+		    "(SIG%s)", l->name, duration_format(ctx->o.max_runtime_ms,
+		    when, sizeof when), sigabbrev_np(sv->timed_out));
+		status = EXIT_TIMEOUT;
+	}
 	left = ctx->o.min_hold_ms - (now_mono_ms() - l->taken_at);
 	if (ctx->o.min_hold_ms > 0 && left > 0)
 		return hold_on(ctx, l, left, status);
@@ -336,6 +343,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	sv.foreground = ctx->o.foreground;
 	sv.on_lost = ctx->o.on_lost;
 	sv.kill_after_ms = ctx->o.kill_after_ms;
+	sv.max_runtime_ms = ctx->o.max_runtime_ms;
 	sv.ttl_ms = l.ttl_ms;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);

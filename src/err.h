@@ -50,5 +50,6 @@ int	err_exit_status(enum err_kind);
 #define EXIT_UNAVAILABLE	69
 #define EXIT_SOFTWARE		70
 #define EXIT_LOST		75
+#define EXIT_TIMEOUT		124	/* exec: --max-runtime ran out (timeout(1)) */
 
 #endif

@@ -49,6 +49,7 @@ enum opt_id {
 	O_WAIT_REPLICAS,
 	O_SYSLOG,
 	O_FIFO,
+	O_MAX_RUNTIME,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -86,6 +87,7 @@ struct opts {
 	int		 wait_replicas;
 	int		 syslog;
 	int		 fifo;
+	int64_t		 max_runtime_ms;	/* 0: no limit */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

@@ -498,6 +498,26 @@ on_loss(struct supervise *sv, const char *why)
 }
 
 /*
+ * --max-runtime ran out: the command gets --on-lost's signal (SIGTERM if
+ * that is "ignore": a limit that stops nothing would be none), then
+ * SIGCONT so that a stopped command takes it, as timeout(1) does, and
+ * SIGKILL after --kill-after.  Returns the time to send SIGKILL.
+ */
+static int64_t
+time_out(struct supervise *sv, int64_t now)
+{
+	int64_t	kill_at = now + sv->kill_after_ms;
+
+	sv->timed_out = sv->on_lost != 0 ? sv->on_lost : SIGTERM;
+	log_verbose("--max-runtime ran out: sending SIG%s to the command",
+	    sigabbrev_np(sv->timed_out));
+	signal_child(sv, sv->timed_out);
+	signal_child(sv, SIGCONT);
+	guard_killing(&sv->guard, kill_at);
+	return kill_at;
+}
+
+/*
  * What the heartbeat says of the lock: lost (on_loss, and the time to
  * SIGKILL), or confirmed after a suspension (the command goes on).
  */
@@ -576,6 +596,9 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 			goto fail;
 		if (!sv->lost)
 			check_lock(sv, hb, now, &valid_until, &kill_at);
+		if (sv->max_runtime_ms > 0 && !sv->lost && !sv->timed_out &&
+		    now >= sv->spawned_at + sv->max_runtime_ms)
+			kill_at = time_out(sv, now);
 		if (kill_at >= 0 && now >= kill_at && !killed) {
 			log_verbose("the command outlived --kill-after: "
 			    "sending SIGKILL");
@@ -583,7 +606,13 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 			killed = 1;
 		}
 		/* Sleep until a signal, the end of validity, or kill time. */
-		wake = sv->lost ? (killed ? -1 : kill_at) : valid_until;
+		wake = sv->lost || sv->timed_out ? (killed ? -1 : kill_at) :
+		    valid_until;
+		if (sv->timed_out && !sv->lost && valid_until < wake)
+			wake = valid_until;
+		if (sv->max_runtime_ms > 0 && !sv->timed_out &&
+		    sv->spawned_at + sv->max_runtime_ms < wake)
+			wake = sv->spawned_at + sv->max_runtime_ms;
 		if (!hb->started && !sv->lost && due < wake)
 			wake = due;
 		if (!sv->foreground && sv->guard.pid == 0 &&

@@ -21,6 +21,7 @@ struct supervise {
 	int64_t		 kill_after_ms;
 	sigset_t	 ignored;	/* ignored when rlock started */
 	int64_t		 ttl_ms;	/* the lock's */
+	int64_t		 max_runtime_ms;	/* 0: none */
 
 	/* What happened. */
 	pid_t		 pid;
@@ -28,6 +29,7 @@ struct supervise {
 	char		 why[256];
 	int64_t		 lost_at;	/* wall clock ms, for the message */
 	int		 sent;		/* signal sent on loss, 0 if none */
+	int		 timed_out;	/* signal sent at --max-runtime, or 0 */
 
 	/* Inside: the group's guard, the terminal, job control. */
 	struct guard	 guard;
