@@ -75,6 +75,13 @@ start_quorum() {
 	export QUORUM_N QUORUM_URLS
 }
 
+# quorum_urls: URLS, an array with a -u for each quorum server.
+quorum_urls() {
+	local u
+	URLS=()
+	for u in $QUORUM_URLS; do URLS+=(-u "$u"); done
+}
+
 # rlockq ARGS...: rlock with one -u per quorum server.
 rlockq() {
 	local a=() u

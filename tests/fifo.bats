@@ -4,6 +4,7 @@
 # up, within a bound when it dies), and status shows each one's place.
 
 load helpers
+load dist-helpers
 load exec-helpers
 
 setup_file() { default_setup_file; }
@@ -100,13 +101,10 @@ wait_waiters() {
 }
 
 @test "fifo: the order holds in quorum mode with three servers" {
-	local urls=() i portv holder
-	RCLI=()
-	for i in 1 2 3; do
-		start_redis_as "Q$i"
-		portv="Q${i}_PORT"
-		urls+=(-u "redis://127.0.0.1:${!portv}")
-	done
+	local urls holder
+	start_quorum 3
+	quorum_urls
+	urls=("${URLS[@]}")
 	holder=$(rlock "${urls[@]}" acquire -t 60s job)
 	RCLI=(rcli_as Q1)
 	start_waiters 5 "${urls[@]}"

@@ -7,6 +7,7 @@
 # that swallows connects costs a fraction of --connect-timeout, not all of it.
 
 load helpers
+load dist-helpers
 load exec-helpers
 load tls-helpers
 
@@ -18,17 +19,6 @@ setup() {
 }
 teardown() {
 	exec_teardown
-}
-
-# three_servers: Q1..Q3, and URLS with a -u for each.
-three_servers() {
-	local i portv
-	URLS=()
-	for i in 1 2 3; do
-		start_redis_as "Q$i" || return 1
-		portv="Q${i}_PORT"
-		URLS+=(-u "redis://127.0.0.1:${!portv}")
-	done
 }
 
 # no_lock_keys: none of Q1..Q3 holds a lock key (rlock:{NAME}).
@@ -43,7 +33,8 @@ no_lock_keys() {
 
 @test "loop: a silent TLS server in a quorum does not slow acquire: the other three decide" {
 	make_test_pki
-	three_servers
+	start_quorum 3
+	quorum_urls
 	start_silent_listener S
 	local t0
 	t0=$(now_ms)
@@ -58,7 +49,8 @@ no_lock_keys() {
 }
 
 @test "loop: a silent Sentinel in a quorum does not slow acquire: the other three decide" {
-	three_servers
+	start_quorum 3
+	quorum_urls
 	start_silent_listener S
 	local t0
 	t0=$(now_ms)
@@ -73,7 +65,8 @@ no_lock_keys() {
 
 @test "loop: exec beside a silent TLS server and a silent Sentinel extends at its rhythm and exits promptly" {
 	make_test_pki
-	three_servers
+	start_quorum 3
+	quorum_urls
 	start_silent_listener S1
 	start_silent_listener S2
 	local t0
@@ -95,7 +88,8 @@ no_lock_keys() {
 @test "loop: a quorum with a silent TLS server has no thread but the heartbeat's" {
 	command -v strace >/dev/null || skip "no strace"
 	make_test_pki
-	three_servers
+	start_quorum 3
+	quorum_urls
 	start_silent_listener S
 	# LeakSanitizer cannot work under ptrace: in the sanitizer build, leaks
 	# are the rest of the suite's to find.

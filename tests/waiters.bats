@@ -4,6 +4,7 @@
 # or dies (within a bound: the holder's time left, --timeout and a second).
 
 load helpers
+load dist-helpers
 load exec-helpers
 
 setup_file() { default_setup_file; }
@@ -104,12 +105,10 @@ wait_waiters() {
 }
 
 @test "waiters: in quorum mode a waiter is listed once, whichever servers list it" {
-	local urls=() i portv
-	for i in 1 2 3; do
-		start_redis_as "Q$i"
-		portv="Q${i}_PORT"
-		urls+=(-u "redis://127.0.0.1:${!portv}")
-	done
+	local urls i n
+	start_quorum 3
+	quorum_urls
+	urls=("${URLS[@]}")
 	rlock "${urls[@]}" acquire -t 30s job >/dev/null
 	bg_start W "$RLOCK" "${urls[@]}" acquire -w 20s job
 	local n
