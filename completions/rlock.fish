@@ -37,7 +37,7 @@ function __rlock_exec_argv
                 case -c --command '--command=*'
                     test "$cmd" = exec; and return 1
                     continue
-                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --min-hold --wait-replicas --tls-ca --tls-cert --tls-key --tls-server-name --config
+                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
                     set skip 1
                     continue
                 case '-*'
@@ -112,6 +112,7 @@ complete -c rlock -n '__fish_seen_subcommand_from acquire' -s t -l ttl -x -d 'Lo
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s w -l wait -x -d 'Wait at most DUR for a busy lock; 0: do not wait (default: forever)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s n -l no-wait -d 'Same as --wait 0'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l fifo -d 'Wait in line: waiters get the lock in the order they came'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l limit -x -d 'A semaphore: up to N holders at once, each with its own token'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l token -x -d 'Use TOKEN instead of a random one'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
@@ -131,6 +132,7 @@ complete -c rlock -n $exec_opt -s t -l ttl -x -d 'Lock expiry (default 30s)'
 complete -c rlock -n $exec_opt -s w -l wait -x -d 'Wait at most DUR for a busy lock; 0: do not wait (default: forever)'
 complete -c rlock -n $exec_opt -s n -l no-wait -d 'Same as --wait 0'
 complete -c rlock -n $exec_opt -l fifo -d 'Wait in line: waiters get the lock in the order they came'
+complete -c rlock -n $exec_opt -l limit -x -d 'A semaphore: up to N holders at once, each with its own token'
 complete -c rlock -n $exec_opt -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'
 complete -c rlock -n $exec_opt -l token -x -d 'Take the lock with TOKEN instead of a random one'
 complete -c rlock -n $exec_opt -l heartbeat -x -d 'Extend the lock this often while the command runs (default TTL/3)'

@@ -47,6 +47,7 @@ force(struct cmd_ctx *ctx, struct lock *l)
 	output_status_text(&out, &v);
 	free(v.servers);
 	free((void *)v.waiters);
+	free((void *)v.slots);
 	log_notice("release --force: %.*s", (int)strcspn(out.p, "\n"), out.p);
 	rc = output_flush(&out) == -1 ? EXIT_SOFTWARE : 0;
 	buf_free(&out);

@@ -53,6 +53,7 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 				output_status_text(out, &v);
 			free(v.servers);
 			free((void *)v.waiters);
+			free((void *)v.slots);
 		}
 		lock_status_free(&st);
 	}

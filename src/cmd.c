@@ -111,6 +111,28 @@ ctx_free(struct cmd_ctx *ctx)
 	free(ctx->set.config_text);
 }
 
+/*
+ * --limit N > 1 needs one server: a majority of servers each granting one
+ * of its own N slots does not bound the total (3 servers, limit 2:
+ * holders on {1,2}, {2,3} and {1,3} make 3).  Nor, yet, does it go with
+ * --fifo.
+ */
+static int
+check_limit(struct cmd_ctx *ctx)
+{
+	if (ctx->o.limit <= 1)
+		return 0;
+	if (ctx->set.nurls > 1)
+		return cmd_usage_error("--limit %d needs a single server: in "
+		    "quorum mode majorities of per-server slots do not bound "
+		    "the total (use one server, Sentinel or Cluster)",
+		    ctx->o.limit);
+	if (ctx->o.fifo)
+		return cmd_usage_error("--limit and --fifo do not go together "
+		    "yet; drop one");
+	return 0;
+}
+
 int
 cmd_main(int argc, char **argv)
 {
@@ -155,7 +177,8 @@ cmd_main(int argc, char **argv)
 	log_set_json(o->json);
 	if (o->syslog)
 		log_open_syslog();
-	if ((rc = settings_settle(&ctx.set, &ctx.o)) != 0)
+	if ((rc = settings_settle(&ctx.set, &ctx.o)) != 0 ||
+	    (rc = check_limit(&ctx)) != 0)
 		goto out;
 	signals_catch();
 	rc = ce->exec(&ctx);
@@ -252,6 +275,7 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 {
 	struct output_server	*sv = NULL;
 	struct output_waiter	*wv = NULL;
+	struct output_slot	*lv = NULL;
 	int			 i;
 
 	if (st->nservers > 0)
@@ -271,6 +295,19 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 			.waiting_ms = st->waiters[i].waiting_ms,
 			.place = st->waiters[i].place,
 		};
+	if (st->nslots > 0)
+		lv = xcalloc((size_t)st->nslots, sizeof *lv);
+	for (i = 0; i < st->nslots; i++)
+		lv[i] = (struct output_slot){
+			.host = st->slots[i].host, .user = st->slots[i].user,
+			.command = st->slots[i].command, .pid = st->slots[i].pid,
+			.acquired_ms = st->slots[i].acquired_ms,
+			.held_ms = st->slots[i].acquired_ms > 0 ?
+			    st->now_ms - st->slots[i].acquired_ms : 0,
+			.expires_in_ms = st->slots[i].pttl_ms,
+			.ttl_ms = st->slots[i].ttl_ms,
+			.fence = st->slots[i].fence,
+		};
 	*v = (struct output_status){
 		.name = st->name, .held = st->held,
 		.last_fence = st->last_fence, .host = st->host,
@@ -283,6 +320,7 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		.fence = st->fence, .nservers = st->nservers,
 		.nholding = st->nholding, .servers = sv,
 		.nwaiters = st->nwaiters, .waiters = wv,
+		.limit = st->limit, .nslots = st->nslots, .slots = lv,
 	};
 }
 
@@ -292,6 +330,7 @@ cmd_lock_init(struct cmd_ctx *ctx, struct lock *l, const char *token)
 	lock_init(l, &ctx->q, ctx->o.prefix, ctx->o.args[0], token);
 	l->wait_replicas = ctx->o.wait_replicas;
 	l->fifo = ctx->o.fifo;
+	l->limit = ctx->o.limit;
 	l->wait_timeout_ms = ctx->o.timeout_ms;
 	if (isatty(STDERR_FILENO) && log_level() == LOG_LEVEL_NORMAL)
 		l->on_wait = show_wait;

@@ -50,7 +50,7 @@ const char *cmd_token(struct cmd_ctx *);
 void	cmd_lock_init(struct cmd_ctx *, struct lock *, const char *token);
 /*
  * What output.c prints about st (status, release --force).  v borrows
- * st's strings; free v->servers and v->waiters when done.
+ * st's strings; free v->servers, v->waiters and v->slots when done.
  */
 void	cmd_status_view(const struct lock_status *st, struct output_status *v);
 /* Fill meta with this host, user and the given pid and command. */

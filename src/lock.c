@@ -288,8 +288,8 @@ confirm_grant(struct lock *l, int *won, const long long *fences,
 
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char	*keys[6], *args[9];
-	char		 ttl[24], pid[24], slack[24], waited[24];
+	const char	*keys[6], *args[11];
+	char		 ttl[24], pid[24], slack[24], waited[24], limit[16];
 };
 
 static void
@@ -322,6 +322,34 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->args[6] = a->slack;
 	a->args[7] = a->waited;
 	a->args[8] = l->fifo && l->wait_ms != 0 ? "1" : "0";
+	snprintf(a->limit, sizeof a->limit, "%d", l->limit > 1 ? l->limit : 1);
+	a->args[9] = a->limit;
+	/* Listed by an earlier attempt: the grant takes it off the list. */
+	a->args[10] = l->listed ? "1" : "0";
+}
+
+/*
+ * {-1, limit}: the lock is held with another --limit (a plain lock is 1).
+ * Nothing was taken; it is a usage error, said once.
+ */
+static int
+mixed_limit(const struct lock *l, const struct redis_reply *r, struct err *e)
+{
+	long long	held;
+	char		was[32], now[32];
+
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 2 ||
+	    r->element[0]->integer != -1)
+		return 0;
+	held = r->element[1]->integer;
+	snprintf(was, sizeof was, held > 1 ? "--limit %lld" : "no --limit",
+	    held);
+	snprintf(now, sizeof now, l->limit > 1 ? "--limit %d" : "no --limit",
+	    l->limit);
+	err_set(e, ERR_USAGE, "%s is held with %s, and this asks with %s; "
+	    "every holder of a lock must give the same --limit", l->name,
+	    was, now);
+	return 1;
 }
 
 /*
@@ -352,12 +380,20 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, l->fifo ?
 		    l->own_wake_key : NULL, wait_ms, settled_grant, NULL,
-		    &script_acquire, 6, a.keys, 9, a.args, rep, e);
+		    &script_acquire, 6, a.keys, 11, a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 6, a.keys, 9, a.args, rep, e);
+		    &script_acquire, 6, a.keys, 11, a.args, rep, e);
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
+		if (mixed_limit(l, rep[i], e)) {
+			quorum_free_replies(l->q, rep);
+			free(rep);
+			free(won);
+			free(fences);
+			l->maybe_held = 0;
+			return -1;
+		}
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
 		else if (rep[i] != NULL && rep[i]->elements >= 2 &&
@@ -697,6 +733,39 @@ to_ll(const struct redis_reply *r)
 	return 0;
 }
 
+/* A semaphore's holders, from element 14 of an inspect reply. */
+static void
+add_slots(const struct redis_reply *r, struct lock_status *st)
+{
+	const struct redis_reply	*s, *list;
+	struct redis_reply *const	*f;
+	struct lock_slot		*ls;
+	size_t				 i;
+
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 14 ||
+	    (s = r->element[13])->type != REDIS_T_ARRAY || s->elements < 2 ||
+	    (list = s->element[1])->type != REDIS_T_ARRAY)
+		return;
+	st->limit = (int)to_ll(s->element[0]);
+	for (i = 0; i < list->elements; i++) {
+		if (list->element[i]->type != REDIS_T_ARRAY ||
+		    list->element[i]->elements < 9)
+			continue;
+		f = list->element[i]->element;
+		st->slots = xrealloc(st->slots, (st->nslots + 1) *
+		    sizeof *st->slots);
+		ls = &st->slots[st->nslots++];
+		ls->host = dup_str(f[1]);
+		ls->pid = to_ll(f[2]);
+		ls->user = dup_str(f[3]);
+		ls->command = dup_str(f[4]);
+		ls->acquired_ms = to_ll(f[5]);
+		ls->ttl_ms = to_ll(f[6]);
+		ls->fence = to_ll(f[7]);
+		ls->pttl_ms = to_ll(f[8]);
+	}
+}
+
 /* In line first, by place; then the others, longest waiting first. */
 static int
 cmp_waiters(const void *a, const void *b)
@@ -845,6 +914,8 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	if (st->nwaiters > 1)
 		qsort(st->waiters, st->nwaiters, sizeof *st->waiters,
 		    cmp_waiters);
+	if (n == 1)
+		add_slots(rep[0], st);
 	if (n > 1) {
 		st->nservers = n;
 		st->nodes = xcalloc(n, sizeof *st->nodes);
@@ -904,6 +975,12 @@ lock_status_free(struct lock_status *st)
 
 	lock_status_clear_holder(st);
 	free(st->name);
+	for (i = 0; i < st->nslots; i++) {
+		free(st->slots[i].host);
+		free(st->slots[i].user);
+		free(st->slots[i].command);
+	}
+	free(st->slots);
 	for (i = 0; i < st->nwaiters; i++) {
 		free(st->waiters[i].token);
 		free(st->waiters[i].host);

@@ -71,6 +71,7 @@ struct lock {
 	int		 tried;		/* this process sent an acquire */
 	int		 listed;	/* maybe among the waiters */
 	int		 fifo;		/* --fifo: wait in line */
+	int		 limit;		/* --limit: holders at once; 0 or 1: one */
 	int64_t		 wait_ms;	/* the acquire's --wait */
 	int64_t		 wait_start;	/* monotonic, when it began */
 	int		 waited;	/* times lock_acquire slept */
@@ -105,6 +106,18 @@ struct lock_waiter {
 	long long	 place;		/* in the --fifo queue, from 1; 0: none */
 };
 
+/* One holder of a semaphore (--limit). */
+struct lock_slot {
+	char		*host;
+	long long	 pid;
+	char		*user;
+	char		*command;
+	long long	 acquired_ms;
+	long long	 ttl_ms;
+	long long	 fence;
+	long long	 pttl_ms;
+};
+
 /* What status shows about one lock. */
 struct lock_status {
 	char		*name;
@@ -121,6 +134,10 @@ struct lock_status {
 	long long	 fence;
 	int		 nwaiters;
 	struct lock_waiter *waiters;
+	/* A semaphore (limit > 1): its holders, instead of the fields above. */
+	int		 limit;
+	int		 nslots;
+	struct lock_slot *slots;
 	/* Quorum mode (nservers > 1): each server's view. */
 	int		 nservers;
 	int		 nholding;

@@ -165,11 +165,27 @@ parse_wait_replicas(struct opts *o, const char *v, const struct opt_where *w)
 }
 
 static int
+parse_limit(struct opts *o, const char *v, const struct opt_where *w)
+{
+	char	shown[128];
+
+	if (parse_number(v, 10000, &o->limit) == -1 || o->limit < 1)
+		return options_usage_error(w, "invalid --limit '%s': use a "
+		    "number of holders from 1 to 10000",
+		    options_printable(v, shown, sizeof shown));
+	return 0;
+}
+
+static int
 parse_token(struct opts *o, const char *t, const struct opt_where *w)
 {
 	const unsigned char	*p;
 
 	o->token = t;
+	/* A semaphore marks its lock key "limit:N" (see acquire.lua). */
+	if (strncmp(t, "limit:", 6) == 0)
+		return options_usage_error(w, "invalid --token: it may not "
+		    "start with 'limit:'");
 	if (*t == '\0' || strlen(t) > TOKEN_MAX)
 		return options_usage_error(w, "invalid --token: it must be "
 		    "1-%d bytes long", TOKEN_MAX);
@@ -366,6 +382,9 @@ static const struct opt_def opt_defs[] = {
 	{ O_MAX_RUNTIME, 0, "max-runtime", "DUR",
 	  "stop the command after DUR (--on-lost's signal), release, exit 124",
 	  DURATION(max_runtime_ms, MAX_TTL_MS) },
+	{ O_LIMIT, 0, "limit", "N",
+	  "a semaphore: up to N holders at once, each with its own token",
+	  PARSE(parse_limit) },
 	{ O_FIFO, 0, "fifo", NULL,
 	  "wait in line: waiters get the lock in the order they came",
 	  SET(fifo, 1) },

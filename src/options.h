@@ -50,6 +50,7 @@ enum opt_id {
 	O_SYSLOG,
 	O_FIFO,
 	O_MAX_RUNTIME,
+	O_LIMIT,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -88,6 +89,7 @@ struct opts {
 	int		 syslog;
 	int		 fifo;
 	int64_t		 max_runtime_ms;	/* 0: no limit */
+	int		 limit;		/* --limit: holders at once; 0: one */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

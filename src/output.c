@@ -140,10 +140,54 @@ waiters_json(struct json *j, const struct output_status *st)
 	json_array_end(j);
 }
 
+/* "  held by USER@HOST pid PID (COMMAND) for 3.2s, expires in 26.8s, fence 7" */
+static void
+holder_text(struct buf *b, const char *user, const char *host, long long pid,
+    const char *command, long long acquired_ms, long long held_ms,
+    long long expires_in_ms, long long fence)
+{
+	char	held[32], left[32];
+
+	buf_printf(b, "held by %s@%s pid %lld", or_unknown(user),
+	    or_unknown(host), pid);
+	if (command != NULL && *command != '\0')
+		buf_printf(b, " (%s)", command);
+	if (acquired_ms > 0)
+		buf_printf(b, " for %s", duration_format(held_ms, held,
+		    sizeof held));
+	if (expires_in_ms >= 0)
+		buf_printf(b, ", expires in %s",
+		    duration_format(expires_in_ms, left, sizeof left));
+	else
+		buf_adds(b, ", never expires");
+	buf_printf(b, ", fence %lld", fence);
+}
+
+/* A semaphore: "NAME: 2 of 3 held", then a line per holder. */
+static void
+slots_text(struct buf *b, const struct output_status *st)
+{
+	const struct output_slot	*s;
+	int				 i;
+
+	buf_printf(b, "%s: %d of %d held\n", st->name, st->nslots, st->limit);
+	for (i = 0; i < st->nslots; i++) {
+		s = &st->slots[i];
+		buf_adds(b, "  ");
+		holder_text(b, s->user, s->host, s->pid, s->command,
+		    s->acquired_ms, s->held_ms, s->expires_in_ms, s->fence);
+		buf_adds(b, "\n");
+	}
+	waiters_text(b, st);
+}
+
 void
 output_status_text(struct buf *b, const struct output_status *st)
 {
-	char	held[32], left[32];
+	if (st->limit > 1) {
+		slots_text(b, st);
+		return;
+	}
 
 	buf_printf(b, "%s: ", st->name);
 	if (!st->held) {
@@ -155,25 +199,55 @@ output_status_text(struct buf *b, const struct output_status *st)
 		waiters_text(b, st);
 		return;
 	}
-	buf_printf(b, "held by %s@%s pid %lld", or_unknown(st->user),
-	    or_unknown(st->host), st->pid);
-	if (st->command != NULL && *st->command != '\0')
-		buf_printf(b, " (%s)", st->command);
-	if (st->acquired_ms > 0)
-		buf_printf(b, " for %s", duration_format(st->held_ms, held,
-		    sizeof held));
-	if (st->expires_in_ms >= 0)
-		buf_printf(b, ", expires in %s",
-		    duration_format(st->expires_in_ms, left, sizeof left));
-	else
-		buf_adds(b, ", never expires");
-	buf_printf(b, ", fence %lld", st->fence);
+	holder_text(b, st->user, st->host, st->pid, st->command,
+	    st->acquired_ms, st->held_ms, st->expires_in_ms, st->fence);
 	if (st->nservers > 0)
 		buf_printf(b, " (on %d of %d servers)", st->nholding,
 		    st->nservers);
 	buf_adds(b, "\n");
 	nodes_text(b, st);
 	waiters_text(b, st);
+}
+
+/* A semaphore: "limit":N,"holders":[{…},…] and the last fence. */
+static void
+slots_json(struct json *j, const struct output_status *st)
+{
+	const struct output_slot	*s;
+	int				 i;
+
+	json_key(j, "limit");
+	json_int(j, st->limit);
+	json_key(j, "holders");
+	json_array_begin(j);
+	for (i = 0; i < st->nslots; i++) {
+		s = &st->slots[i];
+		json_object_begin(j);
+		json_key(j, "host");
+		str_or_null(j, s->host);
+		json_key(j, "pid");
+		json_int(j, s->pid);
+		json_key(j, "user");
+		str_or_null(j, s->user);
+		json_key(j, "command");
+		str_or_null(j, s->command);
+		json_key(j, "acquired_ms");
+		json_int(j, s->acquired_ms);
+		json_key(j, "held_ms");
+		json_int(j, s->held_ms);
+		json_key(j, "expires_in_ms");
+		json_int(j, s->expires_in_ms);
+		json_key(j, "ttl_ms");
+		json_int(j, s->ttl_ms);
+		json_key(j, "fence");
+		json_int(j, s->fence);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_key(j, "fence");
+	json_int(j, st->last_fence);
+	waiters_json(j, st);
+	json_object_end(j);
 }
 
 void
@@ -184,6 +258,10 @@ output_status_json(struct json *j, const struct output_status *st)
 	json_str(j, st->name);
 	json_key(j, "held");
 	json_bool(j, st->held);
+	if (st->limit > 1) {
+		slots_json(j, st);
+		return;
+	}
 	if (!st->held) {
 		json_key(j, "fence");
 		json_int(j, st->last_fence);

@@ -29,6 +29,19 @@ struct output_waiter {
 	long long	 place;		/* in the --fifo line, from 1; 0: none */
 };
 
+/* One holder of a semaphore (--limit). */
+struct output_slot {
+	const char	*host;
+	const char	*user;
+	const char	*command;
+	long long	 pid;
+	long long	 acquired_ms;
+	long long	 held_ms;
+	long long	 expires_in_ms;
+	long long	 ttl_ms;
+	long long	 fence;
+};
+
 /*
  * What status shows about one lock, as plain values: the command layer
  * fills it from what the lock layer found.  Strings may be NULL or "" when
@@ -50,6 +63,10 @@ struct output_status {
 	long long	 fence;
 	int		 nwaiters;
 	const struct output_waiter *waiters;
+	/* A semaphore (limit > 1): its holders, instead of the ones above. */
+	int		 limit;
+	int		 nslots;
+	const struct output_slot *slots;
 	/* Quorum mode (nservers > 0): */
 	int		 nservers;
 	int		 nholding;

@@ -18,27 +18,34 @@ teardown() {
 	exec_teardown
 }
 
-# in_line N [RCLI...]: poll (up to 10 s) until the queue holds N waiters.
+# in_line N: poll (up to 10 s) until the queue holds N waiters on every
+# server the test uses (SERVERS: names for rcli_as; empty: the default).
 in_line() {
-	local n=$1 i got
-	shift
-	for ((i = 0; i < 500; i++)); do
-		got=$("${@:-rcli}" ZCARD 'rlock:{job}:queue')
-		[[ "$got" == "$n" ]] && return 0
-		sleep 0.02
+	local n=$1 i got s
+	for s in "${SERVERS[@]:-}"; do
+		for ((i = 0; i < 500; i++)); do
+			if [[ -z "$s" ]]; then
+				got=$(rcli ZCARD 'rlock:{job}:queue')
+			else
+				got=$(rcli_as "$s" ZCARD 'rlock:{job}:queue')
+			fi
+			[[ "$got" == "$n" ]] && break
+			sleep 0.02
+		done
+		[[ "$got" == "$n" ]] || fail "the line on ${s:-the server} holds $got waiters, not $n"
 	done
-	fail "the line holds $got waiters, not $n"
 }
 
 # start_waiters N [RLOCK-OPTS...]: N exec --fifo waiters, one after another,
-# each in line before the next starts; each appends its number to order.log.
+# each in line (on every server) before the next starts; each appends its
+# number to order.log.
 start_waiters() {
 	local n=$1 i
 	shift
 	for ((i = 1; i <= n; i++)); do
 		bg_start "W$i" "$RLOCK" "$@" exec --fifo -w 60s job -- \
 			sh -c "echo $i >>'$BATS_TEST_TMPDIR/order.log'"
-		in_line "$i" "${RCLI[@]}"
+		in_line "$i"
 	done
 }
 
@@ -55,7 +62,7 @@ wait_waiters() {
 @test "fifo: twenty waiters get the lock in exactly the order they came" {
 	local holder
 	holder=$(rlock acquire -t 60s job)
-	RCLI=(rcli)
+	SERVERS=()
 	start_waiters 20
 	rlock release --token "$holder" job
 	wait_waiters 20
@@ -65,7 +72,7 @@ wait_waiters() {
 
 @test "fifo: status shows each waiter's place, in text and JSON" {
 	rlock acquire -t 60s job >/dev/null
-	RCLI=(rcli)
+	SERVERS=()
 	start_waiters 3
 	run rlock status job
 	assert_line --index 1 --regexp "^  waiting #1: .* pid $W1 "
@@ -87,7 +94,7 @@ wait_waiters() {
 	# The bound: the holder's time left at the dead one's last attempt
 	# (at most 2 s), --timeout (500 ms) and a second.
 	holder=$(rlock acquire -t 2s job)
-	RCLI=(rcli)
+	SERVERS=()
 	start_waiters 3 --timeout 500ms
 	kill -KILL "$W2"
 	bg_wait "$W2" 5000
@@ -106,7 +113,9 @@ wait_waiters() {
 	quorum_urls
 	urls=("${URLS[@]}")
 	holder=$(rlock "${urls[@]}" acquire -t 60s job)
-	RCLI=(rcli_as Q1)
+	# Each server orders by arrival at it: the next waiter starts only
+	# once the last is in line on all three.
+	SERVERS=(Q1 Q2 Q3)
 	start_waiters 5 "${urls[@]}"
 	rlock "${urls[@]}" release --token "$holder" job
 	wait_waiters 5

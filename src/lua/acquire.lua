@@ -1,6 +1,7 @@
 -- acquire: take the lock for a token, unless another token holds it.
 -- KEYS: lock, fence, info, wake, waiters, queue.  ARGV: token, ttl_ms, host,
--- pid, user, command, slack_ms, waited_ms, fifo.
+-- pid, user, command, slack_ms, waited_ms, fifo, limit, listed (whether an
+-- earlier attempt listed the caller among the waiters).
 -- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
 -- host, pid, command, acquired_ms, now_ms} when it may not (the holder, for
 -- a waiter to show; pttl_ms is when to look again).  A caller that will
@@ -12,11 +13,115 @@
 -- head; a head whose waiter entry has lapsed (dead, gone) is dropped, and
 -- a free lock that is not the caller's turn wakes the head (its own list
 -- KEYS[4]:TOKEN, which a --fifo waiter blocks on besides the shared one).
+-- With limit N > 1 the lock is a semaphore: N slots KEYS[1]:slot:I, each a
+-- lock of its own with its info hash KEYS[1]:slot:I:info, and KEYS[1]
+-- holding "limit:N" for as long as any slot may be held (so a plain
+-- acquire's one GET sees it).  Never more than N hold it; a lock taken with
+-- another limit (a plain lock is limit 1) answers {-1, its limit} and
+-- nothing changes.
 -- The fence counter never expires and only grows (to at least the server's
 -- TIME in microseconds, under 2^53 until 2255); a token that already holds
 -- the lock keeps its fence and its acquire time.
 if redis.replicate_commands then redis.replicate_commands() end
+local limit = tonumber(ARGV[10]) or 1
 local cur = redis.call('GET', KEYS[1])
+-- A semaphore's mark on the lock key, and the limit it says.
+local marked = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
+
+-- The caller may not have it now: list it among the waiters (when it will
+-- wait) and say who holds it (h) and when to look again (pttl).
+local function busy(pttl, h)
+	local t = redis.call('TIME')
+	local now = t[1] * 1000 + math.floor(t[2] / 1000)
+	local slack = tonumber(ARGV[7])
+	if slack > 0 then
+		local due = (pttl >= 0 and pttl or 5000) + slack
+		redis.call('HSET', KEYS[5], ARGV[1], cjson.encode({u = now + due,
+			s = now - tonumber(ARGV[8]), h = ARGV[3], p = ARGV[4],
+			n = ARGV[5], c = ARGV[6]}))
+		-- Both keys outlive every entry: never shorten them.
+		if redis.call('PTTL', KEYS[5]) < due + 10000 then
+			redis.call('PEXPIRE', KEYS[5], due + 10000)
+		end
+		if ARGV[9] == '1' and redis.call('PTTL', KEYS[6]) < due + 10000 then
+			redis.call('PEXPIRE', KEYS[6], due + 10000)
+		end
+	end
+	return {0, pttl, h[1], h[2], h[3], h[4], now}
+end
+
+-- Take key (with its info hash) for the caller, or keep it if it holds it.
+local function take(key, info, cur, fresh)
+	local ttl = tonumber(ARGV[2])
+	local fence
+	if cur then
+		fence = tonumber(redis.call('HGET', info, 'fence'))
+		redis.call('PEXPIRE', key, ttl)
+	end
+	if not fence then
+		local t = redis.call('TIME')
+		if not cur then
+			redis.call('SET', key, ARGV[1], 'PX', ttl, 'NX')
+		end
+		-- Never below the server's clock in microseconds: a counter
+		-- lost with the data (a restart without persistence, an AOF
+		-- that missed the last writes, a failover to a replica that
+		-- lagged) comes back above every fence handed out before,
+		-- while the clocks stay roughly in step.
+		local floor = t[1] * 1000000 + t[2]
+		fence = redis.call('INCR', KEYS[2])
+		if fence < floor then
+			fence = floor
+			redis.call('SET', KEYS[2], string.format('%.0f', floor))
+		end
+		redis.call('DEL', info, fresh)
+		redis.call('HSET', info, 'token', ARGV[1], 'fence', fence,
+			'acquired_ms', t[1] * 1000 + math.floor(t[2] / 1000))
+	end
+	redis.call('HSET', info, 'host', ARGV[3], 'pid', ARGV[4], 'user',
+		ARGV[5], 'command', ARGV[6], 'ttl_ms', ttl)
+	redis.call('PEXPIRE', info, ttl)
+	if ARGV[11] == '1' then
+		redis.call('HDEL', KEYS[5], ARGV[1])
+	end
+	return {1, fence, ttl}
+end
+
+if limit > 1 or marked then
+	if cur and (marked or 1) ~= limit then
+		return {-1, marked or 1}
+	end
+	local mine, free, soonest, first
+	for i = 1, limit do
+		local v = redis.call('GET', KEYS[1] .. ':slot:' .. i)
+		if v == ARGV[1] then
+			mine = i
+			break
+		elseif not v then
+			free = free or i
+		else
+			local p = redis.call('PTTL', KEYS[1] .. ':slot:' .. i)
+			if not soonest or (p >= 0 and p < soonest) then
+				soonest, first = p, i
+			end
+		end
+	end
+	local i = mine or free
+	if not i then
+		return busy(soonest, redis.call('HMGET', KEYS[1] .. ':slot:' ..
+			first .. ':info', 'host', 'pid', 'command', 'acquired_ms'))
+	end
+	local slot = KEYS[1] .. ':slot:' .. i
+	local r = take(slot, slot .. ':info', mine and ARGV[1] or nil,
+		slot .. ':info')
+	-- The mark outlives every slot that may still be held.
+	redis.call('SET', KEYS[1], 'limit:' .. limit, 'KEEPTTL')
+	if redis.call('PTTL', KEYS[1]) < r[3] then
+		redis.call('PEXPIRE', KEYS[1], r[3])
+	end
+	return r
+end
+
 local head, head_due
 if ARGV[9] == '1' and cur ~= ARGV[1] then
 	local t = redis.call('TIME')
@@ -40,8 +145,6 @@ end
 if (cur and cur ~= ARGV[1]) or (head and head ~= ARGV[1]) then
 	local h = redis.call('HMGET', KEYS[3], 'host', 'pid', 'command',
 		'acquired_ms')
-	local t = redis.call('TIME')
-	local now = t[1] * 1000 + math.floor(t[2] / 1000)
 	local pttl = redis.call('PTTL', KEYS[1])
 	if not cur then
 		-- Free, but not our turn: wake the head, and look again when
@@ -51,51 +154,9 @@ if (cur and cur ~= ARGV[1]) or (head and head ~= ARGV[1]) then
 		redis.call('PEXPIRE', w, 10000)
 		pttl = head_due or 0
 	end
-	local slack = tonumber(ARGV[7])
-	if slack > 0 then
-		local due = (pttl >= 0 and pttl or 5000) + slack
-		redis.call('HSET', KEYS[5], ARGV[1], cjson.encode({u = now + due,
-			s = now - tonumber(ARGV[8]), h = ARGV[3], p = ARGV[4],
-			n = ARGV[5], c = ARGV[6]}))
-		redis.call('PEXPIRE', KEYS[5], due + 10000)
-		if ARGV[9] == '1' then
-			redis.call('PEXPIRE', KEYS[6], due + 10000)
-		end
-	end
-	return {0, pttl, h[1], h[2], h[3], h[4], now}
+	return busy(pttl, h)
 end
 if head then
 	redis.call('ZREM', KEYS[6], ARGV[1])
 end
-local ttl = tonumber(ARGV[2])
-local fence
-if cur then
-	fence = tonumber(redis.call('HGET', KEYS[3], 'fence'))
-	redis.call('PEXPIRE', KEYS[1], ttl)
-end
-if not fence then
-	local t = redis.call('TIME')
-	if not cur then
-		redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl, 'NX')
-	end
-	-- Never below the server's clock in microseconds: a counter lost with
-	-- the data (a restart without persistence, an AOF that missed the last
-	-- writes, a failover to a replica that lagged) comes back above every
-	-- fence handed out before, while the clocks stay roughly in step.
-	local floor = t[1] * 1000000 + t[2]
-	fence = redis.call('INCR', KEYS[2])
-	if fence < floor then
-		fence = floor
-		redis.call('SET', KEYS[2], string.format('%.0f', floor))
-	end
-	redis.call('DEL', KEYS[3], KEYS[4])
-	redis.call('HSET', KEYS[3], 'token', ARGV[1], 'fence', fence,
-		'acquired_ms', t[1] * 1000 + math.floor(t[2] / 1000))
-end
-redis.call('HSET', KEYS[3], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5],
-	'command', ARGV[6], 'ttl_ms', ttl)
-redis.call('PEXPIRE', KEYS[3], ttl)
-if ARGV[7] ~= '0' then
-	redis.call('HDEL', KEYS[5], ARGV[1])
-end
-return {1, fence, ttl}
+return take(KEYS[1], KEYS[3], cur, KEYS[4])

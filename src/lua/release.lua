@@ -1,8 +1,27 @@
 -- release: delete the lock if, and only if, the token holds it, and wake
 -- one waiter.  KEYS: lock, info, wake.  ARGV: token.  Returns 1 or 0.
 -- The wake list holds at most one element and expires soon: a waiter that
--- checked the lock just before the release finds it when it blocks.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+-- checked the lock just before the release finds it when it blocks.  A
+-- semaphore's holder (see acquire.lua) gives back its own slot.
+local cur = redis.call('GET', KEYS[1])
+if cur ~= ARGV[1] then
+	local limit = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
+	for i = 1, limit or 0 do
+		local slot = KEYS[1] .. ':slot:' .. i
+		if redis.call('GET', slot) == ARGV[1] then
+			redis.call('DEL', slot, slot .. ':info')
+			redis.call('RPUSH', KEYS[3], '1')
+			redis.call('PEXPIRE', KEYS[3], 10000)
+			-- The last one out takes the mark with it.
+			for j = 1, limit do
+				if redis.call('EXISTS', KEYS[1] .. ':slot:' .. j) == 1 then
+					return 1
+				end
+			end
+			redis.call('DEL', KEYS[1])
+			return 1
+		end
+	end
 	return 0
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
