@@ -48,6 +48,7 @@
 #define WAITER_SLACK_MS		1000
 
 static long long	to_ll(const struct redis_reply *);
+static void		unlist_on(struct lock *, const int *ask);
 
 int64_t
 lock_drift(int64_t ttl_ms)
@@ -353,6 +354,25 @@ mixed_limit(const struct lock *l, const struct redis_reply *r, struct err *e)
 }
 
 /*
+ * A grant takes us off the waiters list and out of the --fifo line where
+ * it was made; a server that did not grant (a straggler the majority did
+ * not wait for) would keep us at the head of its line, in the way of the
+ * next waiter.  won[] is spent.
+ */
+static void
+leave_stragglers(struct lock *l, int *won, int got)
+{
+	int	i;
+
+	if (l->listed && got < l->q->n) {
+		for (i = 0; i < l->q->n; i++)
+			won[i] = !won[i] && quorum_reached(l->q, i);
+		unlist_on(l, won);
+	}
+	l->listed = 0;
+}
+
+/*
  * One attempt, after blocking on the wake list for at most wait_ms when
  * wait_ms >= 0 (one server only: see lock_acquire).  Returns 1 held, 0
  * busy (*pttl_ms: how long until the lock may expire, -1 if it has no
@@ -406,15 +426,16 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	free(rep);
 	ok = confirm_grant(l, won, fences, fence, ok, e);
 	got = count(won, n);
-	free(won);
 	free(fences);
-	if (ok == -1)
+	if (ok == -1) {
+		free(won);
 		return -1;
+	}
 
 	validity = ttl_ms - (now_mono_ms() - start) - lock_drift(ttl_ms);
 	if (got >= quorum_majority(l->q) && validity > 0) {
-		l->listed = 0;	/* the grant took it off the list */
-
+		leave_stragglers(l, won, got);
+		free(won);
 		l->maybe_held = 0;
 		l->fence = fence;
 		l->ttl_ms = ttl_ms;
@@ -423,6 +444,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		l->valid_until = start + ttl_ms - lock_drift(ttl_ms);
 		return 1;
 	}
+	free(won);
 	if (ok < quorum_majority(l->q))
 		return -1;	/* maybe_held stays set: release to be safe */
 	/*
@@ -582,13 +604,36 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	}
 }
 
-void
-lock_unlist(struct lock *l)
+/*
+ * Take our entry off the waiters list, and our place in the --fifo line,
+ * on the servers with ask[i] set: best effort.
+ */
+static void
+unlist_on(struct lock *l, const int *ask)
 {
 	const char		 *argv[3];
 	struct redis_reply	**rep;
 	struct err		  e;
-	int			  i, any = 0, *ask;
+
+	argv[0] = "HDEL";
+	argv[1] = l->waiters_key;
+	argv[2] = l->token;
+	rep = xcalloc(l->q->n, sizeof *rep);
+	quorum_command(l->q, ask, 3, argv, 0, rep, &e);
+	quorum_free_replies(l->q, rep);
+	/* And its place in the line, which it would otherwise hold up. */
+	argv[0] = "ZREM";
+	argv[1] = l->queue_key;
+	if (l->fifo)
+		quorum_command(l->q, ask, 3, argv, 0, rep, &e);
+	quorum_free_replies(l->q, rep);
+	free(rep);
+}
+
+void
+lock_unlist(struct lock *l)
+{
+	int	i, any = 0, *ask;
 
 	if (!l->listed)
 		return;
@@ -597,20 +642,8 @@ lock_unlist(struct lock *l)
 	ask = xcalloc(l->q->n, sizeof *ask);
 	for (i = 0; i < l->q->n; i++)
 		any |= ask[i] = quorum_reached(l->q, i);
-	argv[0] = "HDEL";
-	argv[1] = l->waiters_key;
-	argv[2] = l->token;
-	rep = xcalloc(l->q->n, sizeof *rep);
 	if (any)
-		quorum_command(l->q, ask, 3, argv, 0, rep, &e);
-	quorum_free_replies(l->q, rep);
-	/* And its place in the queue, which it would otherwise hold up. */
-	argv[0] = "ZREM";
-	argv[1] = l->queue_key;
-	if (any && l->fifo)
-		quorum_command(l->q, ask, 3, argv, 0, rep, &e);
-	quorum_free_replies(l->q, rep);
-	free(rep);
+		unlist_on(l, ask);
 	free(ask);
 }
 
