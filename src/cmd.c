@@ -115,11 +115,20 @@ ctx_free(struct cmd_ctx *ctx)
  * --limit N > 1 needs one server: a majority of servers each granting one
  * of its own N slots does not bound the total (3 servers, limit 2:
  * holders on {1,2}, {2,3} and {1,3} make 3).  Nor, yet, does it go with
- * --fifo.
+ * --fifo, which needs one server too.
  */
 static int
 check_limit(struct cmd_ctx *ctx)
 {
+	/*
+	 * Each server keeps its own line, in the order requests reached it:
+	 * two servers' heads can disagree, and a strict order would need
+	 * them to agree first.
+	 */
+	if (ctx->o.fifo && ctx->set.nurls > 1)
+		return cmd_usage_error("--fifo needs a single server: in quorum "
+		    "mode each server keeps its own line and their heads can "
+		    "disagree (use one server, Sentinel or Cluster)");
 	if (ctx->o.limit <= 1)
 		return 0;
 	if (ctx->set.nurls > 1)

@@ -107,17 +107,13 @@ wait_waiters() {
 	assert_equal "$(tr '\n' ' ' <order.log)" "1 3 "
 }
 
-@test "fifo: the order holds in quorum mode with three servers" {
-	local urls holder
+@test "fifo: quorum mode refuses --fifo with 64, before anything is sent" {
 	start_quorum 3
 	quorum_urls
-	urls=("${URLS[@]}")
-	holder=$(rlock "${urls[@]}" acquire -t 60s job)
-	# Each server orders by arrival at it: the next waiter starts only
-	# once the last is in line on all three.
-	SERVERS=(Q1 Q2 Q3)
-	start_waiters 5 "${urls[@]}"
-	rlock "${urls[@]}" release --token "$holder" job
-	wait_waiters 5
-	assert_equal "$(tr '\n' ' ' <order.log)" "1 2 3 4 5 "
+	run --separate-stderr rlock "${URLS[@]}" acquire --fifo -w 1s job
+	assert_equal "$status" 64
+	[[ "$stderr" == *"--fifo needs a single server"* ]] || fail "stderr: $stderr"
+	run --separate-stderr rlock "${URLS[@]}" exec --fifo job -- true
+	assert_equal "$status" 64
+	assert_equal "$(rcli_as Q1 EXISTS 'rlock:{job}')" 0
 }
