@@ -48,7 +48,6 @@
 #define WAITER_SLACK_MS		1000
 
 static long long	to_ll(const struct redis_reply *);
-static void		unlist_on(struct lock *, const int *ask);
 
 int64_t
 lock_drift(int64_t ttl_ms)
@@ -354,25 +353,6 @@ mixed_limit(const struct lock *l, const struct redis_reply *r, struct err *e)
 }
 
 /*
- * A grant takes us off the waiters list and out of the --fifo line where
- * it was made; a server that did not grant (a straggler the majority did
- * not wait for) would keep us at the head of its line, in the way of the
- * next waiter.  won[] is spent.
- */
-static void
-leave_stragglers(struct lock *l, int *won, int got)
-{
-	int	i;
-
-	if (l->listed && got < l->q->n) {
-		for (i = 0; i < l->q->n; i++)
-			won[i] = !won[i] && quorum_reached(l->q, i);
-		unlist_on(l, won);
-	}
-	l->listed = 0;
-}
-
-/*
  * One attempt, after blocking on the wake list for at most wait_ms when
  * wait_ms >= 0 (one server only: see lock_acquire).  Returns 1 held, 0
  * busy (*pttl_ms: how long until the lock may expire, -1 if it has no
@@ -434,8 +414,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 
 	validity = ttl_ms - (now_mono_ms() - start) - lock_drift(ttl_ms);
 	if (got >= quorum_majority(l->q) && validity > 0) {
-		leave_stragglers(l, won, got);
 		free(won);
+		l->listed = 0;	/* the grant took us off the list */
 		l->maybe_held = 0;
 		l->fence = fence;
 		l->ttl_ms = ttl_ms;

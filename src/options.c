@@ -123,18 +123,24 @@ parse_no_wait(struct opts *o, const char *v, const struct opt_where *w)
 	return 0;
 }
 
-/* A number from 0 to max, digits only: 0, or -1. */
+/*
+ * v, digits only, as a number from min to max into *n; otherwise a usage
+ * error naming --opt and what the number counts.
+ */
 static int
-parse_number(const char *v, long max, int *n)
+parse_count(const char *v, long min, long max, int *n, const char *opt,
+    const char *what, const struct opt_where *w)
 {
-	char	*end;
+	char	*end, shown[128];
 	long	 l;
 
 	errno = 0;
 	l = strtol(v, &end, 10);
 	if (!isdigit((unsigned char)*v) || *end != '\0' || errno != 0 ||
-	    l > max)
-		return -1;
+	    l < min || l > max)
+		return options_usage_error(w, "invalid --%s '%s': use %s from "
+		    "%ld to %ld", opt, options_printable(v, shown, sizeof shown),
+		    what, min, max);
 	*n = (int)l;
 	return 0;
 }
@@ -143,37 +149,22 @@ static int
 parse_conflict_exit_code(struct opts *o, const char *v,
     const struct opt_where *w)
 {
-	char	shown[128];
-
-	if (parse_number(v, 255, &o->conflict_exit_code) == -1)
-		return options_usage_error(w, "invalid exit code '%s' for "
-		    "--conflict-exit-code: use a number from 0 to 255",
-		    options_printable(v, shown, sizeof shown));
-	return 0;
+	return parse_count(v, 0, 255, &o->conflict_exit_code,
+	    "conflict-exit-code", "an exit status", w);
 }
 
 static int
 parse_wait_replicas(struct opts *o, const char *v, const struct opt_where *w)
 {
-	char	shown[128];
-
-	if (parse_number(v, 1000, &o->wait_replicas) == -1)
-		return options_usage_error(w, "invalid --wait-replicas '%s': "
-		    "use a number of replicas from 0 to 1000",
-		    options_printable(v, shown, sizeof shown));
-	return 0;
+	return parse_count(v, 0, 1000, &o->wait_replicas, "wait-replicas",
+	    "a number of replicas", w);
 }
 
 static int
 parse_limit(struct opts *o, const char *v, const struct opt_where *w)
 {
-	char	shown[128];
-
-	if (parse_number(v, 10000, &o->limit) == -1 || o->limit < 1)
-		return options_usage_error(w, "invalid --limit '%s': use a "
-		    "number of holders from 1 to 10000",
-		    options_printable(v, shown, sizeof shown));
-	return 0;
+	return parse_count(v, 1, 10000, &o->limit, "limit",
+	    "a number of holders", w);
 }
 
 static int
