@@ -20,7 +20,8 @@ const struct cmd_entry cmd_acquire_entry = {
 	.summary = "Take the lock and print its token",
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) |
-	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT),
+	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) |
+	    OPT(SHARED),
 	.min_args = 1,
 	.max_args = 1,
 	.exec = cmd_acquire_exec,

@@ -357,6 +357,7 @@ static const struct probe probes[] = {
 	{ "zrange", IN_SCRIPT, { "ZRANGE", "$", "0", "0" } },
 	{ "zrank", IN_SCRIPT, { "ZRANK", "$", "m" } },
 	{ "zrem", IN_SCRIPT, { "ZREM", "$", "m" } },
+	{ "zremrangebyscore", IN_SCRIPT, { "ZREMRANGEBYSCORE", "$", "0", "0" } },
 	{ "rpush", IN_SCRIPT, { "RPUSH", "$", "1" } },
 	{ "blpop", SENT, { "BLPOP", "$", "x" } },	/* a bad timeout */
 	{ "wait", SENT, { "WAIT", "0", "x" } },		/* a bad timeout */

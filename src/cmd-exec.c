@@ -42,7 +42,8 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) | OPT(HEARTBEAT) |
 	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |
 	    OPT(MIN_HOLD) |
-	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME),
+	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
+	    OPT(SHARED),
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,

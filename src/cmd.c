@@ -129,6 +129,9 @@ check_limit(struct cmd_ctx *ctx)
 		return cmd_usage_error("--fifo needs a single server: in quorum "
 		    "mode each server keeps its own line and their heads can "
 		    "disagree (use one server, Sentinel or Cluster)");
+	if (ctx->o.shared && (ctx->o.limit > 1 || ctx->o.fifo))
+		return cmd_usage_error("--shared and %s do not go together; "
+		    "drop one", ctx->o.fifo ? "--fifo" : "--limit");
 	if (ctx->o.limit <= 1)
 		return 0;
 	if (ctx->set.nurls > 1)
@@ -330,6 +333,7 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		.nholding = st->nholding, .servers = sv,
 		.nwaiters = st->nwaiters, .waiters = wv,
 		.limit = st->limit, .nslots = st->nslots, .slots = lv,
+		.shared = st->shared && st->nslots > 0,
 	};
 }
 
@@ -340,6 +344,7 @@ cmd_lock_init(struct cmd_ctx *ctx, struct lock *l, const char *token)
 	l->wait_replicas = ctx->o.wait_replicas;
 	l->fifo = ctx->o.fifo;
 	l->limit = ctx->o.limit;
+	l->shared = ctx->o.shared;
 	l->wait_timeout_ms = ctx->o.timeout_ms;
 	if (isatty(STDERR_FILENO) && log_level() == LOG_LEVEL_NORMAL)
 		l->on_wait = show_wait;

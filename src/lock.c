@@ -288,7 +288,7 @@ confirm_grant(struct lock *l, int *won, const long long *fences,
 
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char	*keys[6], *args[11];
+	const char	*keys[6], *args[12];
 	char		 ttl[24], pid[24], slack[24], waited[24], limit[16];
 };
 
@@ -326,29 +326,49 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->args[9] = a->limit;
 	/* Listed by an earlier attempt: the grant takes it off the list. */
 	a->args[10] = l->listed ? "1" : "0";
+	a->args[11] = l->shared ? "1" : "0";
 }
 
 /*
- * {-1, limit}: the lock is held with another --limit (a plain lock is 1).
- * Nothing was taken; it is a usage error, said once.
+ * The list a waiter blocks on besides the lock's own: its wake:TOKEN,
+ * where it is woken by name at its turn in the --fifo line, and, waiting
+ * for an exclusive hold, when the last reader of a shared lock leaves.
+ */
+static const char *
+own_wake(const struct lock *l)
+{
+	return l->fifo || !l->shared ? l->own_wake_key : NULL;
+}
+
+/* How a lock is held or asked for, by its limit (0: --shared). */
+static void
+kind_text(char *buf, size_t len, long long limit)
+{
+	if (limit > 1)
+		snprintf(buf, len, "--limit %lld", limit);
+	else
+		snprintf(buf, len, "%s", limit == 0 ? "--shared" : "no --limit");
+}
+
+/*
+ * {-1, limit}: the lock is held with another --limit (a plain lock is 1,
+ * a shared one 0).  Nothing was taken; it is a usage error, said once.
  */
 static int
 mixed_limit(const struct lock *l, const struct redis_reply *r, struct err *e)
 {
-	long long	held;
 	char		was[32], now[32];
 
 	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 2 ||
 	    r->element[0]->integer != -1)
 		return 0;
-	held = r->element[1]->integer;
-	snprintf(was, sizeof was, held > 1 ? "--limit %lld" : "no --limit",
-	    held);
-	snprintf(now, sizeof now, l->limit > 1 ? "--limit %d" : "no --limit",
-	    l->limit);
+	kind_text(was, sizeof was, r->element[1]->integer);
+	kind_text(now, sizeof now, l->shared ? 0 : l->limit > 1 ? l->limit : 1);
 	err_set(e, ERR_USAGE, "%s is held with %s, and this asks with %s; "
-	    "every holder of a lock must give the same --limit", l->name,
-	    was, now);
+	    "%s", l->name, was, now, strcmp(was, "--shared") == 0 ||
+	    strcmp(now, "--shared") == 0 ? "a shared lock and a semaphore do "
+	    "not mix (use another name)" : "every holder of a lock must give "
+	    "the same --limit");
 	return 1;
 }
 
@@ -378,12 +398,12 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->maybe_held = 1;
 	l->tried = 1;
 	if (wait_ms >= 0)
-		ok = quorum_wait_script(l->q, l->wake_key, l->fifo ?
-		    l->own_wake_key : NULL, wait_ms, settled_grant, NULL,
-		    &script_acquire, 6, a.keys, 11, a.args, rep, e);
+		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
+		    wait_ms, settled_grant, NULL, &script_acquire, 6, a.keys, 12,
+		    a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 6, a.keys, 11, a.args, rep, e);
+		    &script_acquire, 6, a.keys, 12, a.args, rep, e);
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if (mixed_limit(l, rep[i], e)) {
@@ -463,8 +483,8 @@ sleep_on_wake(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
 			chunk = 1000;
 		if (chunk < 1)
 			return 0;
-		if ((rc = quorum_wait(l->q, l->wake_key, l->fifo ?
-		    l->own_wake_key : NULL, chunk, e)) != 0)
+		if ((rc = quorum_wait(l->q, l->wake_key, own_wake(l), chunk,
+		    e)) != 0)
 			return rc;
 		if (now_mono_ms() >= until)
 			return 0;
@@ -631,12 +651,13 @@ int
 lock_release(struct lock *l, struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[3], *args[1];
+	const char		 *keys[4], *args[1];
 	int			  i, ok, released = 0, skipped = 0, *ask;
 
 	keys[0] = l->key;
 	keys[1] = l->info_key;
 	keys[2] = l->wake_key;
+	keys[3] = l->waiters_key;
 	args[0] = l->token;
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
@@ -655,7 +676,7 @@ lock_release(struct lock *l, struct err *e)
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 3, keys, 1, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 4, keys, 1, args, rep,
 	    e) + skipped;
 	free(ask);
 	for (i = 0; i < l->q->n; i++)
@@ -746,28 +767,53 @@ to_ll(const struct redis_reply *r)
 	return 0;
 }
 
-/* A semaphore's holders, from element 14 of an inspect reply. */
-static void
+static struct lock_slot *
+find_slot(const struct lock_status *st, const char *token)
+{
+	int	i;
+
+	for (i = 0; i < st->nslots; i++)
+		if (strcmp(st->slots[i].token, token) == 0)
+			return &st->slots[i];
+	return NULL;
+}
+
+/*
+ * The holders of a semaphore or a shared lock, from element 14 of an
+ * inspect reply, each once: a holder another server listed already gets
+ * its vote.  Returns how many of them r lists.
+ */
+static int
 add_slots(const struct redis_reply *r, struct lock_status *st)
 {
 	const struct redis_reply	*s, *list;
 	struct redis_reply *const	*f;
 	struct lock_slot		*ls;
 	size_t				 i;
+	int				 listed = 0;
 
 	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 14 ||
 	    (s = r->element[13])->type != REDIS_T_ARRAY || s->elements < 2 ||
 	    (list = s->element[1])->type != REDIS_T_ARRAY)
-		return;
+		return 0;
 	st->limit = (int)to_ll(s->element[0]);
+	st->shared = st->limit == 0;
 	for (i = 0; i < list->elements; i++) {
 		if (list->element[i]->type != REDIS_T_ARRAY ||
-		    list->element[i]->elements < 9)
+		    list->element[i]->elements < 9 ||
+		    list->element[i]->element[0]->type != REDIS_T_STRING)
 			continue;
 		f = list->element[i]->element;
+		listed++;
+		if ((ls = find_slot(st, f[0]->str)) != NULL) {
+			ls->votes++;
+			continue;
+		}
 		st->slots = xrealloc(st->slots, (st->nslots + 1) *
 		    sizeof *st->slots);
 		ls = &st->slots[st->nslots++];
+		ls->token = xstrdup(f[0]->str);
+		ls->votes = 1;
 		ls->host = dup_str(f[1]);
 		ls->pid = to_ll(f[2]);
 		ls->user = dup_str(f[3]);
@@ -777,6 +823,35 @@ add_slots(const struct redis_reply *r, struct lock_status *st)
 		ls->fence = to_ll(f[7]);
 		ls->pttl_ms = to_ll(f[8]);
 	}
+	return listed;
+}
+
+static void
+free_slot(struct lock_slot *ls)
+{
+	free(ls->token);
+	free(ls->host);
+	free(ls->user);
+	free(ls->command);
+}
+
+/*
+ * In quorum mode a reader holds the lock only where a majority list it
+ * (one that lost keeps its entries on a minority until they expire).
+ */
+static void
+keep_majority_slots(struct lock_status *st, int majority)
+{
+	int	i, k;
+
+	for (i = k = 0; i < st->nslots; i++)
+		if (st->slots[i].votes >= majority)
+			st->slots[k++] = st->slots[i];
+		else
+			free_slot(&st->slots[i]);
+	st->nslots = k;
+	if (st->shared)
+		st->held = k > 0;
 }
 
 /* In line first, by place; then the others, longest waiting first. */
@@ -816,7 +891,8 @@ add_waiters(const struct redis_reply *r, struct lock_status *st,
 		    w->element[i]->element[0]->type != REDIS_T_STRING)
 			continue;
 		f = w->element[i]->element;
-		if (holder != NULL && strcmp(f[0]->str, holder) == 0)
+		if ((holder != NULL && strcmp(f[0]->str, holder) == 0) ||
+		    find_slot(st, f[0]->str) != NULL)
 			continue;
 		for (seen = 0, k = 0; k < st->nwaiters && !seen; k++)
 			seen = strcmp(st->waiters[k].token, f[0]->str) == 0;
@@ -882,6 +958,7 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	struct redis_reply	**rep;
 	const char		 *keys[5], *tok, *best = NULL;
 	int			  i, j, ok, n = l->q->n, votes, most = 0, pick = -1;
+	int			 *listed;
 
 	memset(st, 0, sizeof *st);
 	st->name = xstrdup(l->name);
@@ -891,6 +968,7 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	keys[3] = s == &script_force ? l->wake_key : l->waiters_key;
 	keys[4] = l->queue_key;
 	rep = xcalloc(n, sizeof *rep);
+	listed = xcalloc(n, sizeof *listed);
 	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 5, keys, 0,
 	    NULL, rep, e);
 	for (i = 0; i < n; i++) {
@@ -922,13 +1000,14 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 		best = NULL;
 	}
 	for (i = 0; i < n; i++)
+		listed[i] = add_slots(rep[i], st);
+	keep_majority_slots(st, quorum_majority(l->q));
+	for (i = 0; i < n; i++)
 		add_waiters(rep[i], st, best != NULL ? best :
 		    pick >= 0 ? token_of(rep[pick]) : NULL);
 	if (st->nwaiters > 1)
 		qsort(st->waiters, st->nwaiters, sizeof *st->waiters,
 		    cmp_waiters);
-	if (n == 1)
-		add_slots(rep[0], st);
 	if (n > 1) {
 		st->nservers = n;
 		st->nodes = xcalloc(n, sizeof *st->nodes);
@@ -937,13 +1016,16 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 			if (rep[i] == NULL || rep[i]->type != REDIS_T_ARRAY) {
 				st->nodes[i].state = NODE_UNREACHABLE;
 				st->nodes[i].error = xstrdup(l->q->errs[i].msg);
-			} else if ((tok = token_of(rep[i])) == NULL)
+			} else if (st->shared)
+				st->nodes[i].state = listed[i] > 0 ? NODE_HOLDS :
+				    NODE_FREE;
+			else if ((tok = token_of(rep[i])) == NULL)
 				st->nodes[i].state = NODE_FREE;
-			else if (best != NULL && strcmp(tok, best) == 0) {
+			else if (best != NULL && strcmp(tok, best) == 0)
 				st->nodes[i].state = NODE_HOLDS;
-				st->nholding++;
-			} else
+			else
 				st->nodes[i].state = NODE_OTHER;
+			st->nholding += st->nodes[i].state == NODE_HOLDS;
 			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY &&
 			    rep[i]->elements >= 3 &&
 			    to_ll(rep[i]->element[2]) > st->last_fence)
@@ -952,6 +1034,7 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);
+	free(listed);
 	return ok < quorum_majority(l->q) ? -1 : 0;
 }
 
@@ -988,11 +1071,8 @@ lock_status_free(struct lock_status *st)
 
 	lock_status_clear_holder(st);
 	free(st->name);
-	for (i = 0; i < st->nslots; i++) {
-		free(st->slots[i].host);
-		free(st->slots[i].user);
-		free(st->slots[i].command);
-	}
+	for (i = 0; i < st->nslots; i++)
+		free_slot(&st->slots[i]);
 	free(st->slots);
 	for (i = 0; i < st->nwaiters; i++) {
 		free(st->waiters[i].token);

@@ -72,6 +72,7 @@ struct lock {
 	int		 listed;	/* maybe among the waiters */
 	int		 fifo;		/* --fifo: wait in line */
 	int		 limit;		/* --limit: holders at once; 0 or 1: one */
+	int		 shared;	/* --shared: one of many readers */
 	int64_t		 wait_ms;	/* the acquire's --wait */
 	int64_t		 wait_start;	/* monotonic, when it began */
 	int		 waited;	/* times lock_acquire slept */
@@ -106,8 +107,10 @@ struct lock_waiter {
 	long long	 place;		/* in the --fifo queue, from 1; 0: none */
 };
 
-/* One holder of a semaphore (--limit). */
+/* One holder of a semaphore (--limit) or of a shared lock (--shared). */
 struct lock_slot {
+	char		*token;		/* to tell them apart; never shown */
+	int		 votes;		/* servers that list it (quorum mode) */
 	char		*host;
 	long long	 pid;
 	char		*user;
@@ -134,7 +137,11 @@ struct lock_status {
 	long long	 fence;
 	int		 nwaiters;
 	struct lock_waiter *waiters;
-	/* A semaphore (limit > 1): its holders, instead of the fields above. */
+	/*
+	 * A semaphore (limit > 1) or a shared lock (shared): its holders,
+	 * instead of the fields above.
+	 */
+	int		 shared;
 	int		 limit;
 	int		 nslots;
 	struct lock_slot *slots;

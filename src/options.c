@@ -173,10 +173,13 @@ parse_token(struct opts *o, const char *t, const struct opt_where *w)
 	const unsigned char	*p;
 
 	o->token = t;
-	/* A semaphore marks its lock key "limit:N" (see acquire.lua). */
-	if (strncmp(t, "limit:", 6) == 0)
+	/*
+	 * A semaphore marks its lock key "limit:N", a shared lock "shared"
+	 * (see src/lua/lib.lua): a token must never look like either.
+	 */
+	if (strncmp(t, "limit:", 6) == 0 || strcmp(t, "shared") == 0)
 		return options_usage_error(w, "invalid --token: it may not "
-		    "start with 'limit:'");
+		    "be 'shared' or start with 'limit:'");
 	if (*t == '\0' || strlen(t) > TOKEN_MAX)
 		return options_usage_error(w, "invalid --token: it must be "
 		    "1-%d bytes long", TOKEN_MAX);
@@ -376,6 +379,9 @@ static const struct opt_def opt_defs[] = {
 	{ O_LIMIT, 0, "limit", "N",
 	  "a semaphore: up to N holders at once, each with its own token",
 	  PARSE(parse_limit) },
+	{ O_SHARED, 's', "shared", NULL,
+	  "a shared (reader) hold: many at once, but never with an exclusive one",
+	  SET(shared, 1), .flags = OPTF_ARGV_ONLY },
 	{ O_FIFO, 0, "fifo", NULL,
 	  "wait in line: waiters get the lock in the order they came",
 	  SET(fifo, 1) },

@@ -51,6 +51,7 @@ enum opt_id {
 	O_FIFO,
 	O_MAX_RUNTIME,
 	O_LIMIT,
+	O_SHARED,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -90,6 +91,7 @@ struct opts {
 	int		 fifo;
 	int64_t		 max_runtime_ms;	/* 0: no limit */
 	int		 limit;		/* --limit: holders at once; 0: one */
+	int		 shared;	/* --shared: a reader */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

@@ -163,14 +163,25 @@ holder_text(struct buf *b, const char *user, const char *host, long long pid,
 	buf_printf(b, ", fence %lld", fence);
 }
 
-/* A semaphore: "NAME: 2 of 3 held", then a line per holder. */
+/*
+ * A semaphore: "NAME: 2 of 3 held", a shared lock: "NAME: shared by 2"
+ * (and its servers in quorum mode); then a line per holder.
+ */
 static void
 slots_text(struct buf *b, const struct output_status *st)
 {
 	const struct output_slot	*s;
 	int				 i;
 
-	buf_printf(b, "%s: %d of %d held\n", st->name, st->nslots, st->limit);
+	if (st->shared) {
+		buf_printf(b, "%s: shared by %d", st->name, st->nslots);
+		if (st->nservers > 0)
+			buf_printf(b, " (on %d of %d servers)", st->nholding,
+			    st->nservers);
+		buf_adds(b, "\n");
+	} else
+		buf_printf(b, "%s: %d of %d held\n", st->name, st->nslots,
+		    st->limit);
 	for (i = 0; i < st->nslots; i++) {
 		s = &st->slots[i];
 		buf_adds(b, "  ");
@@ -178,13 +189,14 @@ slots_text(struct buf *b, const struct output_status *st)
 		    s->acquired_ms, s->held_ms, s->expires_in_ms, s->fence);
 		buf_adds(b, "\n");
 	}
+	nodes_text(b, st);
 	waiters_text(b, st);
 }
 
 void
 output_status_text(struct buf *b, const struct output_status *st)
 {
-	if (st->limit > 1) {
+	if (st->limit > 1 || st->shared) {
 		slots_text(b, st);
 		return;
 	}
@@ -209,15 +221,23 @@ output_status_text(struct buf *b, const struct output_status *st)
 	waiters_text(b, st);
 }
 
-/* A semaphore: "limit":N,"holders":[{…},…] and the last fence. */
+/*
+ * A semaphore: "limit":N, a shared lock: "shared":true; then
+ * "holders":[{…},…] and the last fence.
+ */
 static void
 slots_json(struct json *j, const struct output_status *st)
 {
 	const struct output_slot	*s;
 	int				 i;
 
-	json_key(j, "limit");
-	json_int(j, st->limit);
+	if (st->shared) {
+		json_key(j, "shared");
+		json_bool(j, 1);
+	} else {
+		json_key(j, "limit");
+		json_int(j, st->limit);
+	}
 	json_key(j, "holders");
 	json_array_begin(j);
 	for (i = 0; i < st->nslots; i++) {
@@ -246,6 +266,7 @@ slots_json(struct json *j, const struct output_status *st)
 	json_array_end(j);
 	json_key(j, "fence");
 	json_int(j, st->last_fence);
+	nodes_json(j, st);
 	waiters_json(j, st);
 	json_object_end(j);
 }
@@ -258,7 +279,7 @@ output_status_json(struct json *j, const struct output_status *st)
 	json_str(j, st->name);
 	json_key(j, "held");
 	json_bool(j, st->held);
-	if (st->limit > 1) {
+	if (st->limit > 1 || st->shared) {
 		slots_json(j, st);
 		return;
 	}

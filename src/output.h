@@ -29,7 +29,7 @@ struct output_waiter {
 	long long	 place;		/* in the --fifo line, from 1; 0: none */
 };
 
-/* One holder of a semaphore (--limit). */
+/* One holder of a semaphore (--limit) or of a shared lock (--shared). */
 struct output_slot {
 	const char	*host;
 	const char	*user;
@@ -63,7 +63,11 @@ struct output_status {
 	long long	 fence;
 	int		 nwaiters;
 	const struct output_waiter *waiters;
-	/* A semaphore (limit > 1): its holders, instead of the ones above. */
+	/*
+	 * A semaphore (limit > 1) or a shared lock held by readers (shared):
+	 * its holders, instead of the ones above.
+	 */
+	int		 shared;
 	int		 limit;
 	int		 nslots;
 	const struct output_slot *slots;

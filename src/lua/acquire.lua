@@ -1,7 +1,7 @@
 -- acquire: take the lock for a token, unless another token holds it.
 -- KEYS: lock, fence, info, wake, waiters, queue.  ARGV: token, ttl_ms, host,
 -- pid, user, command, slack_ms, waited_ms, fifo, limit, listed (whether an
--- earlier attempt listed the caller among the waiters).
+-- earlier attempt listed the caller among the waiters), shared.
 -- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
 -- host, pid, command, acquired_ms, now_ms} when it may not (the holder, for
 -- a waiter to show; pttl_ms is when to look again).  A caller that will
@@ -19,26 +19,34 @@
 -- acquire's one GET sees it).  Never more than N hold it; a lock taken with
 -- another limit (a plain lock is limit 1) answers {-1, its limit} and
 -- nothing changes.
+-- With shared = '1' the caller asks for a shared hold (see lib.lua): it
+-- joins the readers unless the lock is held exclusively or an exclusive
+-- waiter is listed (its entry marked x = 1, until it lapses): a waiting
+-- writer stops new readers, and when the last reader leaves it is woken by
+-- name.  An exclusive caller finds a shared lock busy while any reader
+-- other than itself is live; a lone reader asking exclusively upgrades.
+-- A semaphore and a shared lock do not mix: {-1, 0} says it is shared.
 -- The fence counter never expires and only grows (to at least the server's
 -- TIME in microseconds, under 2^53 until 2255); a token that already holds
 -- the lock keeps its fence and its acquire time.
 if redis.replicate_commands then redis.replicate_commands() end
 local limit = tonumber(ARGV[10]) or 1
+local shared = ARGV[12] == '1'
 local cur = redis.call('GET', KEYS[1])
 -- A semaphore's mark on the lock key, and the limit it says.
 local marked = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
 
 -- The caller may not have it now: list it among the waiters (when it will
--- wait) and say who holds it (h) and when to look again (pttl).
-local function busy(pttl, h)
-	local t = redis.call('TIME')
-	local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- wait) and say who holds it (h) and when to look again (pttl).  An
+-- exclusive waiter (writer set) is marked so, which keeps new readers out.
+local function busy(pttl, h, writer)
+	local now = clock()
 	local slack = tonumber(ARGV[7])
 	if slack > 0 then
 		local due = (pttl >= 0 and pttl or 5000) + slack
 		redis.call('HSET', KEYS[5], ARGV[1], cjson.encode({u = now + due,
 			s = now - tonumber(ARGV[8]), h = ARGV[3], p = ARGV[4],
-			n = ARGV[5], c = ARGV[6]}))
+			n = ARGV[5], c = ARGV[6], x = writer and 1 or nil}))
 		-- Both keys outlive every entry: never shorten them.
 		if redis.call('PTTL', KEYS[5]) < due + 10000 then
 			redis.call('PEXPIRE', KEYS[5], due + 10000)
@@ -63,17 +71,7 @@ local function take(key, info, cur, fresh)
 		if not cur then
 			redis.call('SET', key, ARGV[1], 'PX', ttl, 'NX')
 		end
-		-- Never below the server's clock in microseconds: a counter
-		-- lost with the data (a restart without persistence, an AOF
-		-- that missed the last writes, a failover to a replica that
-		-- lagged) comes back above every fence handed out before,
-		-- while the clocks stay roughly in step.
-		local floor = t[1] * 1000000 + t[2]
-		fence = redis.call('INCR', KEYS[2])
-		if fence < floor then
-			fence = floor
-			redis.call('SET', KEYS[2], string.format('%.0f', floor))
-		end
+		fence = new_fence(KEYS[2], t)
 		redis.call('DEL', info, fresh)
 		redis.call('HSET', info, 'token', ARGV[1], 'fence', fence,
 			'acquired_ms', t[1] * 1000 + math.floor(t[2] / 1000))
@@ -87,7 +85,49 @@ local function take(key, info, cur, fresh)
 	return {1, fence, ttl}
 end
 
+-- Join the readers (or stay one: mine), with a fence of one's own.
+local function share(now, t, mine)
+	local ttl = tonumber(ARGV[2])
+	local rk, info = KEYS[1] .. ':readers', KEYS[1] .. ':reader:' .. ARGV[1]
+	local fence = mine and tonumber(redis.call('HGET', info, 'fence'))
+	if not fence then
+		fence = new_fence(KEYS[2], t)
+		redis.call('DEL', info)
+		redis.call('HSET', info, 'token', ARGV[1], 'fence', fence,
+			'acquired_ms', now)
+	end
+	redis.call('ZADD', rk, now + ttl, ARGV[1])
+	redis.call('HSET', info, 'host', ARGV[3], 'pid', ARGV[4], 'user',
+		ARGV[5], 'command', ARGV[6], 'ttl_ms', ttl)
+	redis.call('PEXPIRE', info, ttl)
+	-- The mark and the set outlive every reader.
+	redis.call('SET', KEYS[1], SHARED, 'KEEPTTL')
+	for _, k in ipairs({KEYS[1], rk}) do
+		if redis.call('PTTL', k) < ttl then
+			redis.call('PEXPIRE', k, ttl)
+		end
+	end
+	if ARGV[11] == '1' then
+		redis.call('HDEL', KEYS[5], ARGV[1])
+	end
+	-- Another waiting reader may come in too: pass the wake on.
+	if redis.call('EXISTS', KEYS[5]) == 1 then
+		redis.call('RPUSH', KEYS[4], '1')
+		redis.call('PEXPIRE', KEYS[4], 10000)
+	end
+	return {1, fence, ttl}
+end
+
+-- The metadata busy() shows of a reader.
+local function reader(tok)
+	return redis.call('HMGET', KEYS[1] .. ':reader:' .. tok, 'host', 'pid',
+		'command', 'acquired_ms')
+end
+
 if limit > 1 or marked then
+	if cur == SHARED then
+		return {-1, 0}
+	end
 	if cur and (marked or 1) ~= limit then
 		return {-1, marked or 1}
 	end
@@ -109,7 +149,8 @@ if limit > 1 or marked then
 	local i = mine or free
 	if not i then
 		return busy(soonest, redis.call('HMGET', KEYS[1] .. ':slot:' ..
-			first .. ':info', 'host', 'pid', 'command', 'acquired_ms'))
+			first .. ':info', 'host', 'pid', 'command', 'acquired_ms'),
+			false)
 	end
 	local slot = KEYS[1] .. ':slot:' .. i
 	local r = take(slot, slot .. ':info', mine and ARGV[1] or nil,
@@ -120,6 +161,45 @@ if limit > 1 or marked then
 		redis.call('PEXPIRE', KEYS[1], r[3])
 	end
 	return r
+end
+
+if shared and cur ~= ARGV[1] then
+	if cur and cur ~= SHARED then
+		return busy(redis.call('PTTL', KEYS[1]), redis.call('HMGET',
+			KEYS[3], 'host', 'pid', 'command', 'acquired_ms'), false)
+	end
+	local now, t = clock()
+	local live = readers(KEYS[1], now, true)
+	local mine = false
+	for _, tok in ipairs(live) do
+		mine = mine or tok == ARGV[1]
+	end
+	if not mine then
+		local w, due = writers(KEYS[5], now, ARGV[1])
+		if #w > 0 then
+			if #live == 0 then
+				-- Free, and a writer's turn: wake it by name.
+				wake_each(KEYS[4], w)
+				return busy(due, {false, false, false, false}, false)
+			end
+			return busy(redis.call('PTTL', KEYS[1]), reader(live[1]),
+				false)
+		end
+	end
+	return share(now, t, mine)
+end
+if cur == SHARED then
+	local now = clock()
+	local live = readers(KEYS[1], now, true)
+	for _, tok in ipairs(live) do
+		if tok ~= ARGV[1] then
+			return busy(redis.call('PTTL', KEYS[1]), reader(tok), true)
+		end
+	end
+	-- No reader left but (maybe) the caller: the lock is free.
+	redis.call('DEL', KEYS[1], KEYS[1] .. ':readers',
+		KEYS[1] .. ':reader:' .. ARGV[1])
+	cur = nil
 end
 
 local head, head_due
@@ -154,7 +234,7 @@ if (cur and cur ~= ARGV[1]) or (head and head ~= ARGV[1]) then
 		redis.call('PEXPIRE', w, 10000)
 		pttl = head_due or 0
 	end
-	return busy(pttl, h)
+	return busy(pttl, h, true)
 end
 if head then
 	redis.call('ZREM', KEYS[6], ARGV[1])

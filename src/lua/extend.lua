@@ -1,10 +1,19 @@
 -- extend: push the expiry out to ttl_ms from now if the token holds the lock.
 -- KEYS: lock, info.  ARGV: token, ttl_ms (0: the TTL it was acquired with),
 -- fallback_ttl_ms.  Returns {1, fence, ttl_ms} or {0}.  A semaphore's
--- holder (see acquire.lua) extends its own slot, and the limit with it.
-local key, info, mark = KEYS[1], KEYS[2], nil
+-- holder (see acquire.lua) extends its own slot, and the mark with it; a
+-- reader (see lib.lua) its place among the readers, and the mark.
+local key, info, mark, rk = KEYS[1], KEYS[2], nil, nil
 local cur = redis.call('GET', key)
-if cur ~= ARGV[1] then
+if cur == SHARED then
+	local now = clock()
+	rk = KEYS[1] .. ':readers'
+	redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
+	if not redis.call('ZRANK', rk, ARGV[1]) then
+		return {0}
+	end
+	key, info, mark = nil, KEYS[1] .. ':reader:' .. ARGV[1], KEYS[1]
+elseif cur ~= ARGV[1] then
 	local limit = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
 	key = nil
 	for i = 1, limit or 0 do
@@ -22,9 +31,16 @@ local ttl = tonumber(ARGV[2])
 if ttl <= 0 then
 	ttl = tonumber(redis.call('HGET', info, 'ttl_ms')) or tonumber(ARGV[3])
 end
-redis.call('PEXPIRE', key, ttl)
+if rk then
+	redis.call('ZADD', rk, 'XX', clock() + ttl, ARGV[1])
+else
+	redis.call('PEXPIRE', key, ttl)
+end
 redis.call('PEXPIRE', info, ttl)
-if mark and redis.call('PTTL', mark) < ttl then
-	redis.call('PEXPIRE', mark, ttl)
+-- The mark (and the readers' set) outlive the holder (ipairs stops at nil).
+for _, k in ipairs({mark, rk}) do
+	if redis.call('PTTL', k) < ttl then
+		redis.call('PEXPIRE', k, ttl)
+	end
 end
 return {1, tonumber(redis.call('HGET', info, 'fence')) or 0, ttl}

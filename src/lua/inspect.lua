@@ -1,49 +1,22 @@
 -- inspect: everything status shows about one lock.
 -- KEYS: lock, info, fence, waiters, queue.  Returns {held, pttl_ms,
 -- last_fence, now_ms, host, pid, user, command, acquired_ms, ttl_ms, fence,
--- token, waiters, semaphore}, the holder's fields false when free; waiters
+-- token, waiters, holders}, the holder's fields false when free; waiters
 -- is a list of
 -- {token, host, pid, user, command, waiting_ms, place}, place being the
 -- 1-based rank in the --fifo queue (false for a waiter not in it).
--- semaphore is {} for a plain lock, else {limit, holders} (below), and
--- held says whether any slot is.  Tokens are only compared
--- across servers (quorum mode), never shown.  Waiters whose next attempt
--- is overdue (dead, or gone) are dropped here.
+-- holders is {} for a plain lock, else {limit, holders} (lib.lua's
+-- holders(): limit 0 for a shared lock), and held says whether anyone
+-- holds it.  Tokens are only compared across servers (quorum mode), never
+-- shown.  Waiters whose next attempt is overdue (dead, or gone) are
+-- dropped here.
 if redis.replicate_commands then redis.replicate_commands() end
--- A semaphore's holders (see acquire.lua): {limit, {{token, host, pid,
--- user, command, acquired_ms, ttl_ms, fence, pttl_ms}, ...}}, or {} for a
--- plain lock.
-local function holders(drop)
-	local cur = redis.call('GET', KEYS[1])
-	local limit = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
-	if not limit then
-		return {}
-	end
-	local list = {}
-	for i = 1, limit do
-		local slot = KEYS[1] .. ':slot:' .. i
-		local tok = redis.call('GET', slot)
-		if tok then
-			local h = redis.call('HMGET', slot .. ':info', 'host', 'pid',
-				'user', 'command', 'acquired_ms', 'ttl_ms', 'fence')
-			list[#list + 1] = {tok, h[1], h[2], h[3], h[4], h[5], h[6],
-				h[7], redis.call('PTTL', slot)}
-			if drop then
-				redis.call('DEL', slot, slot .. ':info')
-			end
-		end
-	end
-	if drop then
-		redis.call('DEL', KEYS[1])
-	end
-	return {limit, list}
-end
 local t = redis.call('TIME')
 local held = redis.call('EXISTS', KEYS[1])
 local r = {held, redis.call('PTTL', KEYS[1]),
 	tonumber(redis.call('GET', KEYS[3])) or 0,
 	t[1] * 1000 + math.floor(t[2] / 1000)}
-local sem = holders(false)
+local sem = holders(KEYS[1], r[4], false)
 if held == 1 and not sem[1] then
 	local h = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command',
 		'acquired_ms', 'ttl_ms', 'fence')

@@ -1,0 +1,116 @@
+-- lib: helpers that embed.sh puts in front of every script (each script is
+-- sent and hashed with them).  Locals only: Redis forbids globals.
+--
+-- A lock held --shared: its key holds the mark 'shared', and its holders
+-- (readers) are the sorted set LOCK:readers, each token scored by the
+-- server-clock millisecond at which it expires, with its metadata in the
+-- hash LOCK:reader:TOKEN.  The mark and the set outlive every reader.
+-- A semaphore (--limit N): the key holds 'limit:N', its holders are the
+-- slots LOCK:slot:I with LOCK:slot:I:info (see acquire.lua).
+local SHARED = 'shared'
+
+-- The server's clock in milliseconds, and TIME's reply.
+local function clock()
+	local t = redis.call('TIME')
+	return t[1] * 1000 + math.floor(t[2] / 1000), t
+end
+
+-- The next fence from the counter fkey: INCR, but never below the server's
+-- clock in microseconds (t: TIME's reply).  A counter lost with the data
+-- (a restart without persistence, an AOF that missed the last writes, a
+-- failover to a replica that lagged) comes back above every fence handed
+-- out before, while the clocks stay roughly in step.
+local function new_fence(fkey, t)
+	local floor = t[1] * 1000000 + t[2]
+	local fence = redis.call('INCR', fkey)
+	if fence < floor then
+		fence = floor
+		redis.call('SET', fkey, string.format('%.0f', floor))
+	end
+	return fence
+end
+
+-- The live readers of lock (tokens, soonest expiry first), with their
+-- expiries; with prune set, the lapsed ones are dropped from the set too.
+local function readers(lock, now, prune)
+	local rk = lock .. ':readers'
+	if prune then
+		redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
+	end
+	local all, live, ends = redis.call('ZRANGE', rk, 0, -1, 'WITHSCORES'),
+		{}, {}
+	for i = 1, #all, 2 do
+		if tonumber(all[i + 1]) > now then
+			live[#live + 1] = all[i]
+			ends[#ends + 1] = tonumber(all[i + 1])
+		end
+	end
+	return live, ends
+end
+
+-- The exclusive waiters listed in the waiters hash whose entries have not
+-- lapsed (but not the caller): their tokens, and the soonest lapse from now.
+local function writers(waiters, now, except)
+	local w, due, all = {}, nil, redis.call('HGETALL', waiters)
+	for i = 1, #all, 2 do
+		local ok, e = pcall(cjson.decode, all[i + 1])
+		if ok and type(e) == 'table' and e.x == 1 and all[i] ~= except and
+		    (tonumber(e.u) or 0) >= now then
+			w[#w + 1] = all[i]
+			if not due or e.u - now < due then
+				due = e.u - now
+			end
+		end
+	end
+	return w, due
+end
+
+-- Wake each of tokens on its own list (wake:TOKEN), which it blocks on
+-- besides the lock's.
+local function wake_each(wake, tokens)
+	for _, tok in ipairs(tokens) do
+		redis.call('RPUSH', wake .. ':' .. tok, '1')
+		redis.call('PEXPIRE', wake .. ':' .. tok, 10000)
+	end
+end
+
+-- A semaphore's or a shared lock's holders: {limit, {{token, host, pid,
+-- user, command, acquired_ms, ttl_ms, fence, pttl_ms}, ...}}, limit 0 for
+-- a shared lock; {} for a plain one.  With drop set, they are all deleted,
+-- the mark with them.
+local function holders(lock, now, drop)
+	local cur = redis.call('GET', lock)
+	local limit = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
+	local keys, list = {}, {}
+	if cur == SHARED then
+		local live, ends = readers(lock, now, false)
+		for i, tok in ipairs(live) do
+			keys[i] = {lock .. ':reader:' .. tok, tok, ends[i] - now}
+		end
+		limit = 0
+	elseif limit then
+		for i = 1, limit do
+			local slot = lock .. ':slot:' .. i
+			local tok = redis.call('GET', slot)
+			if tok then
+				keys[#keys + 1] = {slot .. ':info', tok,
+					redis.call('PTTL', slot), slot}
+			end
+		end
+	else
+		return {}
+	end
+	for _, k in ipairs(keys) do
+		local h = redis.call('HMGET', k[1], 'host', 'pid', 'user',
+			'command', 'acquired_ms', 'ttl_ms', 'fence')
+		list[#list + 1] = {k[2], h[1], h[2], h[3], h[4], h[5], h[6],
+			h[7], k[3]}
+		if drop then
+			redis.call('DEL', k[1], k[4] or k[1])
+		end
+	end
+	if drop then
+		redis.call('DEL', lock, lock .. ':readers')
+	end
+	return {limit, list}
+end

@@ -1,0 +1,293 @@
+#!/usr/bin/env bats
+# shared.bats: --shared makes a reader/writer lock: any number of shared
+# holders, or one exclusive holder, never both; a waiting exclusive holder
+# stops new shared ones; a crashed reader frees its place after its TTL;
+# it works in quorum mode too.  Overlaps are read from logs of monotonic
+# section starts and ends, not from sleeps.
+
+load helpers
+load dist-helpers
+load exec-helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() {
+	default_setup
+	start_redis
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() {
+	exec_teardown
+}
+
+# The section a worker runs: "NS KIND+" then "NS KIND-" in sections.log.
+SECTION='echo "$(date +%s%N) $K+" >>sections.log; sleep $S; echo "$(date +%s%N) $K-" >>sections.log'
+
+# sweep: from sections.log, "SECTIONS MOST_READERS WRITER_OVERLAPS": how
+# many sections ran, the most readers inside at once, and how often a
+# writer was inside together with anyone else.
+sweep() {
+	/usr/bin/python3 -c '
+ev = sorted((int(t), k[1], k[0]) for t, k in (l.split() for l in open("sections.log")))
+r = w = most = bad = 0
+for _, d, kind in sorted(ev, key=lambda e: (e[0], e[1] == "+")):
+    if d == "+":
+        if kind == "R": r += 1
+        else: w += 1
+        bad += w > 1 or (w == 1 and r > 0)
+        most = max(most, r)
+    else:
+        if kind == "R": r -= 1
+        else: w -= 1
+print(len(ev) // 2, most, bad)'
+}
+
+@test "shared: readers overlap, and a writer never overlaps anyone" {
+	local w k
+	for ((w = 1; w <= 6; w++)); do
+		bg_start "R$w" env K=R S=0.2 SECTION="$SECTION" bash -c '
+			for ((k = 0; k < 5; k++)); do
+				"$0" exec --shared -w 60s rw -- sh -c "$SECTION" || exit 1
+			done' "$RLOCK"
+	done
+	for ((w = 1; w <= 2; w++)); do
+		bg_start "W$w" env K=W S=0.1 SECTION="$SECTION" bash -c '
+			for ((k = 0; k < 5; k++)); do
+				"$0" exec -w 60s rw -- sh -c "$SECTION" || exit 1
+			done' "$RLOCK"
+	done
+	for k in R1 R2 R3 R4 R5 R6 W1 W2; do
+		bg_wait "${!k}" 120000 || fail "worker $k is still running"
+		assert_equal "$BG_STATUS" 0
+	done
+	run sweep
+	read -r sections most bad <<<"$output"
+	assert_equal "$sections" 40
+	assert_equal "$bad" 0
+	(( most >= 2 )) || fail "readers never overlapped (at most $most at once)"
+	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:readers')" 0
+}
+
+@test "shared: a writer behind a stream of readers gets in while they keep coming" {
+	local w k t0 waited
+	# Four readers whose sections overlap: without writer preference the
+	# lock is never free until they stop (their loops are bounded).
+	for ((w = 1; w <= 4; w++)); do
+		bg_start "R$w" env K=R S=0.3 SECTION="$SECTION" bash -c '
+			for ((k = 0; k < 60; k++)); do
+				[[ -e stop ]] && exit 0
+				"$0" exec --shared -w 60s rw -- sh -c "$SECTION" || exit 1
+			done' "$RLOCK"
+	done
+	for ((k = 0; k < 500; k++)); do
+		[[ "$(rlock status rw | head -1)" == "rw: shared by "[234] ]] && break
+		sleep 0.02
+	done
+	t0=$(now_ms)
+	run rlock exec -w 60s rw -- sh -c 'K=W S=0.05; '"$SECTION"
+	assert_success
+	waited=$(($(now_ms) - t0))
+	touch stop
+	for k in R1 R2 R3 R4; do
+		bg_wait "${!k}" 120000 || fail "reader $k is still running"
+		assert_equal "$BG_STATUS" 0
+	done
+	run sweep
+	read -r sections most bad <<<"$output"
+	assert_equal "$bad" 0
+	# The readers were still coming: 4 x 60 sections is their cap.
+	(( sections < 241 )) || fail "the writer only got in once the readers stopped"
+	# The documented bound: the readers inside when it came finish.
+	assert_between "$waited" 0 10000 ms_the_writer_waited
+}
+
+@test "shared: a waiting writer keeps new readers out; the last reader out wakes it at once" {
+	local r1 r2 t0
+	r1=$(rlock acquire --shared -t 30s rw)
+	r2=$(rlock acquire -s -t 30s rw)
+	bg_start W "$RLOCK" acquire -w 30s -t 30s rw
+	local i
+	for ((i = 0; i < 500; i++)); do
+		rlock status rw | grep -q '^  waiting: ' && break
+		sleep 0.02
+	done
+	run rlock status rw
+	assert_line --index 0 "rw: shared by 2"
+	assert_line --regexp '^  waiting: '
+	# A new reader may not enter now, though only readers hold it.
+	run rlock acquire --shared -n rw
+	assert_failure 1
+	rlock release --token "$r1" rw
+	run rlock status rw
+	assert_line --index 0 "rw: shared by 1"
+	t0=$(now_ms)
+	rlock release --token "$r2" rw
+	bg_wait "$W" 10000 || fail "the writer is still waiting"
+	assert_equal "$BG_STATUS" 0
+	# Woken by name, not by its PTTL (30 s).
+	assert_between $(($(now_ms) - t0)) 0 5000 ms_until_the_writer_had_it
+	run rlock status rw
+	assert_line --index 0 --regexp '^rw: held by '
+	run rlock acquire --shared -n rw
+	assert_failure 1
+}
+
+@test "shared: readers waiting behind a writer all come in when it leaves" {
+	local t w k
+	t=$(rlock acquire -t 30s rw)
+	for ((w = 1; w <= 5; w++)); do
+		bg_start "R$w" "$RLOCK" exec --shared -w 30s rw -- sh -c 'echo in >>in.log; sleep 0.5'
+	done
+	for ((k = 0; k < 500; k++)); do
+		(( $(rlock status rw | grep -c '^  waiting: ') == 5 )) && break
+		sleep 0.02
+	done
+	rlock release --token "$t" rw
+	# One release wakes one waiter; each reader let in passes it on.
+	for ((k = 0; k < 500; k++)); do
+		[[ "$(rlock status rw | head -1)" == "rw: shared by 5" ]] && break
+		sleep 0.01
+	done
+	assert_equal "$(rlock status rw | head -1)" "rw: shared by 5"
+	for ((w = 1; w <= 5; w++)); do
+		k="R$w"
+		bg_wait "${!k}" 20000 || fail "reader $w is still running"
+		assert_equal "$BG_STATUS" 0
+	done
+	assert_equal "$(rcli EXISTS 'rlock:{rw}')" 0
+}
+
+@test "shared: each reader has its own token and fence; release and extend are per token; status and JSON list them" {
+	local a b
+	a=$(rlock acquire --shared -t 20s rw)
+	b=$(rlock acquire --shared -t 20s rw)
+	[[ "$a" != "$b" ]] || fail "the same token twice"
+	run rlock status rw
+	assert_success
+	assert_line --index 0 "rw: shared by 2"
+	assert_equal "${#lines[@]}" 3
+	rlock --json status rw | json_check 'd["held"] and d["shared"] is True and len(d["holders"]) == 2 and "limit" not in d and d["holders"][0]["fence"] != d["holders"][1]["fence"]'
+	run rlock extend --token "$a" -t 40s rw
+	assert_success
+	run rlock --json status rw
+	json_check 'max(h["expires_in_ms"] for h in d["holders"]) > 30000' <<<"$output"
+	run rlock release --token not-a-holder rw
+	assert_failure 1
+	run rlock release --token "$a" rw
+	assert_success
+	run rlock release --token "$a" rw
+	assert_failure 1
+	run rlock status rw
+	assert_line --index 0 "rw: shared by 1"
+	run rlock status
+	assert_line --regexp '^rw: shared by 1$'
+	rlock release --token "$b" rw
+	run rlock status rw
+	assert_failure 1
+	assert_output --regexp '^rw: free'
+	# Only the counter stays, and the wake list until it expires.
+	assert_equal "$(rcli KEYS 'rlock:{rw}*' | grep -v ':fence$' | grep -v ':wake$')" ""
+	(( $(rcli PTTL 'rlock:{rw}:wake') > 0 )) || fail "the wake list does not expire"
+}
+
+@test "shared: a lone reader asking for an exclusive hold with its token upgrades; another reader blocks that" {
+	local a b
+	a=$(rlock acquire --shared -t 20s rw)
+	b=$(rlock acquire --shared -t 20s rw)
+	run rlock acquire --token "$a" -n rw
+	assert_failure 1
+	rlock release --token "$b" rw
+	run rlock acquire --token "$a" -n rw
+	assert_success
+	run rlock status rw
+	assert_line --index 0 --regexp '^rw: held by '
+	run rlock acquire --shared -n rw
+	assert_failure 1
+	rlock release --token "$a" rw
+	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:readers')" 0
+}
+
+@test "shared: a SIGKILLed reader frees its place after its TTL; a writer gets in" {
+	bg_start H "$RLOCK" exec --shared -t 1s rw -- sleep 30
+	local i t0
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(rlock status rw | head -1)" == "rw: shared by 1" ]] && break
+		sleep 0.02
+	done
+	kill -KILL "$H"
+	bg_wait "$H" 5000
+	t0=$(now_ms)
+	run rlock acquire -w 10s rw
+	assert_success
+	assert_between $(($(now_ms) - t0)) 0 5000 ms_until_the_reader_lapsed
+	assert_equal "$(rcli ZCARD 'rlock:{rw}:readers')" 0
+}
+
+@test "shared: exec --shared runs the command, releases, and keeps the command's status" {
+	run rlock exec --shared rw -- sh -c '"$0" status rw | head -1; exit 3' "$RLOCK"
+	assert_equal "$status" 3
+	assert_output "rw: shared by 1"
+	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:readers')" 0
+}
+
+@test "shared: --shared with --limit or --fifo, a semaphore asked --shared, and a token 'shared' are refused with 64" {
+	run --separate-stderr rlock acquire --shared --limit 2 rw
+	assert_equal "$status" 64
+	[[ "$stderr" == *"--shared and --limit do not go together"* ]] || fail "stderr: $stderr"
+	run --separate-stderr rlock exec --shared --fifo rw -- true
+	assert_equal "$status" 64
+	rlock acquire --limit 2 -t 20s sem >/dev/null
+	run --separate-stderr rlock acquire --shared -n sem
+	assert_equal "$status" 64
+	[[ "$stderr" == *"sem is held with --limit 2, and this asks with --shared"* ]] || fail "stderr: $stderr"
+	rlock acquire --shared -t 20s rw >/dev/null
+	run --separate-stderr rlock acquire --limit 2 -n rw
+	assert_equal "$status" 64
+	[[ "$stderr" == *"rw is held with --shared"* ]] || fail "stderr: $stderr"
+	run --separate-stderr rlock release --token shared rw
+	assert_equal "$status" 64
+	run rlock status rw
+	assert_line --index 0 "rw: shared by 1"
+}
+
+@test "shared: in quorum mode readers share, a writer waits for them, and status counts servers" {
+	start_quorum 3
+	local a b
+	a=$(rlockq acquire --shared -t 20s rw)
+	b=$(rlockq acquire --shared -t 20s rw)
+	run rlockq status rw
+	assert_success
+	assert_line --index 0 "rw: shared by 2 (on 3 of 3 servers)"
+	run rlockq acquire -n rw
+	assert_failure 1
+	bg_start W "$RLOCK" $(for u in $QUORUM_URLS; do echo -u "$u"; done) acquire -w 20s rw
+	local i
+	for ((i = 0; i < 500; i++)); do
+		rlockq status rw | grep -q '^  waiting: ' && break
+		sleep 0.02
+	done
+	# The waiting writer keeps new readers out on every server.
+	run rlockq acquire --shared -n rw
+	assert_failure 1
+	rlockq release --token "$a" rw
+	rlockq release --token "$b" rw
+	bg_wait "$W" 15000 || fail "the writer is still waiting"
+	assert_equal "$BG_STATUS" 0
+	run rlockq status rw
+	assert_line --index 0 --regexp '^rw: held by .* \(on 3 of 3 servers\)$'
+}
+
+@test "shared: in quorum mode a reader holds on a majority with one server down" {
+	start_quorum 3
+	stop_redis Q3
+	local a
+	a=$(rlockq acquire --shared -t 20s rw)
+	run rlockq status rw
+	assert_line --index 0 "rw: shared by 1 (on 2 of 3 servers)"
+	run rlockq acquire -n rw
+	assert_failure 1
+	run rlockq release --token "$a" rw
+	assert_success
+	run rlockq acquire -n rw
+	assert_success
+}
