@@ -1,6 +1,6 @@
 # fish completion for rlock(1)
 
-set -l commands acquire release extend status exec doctor
+set -l commands acquire release extend status exec log doctor
 
 # Held lock names, asked of the server only when RLOCK_URL names one: a
 # completion must never hang on, or guess at, a Redis that is not there.
@@ -85,6 +85,7 @@ complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a release -d '
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a extend -d "Push the lock's expiry out (owner only)"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a status -d 'Show who holds the locks'
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a exec -d 'Run a command (or -c STRING) while holding the lock'
+complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a log -d "Show the locks' history"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a doctor -d 'Check the servers for settings that break locks'
 
 # Global options: valid before and after the command word (but not among
@@ -117,10 +118,21 @@ complete -c rlock -n '__fish_seen_subcommand_from acquire' -s s -l shared -d 'A 
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l token -x -d 'Use TOKEN instead of a random one'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l no-history -d 'Write no history for this run (see rlock log)'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l history-length -x -d "Events kept in each lock's history (default 100; 0: none)"
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l history-expiry -x -d "Drop a lock's history DUR after its last event (default 30d)"
 
 # release
 complete -c rlock -n '__fish_seen_subcommand_from release' -l token -x -d "The owner's token (default \$RLOCK_TOKEN)"
 complete -c rlock -n '__fish_seen_subcommand_from release' -l force -d 'Delete the lock whoever holds it, and say whose it was'
+complete -c rlock -n '__fish_seen_subcommand_from release' -l no-history -d 'Write no history for this run (see rlock log)'
+complete -c rlock -n '__fish_seen_subcommand_from release' -l history-length -x -d "Events kept in each lock's history (default 100; 0: none)"
+complete -c rlock -n '__fish_seen_subcommand_from release' -l history-expiry -x -d "Drop a lock's history DUR after its last event (default 30d)"
+
+# status, log
+complete -c rlock -n '__fish_seen_subcommand_from status' -l format -x -a 'text json openmetrics' -d 'Text (default), json (as --json) or openmetrics (Prometheus)'
+complete -c rlock -n '__fish_seen_subcommand_from log' -s n -l count -x -d 'Show the newest N events of each lock (default 20)'
+complete -c rlock -n '__fish_seen_subcommand_from log' -l since -x -d 'Show only events of the last DUR'
 
 # extend
 complete -c rlock -n '__fish_seen_subcommand_from extend' -s t -l ttl -x -d 'New time to live from now (default: as acquired)'
@@ -145,7 +157,10 @@ complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's proc
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'
 complete -c rlock -n $exec_opt -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
+complete -c rlock -n $exec_opt -l no-history -d 'Write no history for this run (see rlock log)'
+complete -c rlock -n $exec_opt -l history-length -x -d "Events kept in each lock's history (default 100; 0: none)"
+complete -c rlock -n $exec_opt -l history-expiry -x -d "Drop a lock's history DUR after its last event (default 30d)"
 complete -c rlock -n '__rlock_exec_argv >/dev/null' -x -a '(__rlock_exec_complete)'
 
 # Lock names
-complete -c rlock -n '__fish_seen_subcommand_from release extend status; and __rlock_not_in_exec_command' -a '(__rlock_names)' -d 'Held lock'
+complete -c rlock -n '__fish_seen_subcommand_from release extend status log; and __rlock_not_in_exec_command' -a '(__rlock_names)' -d 'Held lock'

@@ -7,7 +7,8 @@ PACKAGES="build-essential autoconf automake libtool pkg-config
 libhiredis-dev uuid-dev libssl-dev
 redis-server redis-tools bats bats-assert bats-support mandoc
 openssl python3 tmux procps clang libclang-rt-14-dev
-zsh fish bash-completion strace valgrind"
+zsh fish bash-completion strace valgrind
+python3-prometheus-client"
 
 missing=""
 for p in $PACKAGES; do

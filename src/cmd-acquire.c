@@ -21,7 +21,7 @@ const struct cmd_entry cmd_acquire_entry = {
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) |
-	    OPT(SHARED),
+	    OPT(SHARED) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.exec = cmd_acquire_exec,

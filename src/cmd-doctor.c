@@ -358,6 +358,8 @@ static const struct probe probes[] = {
 	{ "zrank", IN_SCRIPT, { "ZRANK", "$", "m" } },
 	{ "zrem", IN_SCRIPT, { "ZREM", "$", "m" } },
 	{ "zremrangebyscore", IN_SCRIPT, { "ZREMRANGEBYSCORE", "$", "0", "0" } },
+	{ "xadd", IN_SCRIPT, { "XADD", "$", "MAXLEN", "1", "*", "f" } },
+	{ "xrevrange", IN_SCRIPT, { "XREVRANGE", "$", "+", "-" } },
 	{ "rpush", IN_SCRIPT, { "RPUSH", "$", "1" } },
 	{ "blpop", SENT, { "BLPOP", "$", "x" } },	/* a bad timeout */
 	{ "wait", SENT, { "WAIT", "0", "x" } },		/* a bad timeout */

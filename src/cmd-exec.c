@@ -43,7 +43,7 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |
 	    OPT(MIN_HOLD) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
-	    OPT(SHARED),
+	    OPT(SHARED) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -191,13 +191,33 @@ hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left, int status)
 	return status;
 }
 
+/* How the command ended, for the history: "exit:N", "signal:NAME"... */
+static const char *
+outcome(const struct supervise *sv, int status, char *buf, size_t len)
+{
+	const char	*abbrev;
+
+	if (sv->timed_out)
+		return "max-runtime";
+	if (sv->signaled && (abbrev = sigabbrev_np(sv->signaled)) != NULL)
+		snprintf(buf, len, "signal:%s", abbrev);
+	else if (sv->signaled)
+		snprintf(buf, len, "signal:%d", sv->signaled);
+	else
+		snprintf(buf, len, "exit:%d", status);
+	return buf;
+}
+
 static int
 finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 {
-	char	when[64];
+	char	when[64], how[32];
 	int64_t	left;
 
 	if (sv->lost) {
+		/* Said in the history too: one round trip, on this path only. */
+		lock_note(l, "lost", sv->why, outcome(sv, status, how,
+		    sizeof how));
 		/*
 		 * No release: either the key is gone or another's, or its TTL
 		 * has run out on the server too (our validity ends before it
@@ -221,9 +241,13 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		status = EXIT_TIMEOUT;
 	}
 	left = ctx->o.min_hold_ms - (now_mono_ms() - l->taken_at);
-	if (ctx->o.min_hold_ms > 0 && left > 0)
+	if (ctx->o.min_hold_ms > 0 && left > 0) {
+		lock_note(l, "released", "left to expire at --min-hold",
+		    outcome(sv, status, how, sizeof how));
 		return hold_on(ctx, l, left, status);
-	switch (lock_release(l, &ctx->err)) {
+	}
+	switch (lock_release(l, outcome(sv, status, how, sizeof how),
+	    &ctx->err)) {
 	case -1:
 		log_warn("%s: the command ended but the release failed: %s; "
 		    "the lock expires by itself", l->name, ctx->err.msg);

@@ -2,7 +2,11 @@
 
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "cmd.h"
+#include "history.h"
+#include "metrics.h"
 #include "output.h"
 #include "util.h"
 
@@ -12,7 +16,7 @@ const struct cmd_entry cmd_status_entry = {
 	.name = "status",
 	.args = "[NAME...]",
 	.summary = "Show who holds the locks (no NAME: every held lock)",
-	.options = 0,
+	.options = OPT(FORMAT),
 	.min_args = 0,
 	.max_args = -1,
 	.exec = cmd_status_exec,
@@ -60,6 +64,79 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 	return held;
 }
 
+/* The names of locks held now and of those with a history, each once. */
+static int
+every_name(struct cmd_ctx *ctx, char ***names, size_t *n)
+{
+	char	**logs;
+	size_t	  nlogs, i, k, m;
+
+	if (lock_list(&ctx->q, ctx->o.prefix, "", names, n, &ctx->err) == -1)
+		return -1;
+	if (lock_list(&ctx->q, ctx->o.prefix, ":log", &logs, &nlogs,
+	    &ctx->err) == -1)
+		return -1;
+	m = *n;
+	for (i = 0; i < nlogs; i++) {
+		for (k = 0; k < m && strcmp((*names)[k], logs[i]) != 0; k++)
+			;
+		if (k < m) {
+			free(logs[i]);
+			continue;
+		}
+		*names = xrealloc(*names, (*n + 1) * sizeof **names);
+		(*names)[(*n)++] = logs[i];
+	}
+	free(logs);
+	return 0;
+}
+
+/*
+ * --format openmetrics: each lock's status and its whole history, then
+ * every metric family at once.
+ */
+static int
+metrics(struct cmd_ctx *ctx, char **names, size_t n)
+{
+	struct metrics_lock	 *m;
+	struct lock_status	 *st;
+	struct hist_event	**ev;
+	struct lock		  l;
+	struct buf		  out;
+	size_t			 *nev, i;
+	int			  rc = 0;
+
+	m = xcalloc(n + 1, sizeof *m);
+	st = xcalloc(n + 1, sizeof *st);
+	ev = xcalloc(n + 1, sizeof *ev);
+	nev = xcalloc(n + 1, sizeof *nev);
+	for (i = 0; i < n && rc == 0; i++) {
+		lock_init(&l, &ctx->q, ctx->o.prefix, names[i], NULL);
+		if (lock_inspect(&l, &st[i], &ctx->err) == -1 ||
+		    history_read(&ctx->q, ctx->o.prefix, names[i], 100000, 0,
+		    &ev[i], &nev[i], &ctx->err) == -1)
+			rc = cmd_fail(ctx);
+		lock_free(&l);
+		m[i] = (struct metrics_lock){ &st[i], ev[i], nev[i] };
+	}
+	if (rc == 0) {
+		buf_init(&out);
+		metrics_write(&out, m, n);
+		if (output_flush(&out) == -1)
+			rc = EXIT_SOFTWARE;
+		buf_free(&out);
+	}
+	for (i = 0; i < n; i++) {
+		lock_status_free(&st[i]);
+		history_free(ev[i], nev[i]);
+	}
+	free(m);
+	free(st);
+	free(ev);
+	free(nev);
+	return rc;
+}
+
 static int
 cmd_status_exec(struct cmd_ctx *ctx)
 {
@@ -69,9 +146,19 @@ cmd_status_exec(struct cmd_ctx *ctx)
 	size_t		  n = ctx->o.nargs, i;
 	int		  listing = n == 0, array, held, rc;
 
+	if (ctx->o.format != NULL && strcmp(ctx->o.format, "json") == 0)
+		ctx->o.json = 1;
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
-	if (listing && (lock_list(&ctx->q, ctx->o.prefix, &names, &n,
+	if (ctx->o.format != NULL && strcmp(ctx->o.format, "openmetrics") == 0) {
+		/* No NAME: the held locks and those with a history. */
+		if (listing && (every_name(ctx, &names, &n) == -1 ||
+		    quorum_distinct(&ctx->q, &ctx->err) == -1))
+			return cmd_fail(ctx);
+		rc = metrics(ctx, names, n);
+		goto out;
+	}
+	if (listing && (lock_list(&ctx->q, ctx->o.prefix, "", &names, &n,
 	    &ctx->err) == -1 || quorum_distinct(&ctx->q, &ctx->err) == -1))
 		return cmd_fail(ctx);
 	array = ctx->o.json && (listing || n > 1);
@@ -91,6 +178,7 @@ cmd_status_exec(struct cmd_ctx *ctx)
 	else
 		rc = listing || (size_t)held == n ? 0 : EXIT_BUSY;
 	buf_free(&out);
+out:
 	if (listing) {
 		for (i = 0; i < n; i++)
 			free(names[i]);

@@ -36,6 +36,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_extend_entry,
 	&cmd_status_entry,
 	&cmd_exec_entry,
+	&cmd_log_entry,
 	&cmd_doctor_entry,
 	NULL
 };
@@ -345,6 +346,10 @@ cmd_lock_init(struct cmd_ctx *ctx, struct lock *l, const char *token)
 	l->fifo = ctx->o.fifo;
 	l->limit = ctx->o.limit;
 	l->shared = ctx->o.shared;
+	l->history_len = ctx->o.no_history ? 0 : ctx->o.history_length;
+	l->history_ttl_ms = ctx->o.history_expiry_ms;
+	/* Whoever runs this, until acquire says who holds it. */
+	cmd_meta(&l->meta, (long long)getppid(), "");
 	l->wait_timeout_ms = ctx->o.timeout_ms;
 	if (isatty(STDERR_FILENO) && log_level() == LOG_LEVEL_NORMAL)
 		l->on_wait = show_wait;
@@ -415,7 +420,7 @@ cmd_give_back(struct lock *l)
 
 	/* The run is failing anyway: its own error is the one to report. */
 	signal_caught = 0;
-	lock_release(l, &e);
+	lock_release(l, NULL, &e);
 	lock_unlist(l);
 	signal_caught = sig;
 }

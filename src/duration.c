@@ -34,6 +34,7 @@ static const struct unit units[] = {
 	{ "s", 1000 },
 	{ "m", 60 * 1000 },
 	{ "h", 60 * 60 * 1000 },
+	{ "d", 24 * 60 * 60 * 1000 },
 };
 
 static int

@@ -248,7 +248,7 @@ undo_partial(struct lock *l)
 {
 	struct err	e;
 
-	lock_release(l, &e);
+	lock_release(l, NULL, &e);
 }
 
 /*
@@ -286,10 +286,24 @@ confirm_grant(struct lock *l, int *won, const long long *fences,
 	return ok;
 }
 
+/* The history's length and expiry, as script arguments. */
+struct history_args {
+	char	len[16], ttl[24];
+};
+
+static void
+history_args(const struct lock *l, struct history_args *h)
+{
+	snprintf(h->len, sizeof h->len, "%d", l->history_len);
+	snprintf(h->ttl, sizeof h->ttl, "%lld", (long long)(l->history_ttl_ms > 0 ?
+	    l->history_ttl_ms : 1));
+}
+
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char	*keys[6], *args[12];
-	char		 ttl[24], pid[24], slack[24], waited[24], limit[16];
+	const char		*keys[6], *args[14];
+	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
+	struct history_args	 h;
 };
 
 static void
@@ -327,6 +341,9 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	/* Listed by an earlier attempt: the grant takes it off the list. */
 	a->args[10] = l->listed ? "1" : "0";
 	a->args[11] = l->shared ? "1" : "0";
+	history_args(l, &a->h);
+	a->args[12] = a->h.len;
+	a->args[13] = a->h.ttl;
 }
 
 /*
@@ -399,11 +416,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
-		    wait_ms, settled_grant, NULL, &script_acquire, 6, a.keys, 12,
+		    wait_ms, settled_grant, NULL, &script_acquire, 6, a.keys, 14,
 		    a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 6, a.keys, 12, a.args, rep, e);
+		    &script_acquire, 6, a.keys, 14, a.args, rep, e);
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if (mixed_limit(l, rep[i], e)) {
@@ -545,6 +562,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->late = 0;
 	l->wait_ms = wait_ms;
 	l->wait_start = start;
+	l->meta = *m;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) != 0)
 			return rc;
@@ -648,17 +666,27 @@ lock_unlist(struct lock *l)
 }
 
 int
-lock_release(struct lock *l, struct err *e)
+lock_release(struct lock *l, const char *outcome, struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[4], *args[1];
+	struct history_args	  h;
+	const char		 *keys[4], *args[7];
+	char			  pid[24];
 	int			  i, ok, released = 0, skipped = 0, *ask;
 
 	keys[0] = l->key;
 	keys[1] = l->info_key;
 	keys[2] = l->wake_key;
 	keys[3] = l->waiters_key;
+	history_args(l, &h);
+	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
 	args[0] = l->token;
+	args[1] = outcome != NULL ? outcome : "";
+	args[2] = h.len;
+	args[3] = h.ttl;
+	args[4] = l->meta.host != NULL ? l->meta.host : "";
+	args[5] = pid;
+	args[6] = l->meta.user != NULL ? l->meta.user : "";
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * Every server that can be reached, each within its own --timeout:
@@ -676,7 +704,7 @@ lock_release(struct lock *l, struct err *e)
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 4, keys, 1, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 4, keys, 7, args, rep,
 	    e) + skipped;
 	free(ask);
 	for (i = 0; i < l->q->n; i++)
@@ -689,6 +717,52 @@ lock_release(struct lock *l, struct err *e)
 		return -1;
 	l->maybe_held = 0;
 	return released >= quorum_majority(l->q);
+}
+
+void
+lock_note(struct lock *l, const char *event, const char *why,
+    const char *outcome)
+{
+	struct redis_reply	**rep;
+	struct history_args	  h;
+	struct err		  e;
+	const char		 *keys[1], *args[20];
+	char			  pid[24], fence[24], held[24];
+	int			  n = 0;
+
+	if (l->history_len <= 0)
+		return;
+	history_args(l, &h);
+	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
+	snprintf(fence, sizeof fence, "%lld", l->fence);
+	snprintf(held, sizeof held, "%lld",
+	    (long long)(now_mono_ms() - l->taken_at));
+	keys[0] = l->key;
+	args[n++] = event;
+	args[n++] = h.len;
+	args[n++] = h.ttl;
+	args[n++] = l->token;
+	args[n++] = "h";
+	args[n++] = l->meta.host != NULL ? l->meta.host : "";
+	args[n++] = "p";
+	args[n++] = pid;
+	args[n++] = "u";
+	args[n++] = l->meta.user != NULL ? l->meta.user : "";
+	args[n++] = "f";
+	args[n++] = fence;
+	args[n++] = "x";
+	args[n++] = outcome;
+	args[n++] = "y";
+	args[n++] = why;
+	args[n++] = "c";
+	args[n++] = l->meta.command != NULL ? l->meta.command : "";
+	args[n++] = "d";
+	args[n++] = held;
+	rep = xcalloc(l->q->n, sizeof *rep);
+	quorum_retry_now(l->q);
+	quorum_script(l->q, NULL, &script_note, 1, keys, n, args, rep, &e);
+	quorum_free_replies(l->q, rep);
+	free(rep);
 }
 
 int
@@ -956,10 +1030,20 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
     struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[5], *tok, *best = NULL;
+	struct history_args	  h;
+	const char		 *keys[5], *args[5], *tok, *best = NULL;
+	char			  pid[24];
 	int			  i, j, ok, n = l->q->n, votes, most = 0, pick = -1;
 	int			 *listed;
 
+	/* force: who forces it, for the history. */
+	history_args(l, &h);
+	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
+	args[0] = l->meta.host != NULL ? l->meta.host : "";
+	args[1] = pid;
+	args[2] = l->meta.user != NULL ? l->meta.user : "";
+	args[3] = h.len;
+	args[4] = h.ttl;
 	memset(st, 0, sizeof *st);
 	st->name = xstrdup(l->name);
 	keys[0] = l->key;
@@ -969,8 +1053,8 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 	keys[4] = l->queue_key;
 	rep = xcalloc(n, sizeof *rep);
 	listed = xcalloc(n, sizeof *listed);
-	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 5, keys, 0,
-	    NULL, rep, e);
+	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 5, keys,
+	    s == &script_force ? 5 : 0, args, rep, e);
 	for (i = 0; i < n; i++) {
 		if ((tok = token_of(rep[i])) == NULL)
 			continue;
@@ -1093,9 +1177,9 @@ cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* SCAN's MATCH is a glob: the prefix is taken literally. */
+/* SCAN's MATCH is a glob: the prefix and suffix are taken literally. */
 static char *
-scan_pattern(const char *prefix)
+scan_pattern(const char *prefix, const char *suffix)
 {
 	struct buf	b;
 
@@ -1106,14 +1190,15 @@ scan_pattern(const char *prefix)
 		buf_add(&b, prefix, 1);
 	}
 	buf_adds(&b, "{*}");
+	buf_adds(&b, suffix);
 	return b.p;
 }
 
-/* Names that look like locks: PREFIX{NAME} with no brace in NAME. */
+/* Names that look like locks: PREFIX{NAME}SUFFIX with no brace in NAME. */
 struct names {
 	char	**v;
 	size_t	  n, cap;
-	size_t	  plen;
+	size_t	  plen, slen;
 };
 
 static void
@@ -1121,7 +1206,10 @@ add_name(void *arg, const char *key, size_t len)
 {
 	struct names	*nm = arg;
 
-	if (len < nm->plen + 3 ||
+	if (len < nm->plen + nm->slen + 3)
+		return;
+	len -= nm->slen;
+	if (key[len - 1] != '}' ||
 	    memchr(key + nm->plen + 1, '}', len - nm->plen - 2) != NULL)
 		return;
 	if (nm->n == nm->cap)
@@ -1135,8 +1223,8 @@ add_name(void *arg, const char *key, size_t len)
  * and the names are merged.
  */
 int
-lock_list(struct quorum *q, const char *prefix, char ***names, size_t *count,
-    struct err *e)
+lock_list(struct quorum *q, const char *prefix, const char *suffix,
+    char ***names, size_t *count, struct err *e)
 {
 	struct names	 nm;
 	char		*pattern;
@@ -1145,7 +1233,8 @@ lock_list(struct quorum *q, const char *prefix, char ***names, size_t *count,
 
 	memset(&nm, 0, sizeof nm);
 	nm.plen = strlen(prefix);
-	pattern = scan_pattern(prefix);
+	nm.slen = strlen(suffix);
+	pattern = scan_pattern(prefix, suffix);
 	reached = quorum_scan(q, pattern, add_name, &nm);
 	free(pattern);
 	if (reached < quorum_majority(q)) {

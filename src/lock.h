@@ -83,6 +83,12 @@ struct lock {
 	/* --wait-replicas: acks wanted after each write, and how long for. */
 	int		 wait_replicas;
 	int64_t		 wait_timeout_ms;
+
+	/* The history (PREFIX{NAME}:log): events kept (0: none), and expiry. */
+	int		 history_len;
+	int64_t		 history_ttl_ms;
+	/* Who we are, for the history: the holder's, once acquire has run. */
+	struct lock_meta meta;
 };
 
 /* One server's view of a lock, in quorum mode. */
@@ -177,8 +183,20 @@ int	lock_acquire(struct lock *, int64_t ttl_ms, int64_t wait_ms,
  * is taken off by the acquire itself.
  */
 void	lock_unlist(struct lock *);
-/* 1 released, 0 not the holder, -1 error. */
-int	lock_release(struct lock *, struct err *);
+/*
+ * 1 released, 0 not the holder, -1 error.  outcome goes into the history:
+ * exec's "exit:N", "signal:NAME" or "max-runtime", or "release"; NULL for
+ * a give-back (nothing taken on purpose), which also records no loss.
+ */
+int	lock_release(struct lock *, const char *outcome, struct err *);
+/*
+ * Record in the history an event the client found itself: "lost" (by the
+ * heartbeat), or "released" when exec leaves the lock to expire at
+ * --min-hold; why, and the command's outcome.  Best effort: one round
+ * trip, errors ignored.
+ */
+void	lock_note(struct lock *, const char *event, const char *why,
+	    const char *outcome);
 /* New TTL from now (0: the acquired TTL).  1 extended, 0 not the holder, -1 error. */
 int	lock_extend(struct lock *, int64_t ttl_ms, struct err *);
 
@@ -186,9 +204,12 @@ int	lock_extend(struct lock *, int64_t ttl_ms, struct err *);
 int	lock_inspect(struct lock *, struct lock_status *st, struct err *);
 /* Delete whoever holds it: 1 with st describing the holder, 0 if free, -1. */
 int	lock_force_release(struct lock *, struct lock_status *st, struct err *);
-/* Names of the locks under prefix, sorted.  0 or -1. */
-int	lock_list(struct quorum *, const char *prefix, char ***names,
-	    size_t *count, struct err *);
+/*
+ * Names of the locks under prefix, sorted: of the keys PREFIX{NAME}SUFFIX
+ * (suffix "": the locks held now; ":log": those with a history).  0 or -1.
+ */
+int	lock_list(struct quorum *, const char *prefix, const char *suffix,
+	    char ***names, size_t *count, struct err *);
 void	lock_status_free(struct lock_status *);
 
 /*

@@ -168,6 +168,32 @@ parse_limit(struct opts *o, const char *v, const struct opt_where *w)
 }
 
 static int
+parse_history_length(struct opts *o, const char *v,
+    const struct opt_where *w)
+{
+	return parse_count(v, 0, 100000, &o->history_length, "history-length",
+	    "a number of events", w);
+}
+
+static int
+parse_log_count(struct opts *o, const char *v, const struct opt_where *w)
+{
+	return parse_count(v, 1, 100000, &o->count, "count",
+	    "a number of events", w);
+}
+
+static int
+parse_format(struct opts *o, const char *v, const struct opt_where *w)
+{
+	if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 &&
+	    strcmp(v, "openmetrics") != 0)
+		return options_usage_error(w, "invalid --format '%s': it is "
+		    "text, json or openmetrics", v);
+	o->format = v;
+	return 0;
+}
+
+static int
 parse_token(struct opts *o, const char *t, const struct opt_where *w)
 {
 	const unsigned char	*p;
@@ -310,7 +336,7 @@ static const struct opt_def opt_defs[] = {
 	  "bound on one Redis round trip (default 2s)",
 	  DURATION(timeout_ms, 0) },
 	{ O_JSON, 0, "json", NULL,
-	  "machine-readable output on stdout (acquire, status, doctor)",
+	  "machine-readable output on stdout (acquire, status, log, doctor)",
 	  SET(json, 1) },
 	{ O_QUIET, 'q', "quiet", NULL, "only errors on stderr",
 	  SET(verbosity, LOG_LEVEL_QUIET) },
@@ -382,6 +408,24 @@ static const struct opt_def opt_defs[] = {
 	{ O_SHARED, 's', "shared", NULL,
 	  "a shared (reader) hold: many at once, but never with an exclusive one",
 	  SET(shared, 1), .flags = OPTF_ARGV_ONLY },
+	{ O_NO_HISTORY, 0, "no-history", NULL,
+	  "write no history for this run (see rlock log)",
+	  SET(no_history, 1) },
+	{ O_HISTORY_LENGTH, 0, "history-length", "N",
+	  "events kept in each lock's history (default 100; 0: none)",
+	  PARSE(parse_history_length) },
+	{ O_HISTORY_EXPIRY, 0, "history-expiry", "DUR",
+	  "drop a lock's history DUR after its last event (default 30d)",
+	  DURATION(history_expiry_ms, 0) },
+	{ O_COUNT, 'n', "count", "N",
+	  "show the newest N events of each lock (default 20)",
+	  PARSE(parse_log_count), .flags = OPTF_ARGV_ONLY },
+	{ O_SINCE, 0, "since", "DUR",
+	  "show only events of the last DUR",
+	  DURATION(since_ms, 0), .flags = OPTF_ARGV_ONLY },
+	{ O_FORMAT, 0, "format", "FORMAT",
+	  "text (default), json (as --json) or openmetrics (Prometheus)",
+	  PARSE(parse_format), .flags = OPTF_ARGV_ONLY },
 	{ O_FIFO, 0, "fifo", NULL,
 	  "wait in line: waiters get the lock in the order they came",
 	  SET(fifo, 1) },
@@ -434,15 +478,27 @@ options_find(const char *name, size_t len)
 	return NULL;
 }
 
+/*
+ * A letter may mean one thing to one command and another to another (-n:
+ * acquire's --no-wait, log's --count): once the command is known, its
+ * own option wins.
+ */
 static const struct opt_def *
-find_short(int c)
+find_short(int c, const struct cmd_entry *ce)
 {
-	size_t	i;
+	const struct opt_def	*first = NULL;
+	size_t			 i;
 
-	for (i = 0; i < N_OPTS; i++)
-		if (opt_defs[i].shortopt == c)
+	for (i = 0; i < N_OPTS; i++) {
+		if (opt_defs[i].shortopt != c)
+			continue;
+		if (ce == NULL || ((ce->options | OPTS_GLOBAL) &
+		    (1ULL << opt_defs[i].id)))
 			return &opt_defs[i];
-	return NULL;
+		if (first == NULL)
+			first = &opt_defs[i];
+	}
+	return first;
 }
 
 const char *
@@ -530,14 +586,15 @@ parse_long(struct opts *o, int argc, char **argv, int *i)
 
 /* -x, -xyz, -tVALUE or -t VALUE, at argv[*i]. */
 static int
-parse_short(struct opts *o, int argc, char **argv, int *i)
+parse_short(struct opts *o, int argc, char **argv, int *i,
+    const struct cmd_entry *ce)
 {
 	const struct opt_def	*d;
 	char			*a, *v;
 	int			 rc;
 
 	for (a = argv[*i] + 1; *a != '\0'; a++) {
-		if ((d = find_short(*a)) == NULL)
+		if ((d = find_short(*a, ce)) == NULL)
 			return options_usage_error(NULL, "unknown option '-%c'; "
 			    "see 'rlock --help'", *a);
 		v = NULL;
@@ -597,7 +654,7 @@ options_parse(struct opts *o, int argc, char **argv,
 			continue;
 		}
 		rc = a[1] == '-' ? parse_long(o, argc, argv, &i) :
-		    parse_short(o, argc, argv, &i);
+		    parse_short(o, argc, argv, &i, *cep);
 		if (rc != 0)
 			return rc;
 	}

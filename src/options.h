@@ -52,9 +52,18 @@ enum opt_id {
 	O_MAX_RUNTIME,
 	O_LIMIT,
 	O_SHARED,
+	O_NO_HISTORY,
+	O_HISTORY_LENGTH,
+	O_HISTORY_EXPIRY,
+	O_COUNT,
+	O_SINCE,
+	O_FORMAT,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
+/* What the commands that write history (see rlock log) take. */
+#define OPTS_HISTORY	(OPT(NO_HISTORY) | OPT(HISTORY_LENGTH) | \
+			 OPT(HISTORY_EXPIRY))
 #define OPTS_GLOBAL	(OPT(URL) | OPT(PASSWORD_FILE) | OPT(PREFIX) | \
 			 OPT(CONNECT_TIMEOUT) | OPT(TIMEOUT) | OPT(JSON) | \
 			 OPT(QUIET) | OPT(VERBOSE) | OPT(HELP) | \
@@ -92,6 +101,12 @@ struct opts {
 	int64_t		 max_runtime_ms;	/* 0: no limit */
 	int		 limit;		/* --limit: holders at once; 0: one */
 	int		 shared;	/* --shared: a reader */
+	int		 no_history;
+	int		 history_length;	/* events kept per lock */
+	int64_t		 history_expiry_ms;	/* after the newest */
+	int		 count;		/* log -n */
+	int64_t		 since_ms;	/* log --since; 0: all */
+	const char	*format;	/* status --format */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

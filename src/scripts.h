@@ -14,6 +14,8 @@ extern struct script script_extend;
 extern struct script script_force;
 extern struct script script_inspect;
 extern struct script script_fence;
+extern struct script script_note;
+extern struct script script_log;
 
 /* All of the above, NULL-terminated. */
 extern struct script *scripts_all[];

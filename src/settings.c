@@ -33,6 +33,11 @@
 
 #define DEFAULT_TIMEOUT_MS	2000
 #define DEFAULT_KILL_AFTER_MS	10000
+/* The history (see rlock log): events kept per lock, and for how long. */
+#define DEFAULT_HISTORY_LENGTH	100
+#define DEFAULT_HISTORY_EXPIRY_MS	(30LL * 24 * 3600 * 1000)
+/* rlock log: events shown per lock. */
+#define DEFAULT_LOG_COUNT	20
 #define CONFIG_MAX_BYTES	(1024 * 1024)
 #define CONFIG_MAX_LINE		4096
 #define PASSWORD_FILE_MAX	4096
@@ -47,6 +52,9 @@ settings_defaults(struct opts *o)
 	o->conflict_exit_code = EXIT_BUSY;
 	o->on_lost = SIGTERM;
 	o->kill_after_ms = DEFAULT_KILL_AFTER_MS;
+	o->history_length = DEFAULT_HISTORY_LENGTH;
+	o->history_expiry_ms = DEFAULT_HISTORY_EXPIRY_MS;
+	o->count = DEFAULT_LOG_COUNT;
 }
 
 static const char *

@@ -152,8 +152,9 @@ status_of(int ws)
 	return 128;
 }
 
+/* Reap pid: 1 with *status (128+S for signal S) and *sig (S, or 0), or 0. */
 static int
-reap(pid_t pid, int *status, int flags)
+reap(pid_t pid, int *status, int *sig, int flags)
 {
 	pid_t	r;
 	int	ws;
@@ -164,6 +165,7 @@ reap(pid_t pid, int *status, int flags)
 	if (r != pid)
 		return 0;
 	*status = status_of(ws);
+	*sig = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
 	return 1;
 }
 
@@ -427,7 +429,7 @@ supervise_kill(struct supervise *sv)
 
 	if (sv->pid > 0) {
 		signal_child(sv, SIGKILL);
-		reap(sv->pid, &status, 0);
+		reap(sv->pid, &status, &sv->signaled, 0);
 		sv->pid = 0;
 	}
 	take_terminal(sv);
@@ -638,7 +640,7 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		    "extend was confirmed before the lock's validity ended");
 	if (sv->lost && sv->sent && !sv->foreground)
 		signal_child(sv, SIGKILL);
-	reap(sv->pid, &status, 0);
+	reap(sv->pid, &status, &sv->signaled, 0);
 	sv->pid = 0;
 	guard_done(&sv->guard);
 	return status;

@@ -30,6 +30,7 @@ struct supervise {
 	int64_t		 lost_at;	/* wall clock ms, for the message */
 	int		 sent;		/* signal sent on loss, 0 if none */
 	int		 timed_out;	/* signal sent at --max-runtime, or 0 */
+	int		 signaled;	/* the signal that ended the command, or 0 */
 
 	/* Inside: the group's guard, the terminal, job control. */
 	struct guard	 guard;

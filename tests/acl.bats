@@ -159,7 +159,7 @@ acl_line() {
 	# The scripts check alone passes: that was the trap.
 	[[ "$output" == *"ok       $shown: scripts: EVAL allowed"* ]] || fail "$output"
 	local want
-	want="error    $shown: acl: user bob may not run GET, SET, INCR, DEL, EXISTS, PTTL, PEXPIRE, TIME, HGET, HMGET, HSET, HDEL, HGETALL, ZADD, ZRANGE, ZRANK, ZREM, ZREMRANGEBYSCORE, RPUSH, BLPOP, WAIT, SCAN"
+	want="error    $shown: acl: user bob may not run GET, SET, INCR, DEL, EXISTS, PTTL, PEXPIRE, TIME, HGET, HMGET, HSET, HDEL, HGETALL, ZADD, ZRANGE, ZRANK, ZREM, ZREMRANGEBYSCORE, XADD, XREVRANGE, RPUSH, BLPOP, WAIT, SCAN"
 	want+=" (ACL SETUSER bob $RULES)"
 	assert_equal "$(acl_line "$shown")" "$want"
 	refute_contains bob-pw "$output $stderr"

@@ -111,6 +111,7 @@ test_duration_parse(void)
 	check_duration_ok("0s", 0);
 	check_duration_ok("0ms", 0);
 	check_duration_ok("0.0", 0);
+	check_duration_ok("30d", INT64_C(2592000000));
 	check_duration_ok("0m", 0);
 	check_duration_ok("30", 30000);
 	check_duration_ok("1", 1000);
@@ -162,7 +163,7 @@ test_duration_parse(void)
 	check_duration_bad("-0.5", "negative");
 	check_duration_bad("5x", "unknown unit 'x'");
 	check_duration_bad("5sec", "unknown unit 'sec'");
-	check_duration_bad("5d", "unknown unit 'd'");
+	check_duration_bad("5w", "unknown unit 'w'");
 	check_duration_bad("5S", "unknown unit 'S'");
 	check_duration_bad("5us", "unknown unit 'us'");
 	check_duration_bad("3155760001s", "too large");

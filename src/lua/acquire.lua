@@ -1,7 +1,8 @@
 -- acquire: take the lock for a token, unless another token holds it.
 -- KEYS: lock, fence, info, wake, waiters, queue.  ARGV: token, ttl_ms, host,
 -- pid, user, command, slack_ms, waited_ms, fifo, limit, listed (whether an
--- earlier attempt listed the caller among the waiters), shared.
+-- earlier attempt listed the caller among the waiters), shared,
+-- history_len, history_ttl_ms (see record() in lib.lua).
 -- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
 -- host, pid, command, acquired_ms, now_ms} when it may not (the holder, for
 -- a waiter to show; pttl_ms is when to look again).  A caller that will
@@ -29,6 +30,9 @@
 -- The fence counter never expires and only grows (to at least the server's
 -- TIME in microseconds, under 2^53 until 2255); a token that already holds
 -- the lock keeps its fence and its acquire time.
+-- A new holder is recorded in the history ('acquired'); a plain lock whose
+-- newest event is still an 'acquired' when it is taken afresh was never
+-- released: an 'expired' event for that run goes first.
 if redis.replicate_commands then redis.replicate_commands() end
 local limit = tonumber(ARGV[10]) or 1
 local shared = ARGV[12] == '1'
@@ -58,6 +62,21 @@ local function busy(pttl, h, writer)
 	return {0, pttl, h[1], h[2], h[3], h[4], now}
 end
 
+-- Record a new holder (kind: '' plain, 'shared', 'limit:N').  Taken
+-- afresh, a lock whose newest event is a plain holder's 'acquired' was
+-- not released by it: it expired.
+local function acquired(fence, kind)
+	local last = tonumber(ARGV[13]) > 0 and last_event(KEYS[1])
+	if last and last.e == 'acquired' and (last.k or '') == '' then
+		record(KEYS[1], ARGV[13], ARGV[14], 'expired', {'h', last.h or '',
+			'p', last.p or '', 'u', last.u or '', 'c', last.c or '',
+			'f', last.f or '', 'r', last.r or ''})
+	end
+	record(KEYS[1], ARGV[13], ARGV[14], 'acquired', {'h', ARGV[3], 'p',
+		ARGV[4], 'u', ARGV[5], 'c', ARGV[6], 'f', fence, 'w', ARGV[8],
+		'r', run_id(ARGV[1]), 'k', kind})
+end
+
 -- Take key (with its info hash) for the caller, or keep it if it holds it.
 local function take(key, info, cur, fresh)
 	local ttl = tonumber(ARGV[2])
@@ -73,6 +92,7 @@ local function take(key, info, cur, fresh)
 		end
 		fence = new_fence(KEYS[2], t)
 		redis.call('DEL', info, fresh)
+		acquired(fence, key == KEYS[1] and '' or 'limit:' .. limit)
 		redis.call('HSET', info, 'token', ARGV[1], 'fence', fence,
 			'acquired_ms', t[1] * 1000 + math.floor(t[2] / 1000))
 	end
@@ -95,6 +115,7 @@ local function share(now, t, mine)
 		redis.call('DEL', info)
 		redis.call('HSET', info, 'token', ARGV[1], 'fence', fence,
 			'acquired_ms', now)
+		acquired(fence, SHARED)
 	end
 	redis.call('ZADD', rk, now + ttl, ARGV[1])
 	redis.call('HSET', info, 'host', ARGV[3], 'pid', ARGV[4], 'user',

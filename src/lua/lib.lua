@@ -114,3 +114,34 @@ local function holders(lock, now, drop)
 	end
 	return {limit, list}
 end
+
+-- History: the stream LOCK:log, one entry an event, capped at len entries
+-- (MAXLEN, exact) and expiring ttl_ms after its newest; len 0: none kept.
+-- fields: the entry's field/value pairs after e (the event).
+local function record(lock, len, ttl, event, fields)
+	len = tonumber(len) or 0
+	if len <= 0 then
+		return
+	end
+	local key = lock .. ':log'
+	redis.call('XADD', key, 'MAXLEN', len, '*', 'e', event, unpack(fields))
+	redis.call('PEXPIRE', key, tonumber(ttl))
+end
+
+-- A run's id in the history: its token, hashed (tokens are never shown).
+local function run_id(token)
+	return string.sub(redis.sha1hex(token), 1, 12)
+end
+
+-- The newest history entry of lock, as a table of its fields, or nil.
+local function last_event(lock)
+	local e = redis.call('XREVRANGE', lock .. ':log', '+', '-', 'COUNT', 1)[1]
+	if not e then
+		return nil
+	end
+	local f = {}
+	for i = 1, #e[2], 2 do
+		f[e[2][i]] = e[2][i + 1]
+	end
+	return f
+end

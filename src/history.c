@@ -1,0 +1,315 @@
+/* history.c: a lock's history, read back and shown (rlock log). */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "duration.h"
+#include "history.h"
+#include "scripts.h"
+
+/* The scripts' field names, in enum hist_field's order. */
+static const char *const field_names[HF__COUNT] = {
+	"e", "h", "p", "u", "c", "f", "w", "d", "x", "y", "bh", "bp", "bu",
+	"n", "r", "k",
+};
+
+/* Two servers' copies of one event are this close by their clocks. */
+#define SAME_EVENT_MS	2000
+
+static int
+same_str(const char *a, const char *b)
+{
+	return strcmp(a == NULL ? "" : a, b == NULL ? "" : b) == 0;
+}
+
+/* Fill ev from one XREVRANGE entry {id, {field, value, ...}}: 0 or -1. */
+static int
+parse_entry(const struct redis_reply *r, struct hist_event *ev)
+{
+	const struct redis_reply	*fv;
+	size_t				 i;
+	int				 k;
+
+	memset(ev, 0, sizeof *ev);
+	if (r->type != REDIS_T_ARRAY || r->elements < 2 ||
+	    r->element[0]->type != REDIS_T_STRING ||
+	    (fv = r->element[1])->type != REDIS_T_ARRAY)
+		return -1;
+	ev->time_ms = strtoll(r->element[0]->str, NULL, 10);
+	for (i = 0; i + 1 < fv->elements; i += 2) {
+		if (fv->element[i]->type != REDIS_T_STRING ||
+		    fv->element[i + 1]->type != REDIS_T_STRING)
+			continue;
+		for (k = 0; k < HF__COUNT; k++)
+			if (strcmp(fv->element[i]->str, field_names[k]) == 0 &&
+			    ev->v[k] == NULL)
+				ev->v[k] = xstrndup(fv->element[i + 1]->str,
+				    fv->element[i + 1]->len);
+	}
+	return ev->v[HF_EVENT] != NULL ? 0 : -1;
+}
+
+static void
+event_free(struct hist_event *ev)
+{
+	int	k;
+
+	free(ev->name);
+	for (k = 0; k < HF__COUNT; k++)
+		free(ev->v[k]);
+}
+
+/* One of the first `from` events of v that is ev, recorded elsewhere. */
+static struct hist_event *
+find_copy(struct hist_event *v, size_t from, size_t n,
+    const struct hist_event *ev)
+{
+	size_t	i;
+
+	for (i = from; i < n; i++)
+		if (same_str(v[i].v[HF_EVENT], ev->v[HF_EVENT]) &&
+		    same_str(v[i].v[HF_RUN], ev->v[HF_RUN]) &&
+		    llabs(v[i].time_ms - ev->time_ms) <= SAME_EVENT_MS)
+			return &v[i];
+	return NULL;
+}
+
+static int
+newest_first(const void *a, const void *b)
+{
+	const struct hist_event	*x = a, *y = b;
+
+	return (x->time_ms < y->time_ms) - (x->time_ms > y->time_ms);
+}
+
+void
+history_sort(struct hist_event *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof *v, newest_first);
+}
+
+int
+history_read(struct quorum *q, const char *prefix, const char *name,
+    int count, int64_t since_ms, struct hist_event **evp, size_t *np,
+    struct err *e)
+{
+	struct redis_reply	**rep, *list;
+	struct hist_event	  ev, *copy;
+	const char		 *keys[1], *args[2];
+	char			 *key, cs[16], ss[24];
+	size_t			  i, first = *np, kept;
+	int			  s, ok;
+
+	xasprintf(&key, "%s{%s}:log", prefix, name);
+	snprintf(cs, sizeof cs, "%d", count);
+	snprintf(ss, sizeof ss, "%lld", (long long)since_ms);
+	keys[0] = key;
+	args[0] = cs;
+	args[1] = ss;
+	rep = xcalloc(q->n, sizeof *rep);
+	ok = quorum_script(q, NULL, &script_log, 1, keys, 2, args, rep, e);
+	for (s = 0; s < q->n; s++) {
+		if (rep[s] == NULL || rep[s]->type != REDIS_T_ARRAY ||
+		    rep[s]->elements < 2 ||
+		    (list = rep[s]->element[1])->type != REDIS_T_ARRAY)
+			continue;
+		for (i = 0; i < list->elements; i++) {
+			if (parse_entry(list->element[i], &ev) == -1) {
+				event_free(&ev);
+				continue;
+			}
+			if ((copy = find_copy(*evp, first, *np, &ev)) != NULL) {
+				copy->servers++;
+				event_free(&ev);
+				continue;
+			}
+			ev.name = xstrdup(name);
+			ev.servers = 1;
+			ev.nservers = q->n;
+			*evp = xrealloc(*evp, (*np + 1) * sizeof **evp);
+			(*evp)[(*np)++] = ev;
+		}
+	}
+	quorum_free_replies(q, rep);
+	free(rep);
+	free(key);
+	/* Merged from several servers: the newest count of them. */
+	history_sort(*evp + first, *np - first);
+	kept = *np - first < (size_t)count ? *np - first : (size_t)count;
+	for (i = first + kept; i < *np; i++)
+		event_free(&(*evp)[i]);
+	*np = first + kept;
+	return ok < quorum_majority(q) ? -1 : 0;
+}
+
+void
+history_free(struct hist_event *v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		event_free(&v[i]);
+	free(v);
+}
+
+/* ----------------------------------------------------------- showing */
+
+static int
+has(const struct hist_event *ev, enum hist_field f)
+{
+	return ev->v[f] != NULL && ev->v[f][0] != '\0';
+}
+
+static void
+ms_text(struct buf *b, const char *what, const char *ms)
+{
+	char	d[32];
+
+	buf_printf(b, "%s%s", what, duration_format(strtoll(ms, NULL, 10), d,
+	    sizeof d));
+}
+
+/* "alice@web1 pid 4711 (./deploy.sh)" */
+static void
+who_text(struct buf *b, const char *user, const char *host, const char *pid,
+    const char *command)
+{
+	buf_printf(b, "%s@%s pid %s", user != NULL && *user ? user : "?",
+	    host != NULL && *host ? host : "?", pid != NULL && *pid ? pid : "?");
+	if (command != NULL && *command != '\0')
+		buf_printf(b, " (%s)", command);
+}
+
+/* exec's outcome as words: "exit 0", "killed by SIGTERM"... */
+static void
+outcome_text(struct buf *b, const char *x)
+{
+	if (strncmp(x, "exit:", 5) == 0)
+		buf_printf(b, "exit %s", x + 5);
+	else if (strncmp(x, "signal:", 7) == 0)
+		buf_printf(b, "killed by SIG%s", x + 7);
+	else if (strcmp(x, "max-runtime") == 0)
+		buf_adds(b, "stopped at --max-runtime");
+	else if (strcmp(x, "release") == 0)
+		buf_adds(b, "by rlock release");
+	else if (*x == '\0')
+		buf_adds(b, "given back");
+	else
+		buf_adds(b, x);
+}
+
+void
+history_text(struct buf *b, const struct hist_event *ev)
+{
+	const char	*e = ev->v[HF_EVENT], *const *v = (const char *const *)ev->v;
+	char		 when[64];
+	time_t		 t = (time_t)(ev->time_ms / 1000);
+	struct tm	 tm;
+
+	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
+	buf_printf(b, "%s.%03lld %s %s", when, ev->time_ms % 1000, ev->name, e);
+	if (strcmp(e, "forced") == 0) {
+		buf_adds(b, " by ");
+		who_text(b, v[HF_BY_USER], v[HF_BY_HOST], v[HF_BY_PID], NULL);
+		if (has(ev, HF_REMOVED) && strcmp(v[HF_REMOVED], "1") != 0)
+			buf_printf(b, ": removed %s holders, first ",
+			    v[HF_REMOVED]);
+		else
+			buf_adds(b, ": removed ");
+	} else if (strcmp(e, "expired") == 0)
+		buf_adds(b, ": ");
+	else
+		buf_adds(b, " by ");
+	who_text(b, v[HF_USER], v[HF_HOST], v[HF_PID], v[HF_COMMAND]);
+	if (has(ev, HF_KIND) && strncmp(v[HF_KIND], "limit:", 6) == 0)
+		buf_printf(b, " (--limit %s)", v[HF_KIND] + 6);
+	else if (has(ev, HF_KIND))
+		buf_printf(b, " (%s)", v[HF_KIND]);
+	if (has(ev, HF_HELD))
+		ms_text(b, " after ", v[HF_HELD]);
+	if (strcmp(e, "released") == 0 && ev->v[HF_OUTCOME] != NULL) {
+		buf_adds(b, ": ");
+		outcome_text(b, v[HF_OUTCOME]);
+		if (has(ev, HF_WHY))
+			buf_printf(b, " (%s)", v[HF_WHY]);
+	}
+	if (strcmp(e, "lost") == 0) {
+		if (has(ev, HF_WHY))
+			buf_printf(b, ": %s", v[HF_WHY]);
+		if (has(ev, HF_OUTCOME) && strcmp(v[HF_OUTCOME], "release") == 0)
+			buf_adds(b, " (found by rlock release)");
+		else if (has(ev, HF_OUTCOME)) {
+			buf_adds(b, "; the command: ");
+			outcome_text(b, v[HF_OUTCOME]);
+		}
+	}
+	if (strcmp(e, "expired") == 0)
+		buf_adds(b, " was never released");
+	if (has(ev, HF_FENCE))
+		buf_printf(b, ", fence %s", v[HF_FENCE]);
+	if (has(ev, HF_WAITED) && strtoll(v[HF_WAITED], NULL, 10) > 0)
+		ms_text(b, ", waited ", v[HF_WAITED]);
+	if (ev->nservers > 1)
+		buf_printf(b, " [on %d of %d servers]", ev->servers,
+		    ev->nservers);
+	buf_adds(b, "\n");
+}
+
+static void
+json_num_field(struct json *j, const char *key, const char *v)
+{
+	if (v == NULL || *v == '\0')
+		return;
+	json_key(j, key);
+	json_int(j, strtoll(v, NULL, 10));
+}
+
+static void
+json_str_field(struct json *j, const char *key, const char *v)
+{
+	if (v == NULL)
+		return;
+	json_key(j, key);
+	json_str(j, v);
+}
+
+void
+history_json(struct json *j, const struct hist_event *ev)
+{
+	char *const	*v = ev->v;
+
+	json_object_begin(j);
+	json_key(j, "name");
+	json_str(j, ev->name);
+	json_key(j, "time_ms");
+	json_int(j, ev->time_ms);
+	json_str_field(j, "event", v[HF_EVENT]);
+	json_str_field(j, "host", v[HF_HOST]);
+	json_num_field(j, "pid", v[HF_PID]);
+	json_str_field(j, "user", v[HF_USER]);
+	json_str_field(j, "command", v[HF_COMMAND]);
+	json_num_field(j, "fence", v[HF_FENCE]);
+	json_num_field(j, "waited_ms", v[HF_WAITED]);
+	json_num_field(j, "held_ms", v[HF_HELD]);
+	json_str_field(j, "outcome", v[HF_OUTCOME]);
+	json_str_field(j, "why", v[HF_WHY]);
+	if (v[HF_BY_HOST] != NULL) {
+		json_key(j, "by");
+		json_object_begin(j);
+		json_str_field(j, "host", v[HF_BY_HOST]);
+		json_num_field(j, "pid", v[HF_BY_PID]);
+		json_str_field(j, "user", v[HF_BY_USER]);
+		json_object_end(j);
+	}
+	json_num_field(j, "removed", v[HF_REMOVED]);
+	if (has(ev, HF_KIND))
+		json_str_field(j, "kind", v[HF_KIND]);
+	if (ev->nservers > 1) {
+		json_key(j, "servers");
+		json_int(j, ev->servers);
+	}
+	json_object_end(j);
+}

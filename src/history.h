@@ -1,0 +1,58 @@
+/* history.h: a lock's history (PREFIX{NAME}:log), read back for rlock log. */
+#ifndef RLOCK_HISTORY_H
+#define RLOCK_HISTORY_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "json.h"
+#include "quorum.h"
+#include "util.h"
+
+/* An event's fields, as the scripts write them (see src/lua/lib.lua). */
+enum hist_field {
+	HF_EVENT,	/* e: acquired, released, lost, forced, expired */
+	HF_HOST,	/* h, p, u, c: the holder */
+	HF_PID,
+	HF_USER,
+	HF_COMMAND,
+	HF_FENCE,	/* f */
+	HF_WAITED,	/* w: ms waited before the grant */
+	HF_HELD,	/* d: ms held */
+	HF_OUTCOME,	/* x: exit:N, signal:NAME, max-runtime, release, "" */
+	HF_WHY,		/* y: why it was lost */
+	HF_BY_HOST,	/* bh, bp, bu: who forced it */
+	HF_BY_PID,
+	HF_BY_USER,
+	HF_REMOVED,	/* n: holders a force removed */
+	HF_RUN,		/* r: the run's id (its token, hashed) */
+	HF_KIND,	/* k: "", shared, limit:N */
+	HF__COUNT
+};
+
+struct hist_event {
+	char		*name;		/* the lock's */
+	long long	 time_ms;	/* the server's clock */
+	int		 servers;	/* that recorded it */
+	int		 nservers;	/* asked */
+	char		*v[HF__COUNT];	/* NULL: not recorded */
+};
+
+/*
+ * The newest count events of lock name (only those of the last since_ms
+ * when > 0), newest first, appended to *ev / *n.  In quorum mode every
+ * server that answers is read and an event that several recorded is
+ * shown once.  0, or -1 with e filled (fewer than a majority answered).
+ */
+int	history_read(struct quorum *, const char *prefix, const char *name,
+	    int count, int64_t since_ms, struct hist_event **ev, size_t *n,
+	    struct err *e);
+/* Newest first, whatever the lock. */
+void	history_sort(struct hist_event *, size_t);
+void	history_free(struct hist_event *, size_t);
+
+/* One line of rlock log, and its --json object. */
+void	history_text(struct buf *, const struct hist_event *);
+void	history_json(struct json *, const struct hist_event *);
+
+#endif

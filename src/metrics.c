@@ -1,0 +1,208 @@
+/* metrics.c: status --format openmetrics (Prometheus' text format). */
+
+/*
+ * One family after another (OpenMetrics wants a family's samples
+ * together), a sample per lock, each labelled name="NAME"; the values
+ * from the lock's status and from its history (see rlock(1), History).
+ * node_exporter's textfile collector reads it as the Prometheus text
+ * format, where the closing "# EOF" is a comment.
+ */
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+/* A family: its name, help, and how to get a lock's value (0: none). */
+struct family {
+	const char	*name;
+	const char	*help;
+	int		(*value)(const struct metrics_lock *, double *);
+};
+
+/* The newest completed run: released with exec's outcome, or lost. */
+static const struct hist_event *
+last_run(const struct metrics_lock *m)
+{
+	const char	*e, *x;
+	size_t		 i;
+
+	for (i = 0; i < m->nev; i++) {
+		e = m->ev[i].v[HF_EVENT];
+		x = m->ev[i].v[HF_OUTCOME];
+		if (x == NULL || (strcmp(e, "released") != 0 &&
+		    strcmp(e, "lost") != 0))
+			continue;
+		if (strncmp(x, "exit:", 5) == 0 || strncmp(x, "signal:", 7) == 0 ||
+		    strcmp(x, "max-runtime") == 0)
+			return &m->ev[i];
+	}
+	return NULL;
+}
+
+static int
+v_held(const struct metrics_lock *m, double *v)
+{
+	*v = m->st->held;
+	return 1;
+}
+
+static int
+v_holders(const struct metrics_lock *m, double *v)
+{
+	*v = m->st->nslots > 0 ? m->st->nslots : m->st->held;
+	return 1;
+}
+
+static int
+v_waiters(const struct metrics_lock *m, double *v)
+{
+	*v = m->st->nwaiters;
+	return 1;
+}
+
+static int
+v_held_seconds(const struct metrics_lock *m, double *v)
+{
+	long long	since = m->st->acquired_ms;
+	int		i;
+
+	/* Several holders: the longest. */
+	for (i = 0; i < m->st->nslots; i++)
+		if (since == 0 || (m->st->slots[i].acquired_ms > 0 &&
+		    m->st->slots[i].acquired_ms < since))
+			since = m->st->slots[i].acquired_ms;
+	*v = m->st->held && since > 0 ? (m->st->now_ms - since) / 1000.0 : 0;
+	return 1;
+}
+
+static int
+v_fence(const struct metrics_lock *m, double *v)
+{
+	*v = (double)(m->st->fence > m->st->last_fence ? m->st->fence :
+	    m->st->last_fence);
+	return 1;
+}
+
+static int
+v_last_time(const struct metrics_lock *m, double *v)
+{
+	const struct hist_event	*r = last_run(m);
+
+	if (r == NULL)
+		return 0;
+	*v = r->time_ms / 1000.0;
+	return 1;
+}
+
+/* The status rlock exec exited with: N, 128+S, 124, or 75 when lost. */
+static int
+v_last_status(const struct metrics_lock *m, double *v)
+{
+	const struct hist_event	*r = last_run(m);
+	const char		*x, *abbrev;
+	int			 s;
+
+	if (r == NULL)
+		return 0;
+	x = r->v[HF_OUTCOME];
+	if (strcmp(r->v[HF_EVENT], "lost") == 0)
+		*v = 75;
+	else if (strncmp(x, "exit:", 5) == 0)
+		*v = atoi(x + 5);
+	else if (strcmp(x, "max-runtime") == 0)
+		*v = 124;
+	else {
+		*v = 128;
+		for (s = 1; s < NSIG; s++)
+			if ((abbrev = sigabbrev_np(s)) != NULL &&
+			    strcmp(abbrev, x + 7) == 0) {
+				*v = 128 + s;
+				break;
+			}
+	}
+	return 1;
+}
+
+static int
+v_last_duration(const struct metrics_lock *m, double *v)
+{
+	const struct hist_event	*r = last_run(m);
+
+	if (r == NULL || r->v[HF_HELD] == NULL || *r->v[HF_HELD] == '\0')
+		return 0;
+	*v = strtoll(r->v[HF_HELD], NULL, 10) / 1000.0;
+	return 1;
+}
+
+static int
+v_lost(const struct metrics_lock *m, double *v)
+{
+	size_t	i;
+
+	*v = 0;
+	for (i = 0; i < m->nev; i++)
+		*v += strcmp(m->ev[i].v[HF_EVENT], "lost") == 0;
+	return 1;
+}
+
+static const struct family families[] = {
+	{ "rlock_held", "Whether the lock is held (1) or free (0).",
+	  v_held },
+	{ "rlock_holders", "How many hold it (semaphores and shared locks "
+	  "may have several).", v_holders },
+	{ "rlock_waiters", "How many wait for it.", v_waiters },
+	{ "rlock_held_seconds", "How long it has been held (the longest "
+	  "holder); 0 when free.", v_held_seconds },
+	{ "rlock_fence", "The newest fencing token handed out.", v_fence },
+	{ "rlock_last_run_end_timestamp_seconds", "When the newest run of a "
+	  "command under rlock exec ended (from the history).", v_last_time },
+	{ "rlock_last_run_exit_status", "The exit status of rlock exec for "
+	  "that run: the command's, 128+N for signal N, 124 at --max-runtime, "
+	  "75 when the lock was lost.", v_last_status },
+	{ "rlock_last_run_duration_seconds", "How long that run held the "
+	  "lock.", v_last_duration },
+	{ "rlock_lost_events", "Losses among the events the history keeps.",
+	  v_lost },
+};
+
+/* A label value: backslash, double quote and newline escaped. */
+static void
+label(struct buf *b, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			buf_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			buf_adds(b, "\\n");
+		else
+			buf_add(b, s, 1);
+	}
+}
+
+void
+metrics_write(struct buf *b, const struct metrics_lock *m, size_t n)
+{
+	const struct family	*f;
+	double			 v;
+	size_t			 i, k;
+
+	for (k = 0; k < sizeof families / sizeof families[0]; k++) {
+		f = &families[k];
+		buf_printf(b, "# TYPE %s gauge\n# HELP %s %s\n", f->name,
+		    f->name, f->help);
+		for (i = 0; i < n; i++) {
+			if (!f->value(&m[i], &v))
+				continue;
+			buf_printf(b, "%s{name=\"", f->name);
+			label(b, m[i].st->name);
+			/* Fences are above 2^50: whole numbers as such. */
+			if (v == (double)(long long)v)
+				buf_printf(b, "\"} %lld\n", (long long)v);
+			else
+				buf_printf(b, "\"} %.3f\n", v);
+		}
+	}
+	buf_adds(b, "# EOF\n");
+}

@@ -1,0 +1,263 @@
+#!/usr/bin/env bats
+# history.bats: each lock keeps a capped, expiring history in the stream
+# PREFIX{NAME}:log, written by the scripts themselves; rlock log shows it
+# newest first, in text and JSON.
+
+load helpers
+load dist-helpers
+load exec-helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() {
+	default_setup
+	start_redis
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() {
+	exec_teardown
+}
+
+# jlog NAME EXPR: rlock --json log NAME parsed as a list `d` (newest
+# first), EXPR checked as json_check does.
+jlog() {
+	local name=$1
+	shift
+	rlock --json log -n 100 "$name" |
+		/usr/bin/python3 -c 'import json,sys; d=[json.loads(l) for l in sys.stdin]; r=eval(sys.argv[1]); print(r); sys.exit(0 if r is True else 1)' "$1"
+}
+
+@test "history: exec's runs are recorded with their outcome, newest first (text and JSON)" {
+	rlock exec job -- true
+	run rlock exec job -- sh -c 'exit 3'
+	assert_equal "$status" 3
+	run rlock exec job -- sh -c 'kill -KILL $$'
+	assert_equal "$status" 137
+	run rlock exec --max-runtime 200ms job -- sleep 10
+	assert_equal "$status" 124
+	run rlock log job
+	assert_success
+	assert_equal "${#lines[@]}" 8
+	assert_line --index 0 --regexp "^[0-9-]+ [0-9:.]+ job released by [^ ]+@[^ ]+ pid [0-9]+ \(sleep 10\) after [0-9.]+m?s: stopped at --max-runtime, fence [0-9]+$"
+	assert_line --index 1 --regexp " job acquired by .* \(sleep 10\), fence [0-9]+$"
+	assert_line --index 2 --regexp ": killed by SIGKILL, fence "
+	assert_line --index 4 --regexp ": exit 3, fence "
+	assert_line --index 6 --regexp "\(true\) after .*: exit 0, fence "
+	jlog job '[e["event"] for e in d] == ["released", "acquired"] * 4'
+	jlog job '[e["outcome"] for e in d if e["event"] == "released"] == ["max-runtime", "signal:KILL", "exit:3", "exit:0"]'
+	jlog job 'all(e["host"] and e["pid"] > 0 and e["user"] and e["fence"] > 0 for e in d)'
+	jlog job 'all(e["held_ms"] >= 0 for e in d if e["event"] == "released") and d[0]["held_ms"] >= 150'
+	# A release and its acquire carry one fence; later runs larger ones.
+	jlog job 'd[0]["fence"] == d[1]["fence"] > d[2]["fence"] == d[3]["fence"]'
+}
+
+@test "history: acquire and release, a wait, a force and an expiry are recorded" {
+	local t1 t2
+	t1=$(rlock acquire -t 30s job)
+	bg_start W "$RLOCK" acquire -w 20s -t 30s job
+	local i
+	for ((i = 0; i < 500; i++)); do
+		rlock status job | grep -q '^  waiting: ' && break
+		sleep 0.02
+	done
+	rlock release --token "$t1" job
+	bg_wait "$W" 10000 || fail "the waiter is still waiting"
+	run rlock release --force job
+	assert_success
+	t2=$(rlock acquire -t 300ms job)
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(rcli EXISTS 'rlock:{job}')" == 0 ]] && break
+		sleep 0.01
+	done
+	rlock acquire -t 30s job >/dev/null
+	run rlock log job
+	assert_success
+	assert_line --index 0 --regexp " job acquired by "
+	assert_line --index 1 --regexp " job expired: .* was never released, fence [0-9]+$"
+	assert_line --index 3 --regexp " job forced by [^ ]+@[^ ]+ pid [0-9]+: removed "
+	assert_line --index 5 --regexp " job released by .*: by rlock release, fence "
+	jlog job '[e["event"] for e in d] == ["acquired", "expired", "acquired", "forced", "acquired", "released", "acquired"]'
+	jlog job 'd[4]["waited_ms"] > 0 and d[6]["waited_ms"] == 0'
+	jlog job 'd[3]["by"]["pid"] > 0 and d[3]["removed"] == 1 and d[3]["fence"] == d[4]["fence"]'
+	jlog job 'd[1]["fence"] == d[2]["fence"]'
+	jlog job 'd[5]["outcome"] == "release"'
+}
+
+@test "history: a lock lost under exec is recorded as lost, with why and the command's outcome" {
+	run rlock exec -t 1s --heartbeat 300ms job -- sh -c 'redis-cli -h 127.0.0.1 -p "$0" DEL "rlock:{job}" >/dev/null; sleep 5' "$REDIS_PORT"
+	assert_equal "$status" 75
+	run rlock log job
+	assert_line --index 0 --regexp " job lost by .* after .*: the lock's key is gone or holds another token; the command: killed by SIGTERM, fence [0-9]+$"
+	jlog job 'd[0]["event"] == "lost" and d[0]["outcome"] == "signal:TERM" and d[0]["fence"] == d[1]["fence"]'
+	# A release that finds it gone says so too.
+	local t
+	t=$(rlock acquire job)
+	rcli DEL 'rlock:{job}' >/dev/null
+	run rlock release --token "$t" job
+	assert_failure 1
+	jlog job 'd[0]["event"] == "lost" and d[0]["outcome"] == "release"'
+}
+
+@test "history: shared holders and a semaphore's are recorded with their kind" {
+	rlock exec --shared rw -- true
+	rlock exec --limit 3 sem -- true
+	run rlock log rw sem
+	assert_success
+	assert_equal "${#lines[@]}" 4
+	assert_line --regexp " rw released by .* \(true\) \(shared\) after "
+	assert_line --regexp " sem acquired by .* \(true\) \(--limit 3\), fence "
+	jlog rw 'd[0]["kind"] == "shared"'
+}
+
+@test "history: the cap holds after 1,000 cycles, and the newest events are the ones kept" {
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		rlock exec job -- true || fail "cycle $i failed"
+	done
+	assert_equal "$(rcli XLEN 'rlock:{job}:log')" 100
+	rlock exec --history-length 10 job -- true
+	assert_equal "$(rcli XLEN 'rlock:{job}:log')" 10
+	printf 'history-length = 4\n' >rlock.conf
+	RLOCK_CONFIG=$PWD/rlock.conf rlock exec job -- true
+	assert_equal "$(rcli XLEN 'rlock:{job}:log')" 4
+	run rlock log -n 3 job
+	assert_equal "${#lines[@]}" 3
+	run rlock log job
+	assert_equal "${#lines[@]}" 4
+}
+
+@test "history: it outlives the lock, and expires --history-expiry after its last event" {
+	rlock exec job -- true
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+	local pttl
+	pttl=$(rcli PTTL 'rlock:{job}:log')
+	assert_between "$pttl" $((29 * 86400000)) $((30 * 86400000)) pttl_of_the_history
+	rlock exec --history-expiry 1s job -- true
+	run rlock log job
+	assert_equal "${#lines[@]}" 4
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(rcli EXISTS 'rlock:{job}:log')" == 0 ]] && break
+		sleep 0.01
+	done
+	assert_equal "$(rcli EXISTS 'rlock:{job}:log')" 0
+	run rlock log job
+	assert_success
+	assert_output ""
+}
+
+@test "history: --no-history, history-length 0 and no-history in the config write nothing" {
+	rlock exec --no-history job -- true
+	t=$(rlock acquire --no-history job)
+	rlock release --no-history --token "$t" job
+	rlock exec --history-length 0 job -- true
+	printf 'no-history = yes\n' >rlock.conf
+	RLOCK_CONFIG=$PWD/rlock.conf rlock exec job -- true
+	assert_equal "$(rcli EXISTS 'rlock:{job}:log')" 0
+	run rlock log job
+	assert_success
+	assert_output ""
+}
+
+@test "history: log with no NAME shows every lock's events; --since keeps the recent ones" {
+	rlock exec a -- true
+	rlock exec b -- true
+	run rlock log
+	assert_success
+	assert_equal "${#lines[@]}" 4
+	assert_line --index 0 --regexp " b released "
+	assert_line --index 3 --regexp " a acquired "
+	run rlock log -n 1
+	assert_equal "${#lines[@]}" 2
+	# Events older than --since are left out (by the server's clock).
+	local i
+	for ((i = 0; i < 200; i++)); do
+		(( $(rcli TIME | head -1) * 1000 > $(rlock --json log -n 1 b | json_eval 'd["time_ms"]') + 300 )) && break
+		sleep 0.01
+	done
+	rlock exec c -- true
+	run rlock log --since 250ms
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp " c released "
+	run --separate-stderr rlock log --count 0 a
+	assert_equal "$status" 64
+	run --separate-stderr rlock log 'bad{name'
+	assert_equal "$status" 64
+}
+
+@test "history: in quorum mode every server keeps it, and log shows each event once" {
+	start_quorum 3
+	rlockq exec job -- true
+	local n
+	for n in 1 2 3; do
+		assert_equal "$(rcli_as "Q$n" XLEN 'rlock:{job}:log')" 2
+	done
+	run rlockq log job
+	assert_success
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp " job released by .*: exit 0, fence [0-9]+ \[on 3 of 3 servers\]$"
+	stop_redis Q3
+	rlockq exec job -- true
+	run rlockq log job
+	assert_equal "${#lines[@]}" 4
+	assert_line --index 0 --regexp "\[on 2 of 3 servers\]$"
+	assert_line --index 3 --regexp "\[on 2 of 3 servers\]$"
+}
+
+# om_check EXPR: the openmetrics text on stdin parsed by the Prometheus
+# client's own OpenMetrics parser (strict: a malformed line fails), then
+# EXPR checked with `m` the {(family, name label): value} of every sample.
+om_check() {
+	/usr/bin/python3 -c '
+import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse
+m = {}
+for fam in parse(sys.stdin.read()):
+    for s in fam.samples:
+        m[(s.name, s.labels["name"])] = s.value
+r = eval(sys.argv[1])
+print(r if r is True else m)
+sys.exit(0 if r is True else 1)' "$1"
+}
+
+@test "history: status --format openmetrics passes the OpenMetrics parser and reports holders, waiters and the last run" {
+	run rlock exec nightly -- sh -c 'exit 2'
+	assert_equal "$status" 2
+	rlock exec --shared rw -- true
+	local t
+	t=$(rlock acquire -t 30s busy)
+	bg_start W "$RLOCK" acquire -w 20s busy
+	local i
+	for ((i = 0; i < 500; i++)); do
+		rlock status busy | grep -q '^  waiting: ' && break
+		sleep 0.02
+	done
+	run --separate-stderr rlock status --format openmetrics
+	assert_success
+	assert_equal "${lines[-1]}" "# EOF"
+	om_check 'm[("rlock_held", "busy")] == 1 and m[("rlock_holders", "busy")] == 1 and m[("rlock_waiters", "busy")] == 1' <<<"$output"
+	om_check 'm[("rlock_held", "nightly")] == 0 and m[("rlock_last_run_exit_status", "nightly")] == 2' <<<"$output"
+	om_check 'm[("rlock_last_run_duration_seconds", "nightly")] >= 0 and m[("rlock_last_run_end_timestamp_seconds", "nightly")] > 1.7e9' <<<"$output"
+	om_check 'm[("rlock_last_run_exit_status", "rw")] == 0 and m[("rlock_lost_events", "nightly")] == 0' <<<"$output"
+	om_check '("rlock_last_run_exit_status", "busy") not in m and m[("rlock_fence", "busy")] > 0' <<<"$output"
+	# Named locks only; a name with a quote and a backslash is escaped.
+	rlock exec 'odd"na\me' -- sh -c 'exit 0'
+	run --separate-stderr rlock status --format openmetrics nightly 'odd"na\me'
+	assert_success
+	om_check 'set(k[1] for k in m) == {"nightly", "odd\"na\\me"}' <<<"$output"
+	run --separate-stderr rlock status --format yaml
+	assert_equal "$status" 64
+	rlock release --token "$t" busy
+	bg_wait "$W" 10000
+}
+
+@test "history: openmetrics counts losses and a run stopped at --max-runtime" {
+	run rlock exec -t 1s --heartbeat 300ms job -- sh -c 'redis-cli -h 127.0.0.1 -p "$0" DEL "rlock:{job}" >/dev/null; sleep 5' "$REDIS_PORT"
+	assert_equal "$status" 75
+	run --separate-stderr rlock status --format openmetrics job
+	om_check 'm[("rlock_lost_events", "job")] == 1 and m[("rlock_last_run_exit_status", "job")] == 75' <<<"$output"
+	run rlock exec --max-runtime 200ms job -- sleep 10
+	assert_equal "$status" 124
+	run --separate-stderr rlock status --format openmetrics job
+	om_check 'm[("rlock_last_run_exit_status", "job")] == 124 and m[("rlock_last_run_duration_seconds", "job")] >= 0.2' <<<"$output"
+}
