@@ -1,6 +1,6 @@
 # fish completion for rlock(1)
 
-set -l commands acquire release extend status exec log doctor
+set -l commands acquire release extend status exec log watch doctor
 
 # Held lock names, asked of the server only when RLOCK_URL names one: a
 # completion must never hang on, or guess at, a Redis that is not there.
@@ -86,6 +86,7 @@ complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a extend -d "P
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a status -d 'Show who holds the locks'
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a exec -d 'Run a command (or -c STRING) while holding the lock'
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a log -d "Show the locks' history"
+complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a watch -d "Follow the locks' events as they happen"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a doctor -d 'Check the servers for settings that break locks'
 
 # Global options: valid before and after the command word (but not among
@@ -163,4 +164,4 @@ complete -c rlock -n $exec_opt -l history-expiry -x -d "Drop a lock's history DU
 complete -c rlock -n '__rlock_exec_argv >/dev/null' -x -a '(__rlock_exec_complete)'
 
 # Lock names
-complete -c rlock -n '__fish_seen_subcommand_from release extend status log; and __rlock_not_in_exec_command' -a '(__rlock_names)' -d 'Held lock'
+complete -c rlock -n '__fish_seen_subcommand_from release extend status log watch; and __rlock_not_in_exec_command' -a '(__rlock_names)' -d 'Held lock'

@@ -37,6 +37,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_status_entry,
 	&cmd_exec_entry,
 	&cmd_log_entry,
+	&cmd_watch_entry,
 	&cmd_doctor_entry,
 	NULL
 };

@@ -30,6 +30,7 @@ extern const struct cmd_entry	cmd_status_entry;
 extern const struct cmd_entry	cmd_exec_entry;
 extern const struct cmd_entry	cmd_doctor_entry;
 extern const struct cmd_entry	cmd_log_entry;
+extern const struct cmd_entry	cmd_watch_entry;
 
 /* Parse argv, run the command, return the exit status. */
 int	cmd_main(int argc, char **argv);

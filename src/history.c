@@ -25,8 +25,8 @@ same_str(const char *a, const char *b)
 }
 
 /* Fill ev from one XREVRANGE entry {id, {field, value, ...}}: 0 or -1. */
-static int
-parse_entry(const struct redis_reply *r, struct hist_event *ev)
+int
+history_parse(const struct redis_reply *r, struct hist_event *ev)
 {
 	const struct redis_reply	*fv;
 	size_t				 i;
@@ -51,8 +51,8 @@ parse_entry(const struct redis_reply *r, struct hist_event *ev)
 	return ev->v[HF_EVENT] != NULL ? 0 : -1;
 }
 
-static void
-event_free(struct hist_event *ev)
+void
+history_event_free(struct hist_event *ev)
 {
 	int	k;
 
@@ -117,13 +117,13 @@ history_read(struct quorum *q, const char *prefix, const char *name,
 		    (list = rep[s]->element[1])->type != REDIS_T_ARRAY)
 			continue;
 		for (i = 0; i < list->elements; i++) {
-			if (parse_entry(list->element[i], &ev) == -1) {
-				event_free(&ev);
+			if (history_parse(list->element[i], &ev) == -1) {
+				history_event_free(&ev);
 				continue;
 			}
 			if ((copy = find_copy(*evp, first, *np, &ev)) != NULL) {
 				copy->servers++;
-				event_free(&ev);
+				history_event_free(&ev);
 				continue;
 			}
 			ev.name = xstrdup(name);
@@ -140,7 +140,7 @@ history_read(struct quorum *q, const char *prefix, const char *name,
 	history_sort(*evp + first, *np - first);
 	kept = *np - first < (size_t)count ? *np - first : (size_t)count;
 	for (i = first + kept; i < *np; i++)
-		event_free(&(*evp)[i]);
+		history_event_free(&(*evp)[i]);
 	*np = first + kept;
 	return ok < quorum_majority(q) ? -1 : 0;
 }
@@ -151,7 +151,7 @@ history_free(struct hist_event *v, size_t n)
 	size_t	i;
 
 	for (i = 0; i < n; i++)
-		event_free(&v[i]);
+		history_event_free(&v[i]);
 	free(v);
 }
 

@@ -47,6 +47,13 @@ struct hist_event {
 int	history_read(struct quorum *, const char *prefix, const char *name,
 	    int count, int64_t since_ms, struct hist_event **ev, size_t *n,
 	    struct err *e);
+/*
+ * One stream entry {id, {field, value, ...}} as an event (its time from
+ * the id; name and servers left to the caller): 0, or -1 when it is not
+ * one (ev then still to be freed).
+ */
+int	history_parse(const struct redis_reply *, struct hist_event *);
+void	history_event_free(struct hist_event *);
 /* Newest first, whatever the lock. */
 void	history_sort(struct hist_event *, size_t);
 void	history_free(struct hist_event *, size_t);

@@ -44,6 +44,8 @@
  */
 #define LATE_PAUSE_MS		10
 #define LATE_MAX		6
+/* How long a history note of the client's own may take, at most. */
+#define NOTE_MAX_MS		500
 /* A waiter's entry outlives its next attempt's due time by this, and --timeout. */
 #define WAITER_SLACK_MS		1000
 
@@ -759,8 +761,14 @@ lock_note(struct lock *l, const char *event, const char *why,
 	args[n++] = "d";
 	args[n++] = held;
 	rep = xcalloc(l->q->n, sizeof *rep);
+	/*
+	 * A lost lock is often an unreachable server: the note may delay
+	 * the exit by NOTE_MAX_MS at most, not by a whole --timeout.
+	 */
+	quorum_limit(l->q, now_mono_ms() + NOTE_MAX_MS);
 	quorum_retry_now(l->q);
 	quorum_script(l->q, NULL, &script_note, 1, keys, n, args, rep, &e);
+	quorum_limit(l->q, 0);
 	quorum_free_replies(l->q, rep);
 	free(rep);
 }

@@ -336,7 +336,7 @@ static const struct opt_def opt_defs[] = {
 	  "bound on one Redis round trip (default 2s)",
 	  DURATION(timeout_ms, 0) },
 	{ O_JSON, 0, "json", NULL,
-	  "machine-readable output on stdout (acquire, status, log, doctor)",
+	  "machine-readable output on stdout (acquire, status, log, watch, doctor)",
 	  SET(json, 1) },
 	{ O_QUIET, 'q', "quiet", NULL, "only errors on stderr",
 	  SET(verbosity, LOG_LEVEL_QUIET) },

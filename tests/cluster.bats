@@ -62,10 +62,10 @@ ckey_on() {
 	local tok name=deploy owner slot k keys
 	owner=$(owner_of "$name")
 	slot=$(slot_of "$name")
-	# Held: the lock, its fence and its metadata.
+	# Held: the lock, its fence, its metadata and its history.
 	tok=$(rlock -u "$C1_URL" acquire "$name")
 	keys=$(ccli "$owner" KEYS '*' | sort)
-	assert_equal "$keys" "$(printf '%s\n' "rlock:{$name}" "rlock:{$name}:fence" "rlock:{$name}:info" | sort)"
+	assert_equal "$keys" "$(printf '%s\n' "rlock:{$name}" "rlock:{$name}:fence" "rlock:{$name}:info" "rlock:{$name}:log" | sort)"
 	# Released: whatever the release leaves (the fence, a wake-up) too.
 	rlock -u "$C2_URL" release --token "$tok" "$name"
 	keys+=$'\n'$(ccli "$owner" KEYS '*')

@@ -48,7 +48,7 @@ hold_alpha_and_beta() {
 	assert_output 1
 }
 
-@test "bash: 'rlock ' offers exactly the seven commands" {
+@test "bash: 'rlock ' offers exactly the eight commands" {
 	local mode out
 	for mode in $(bash_modes); do
 		out=$(bash_complete "$mode" "rlock ") || fail "bash ($mode) failed"
@@ -234,7 +234,7 @@ hold_alpha_and_beta() {
 	assert_offers_exactly "zsh: rlock ac" "$out" acquire
 }
 
-@test "zsh: 'rlock <TAB>' offers exactly the seven commands" {
+@test "zsh: 'rlock <TAB>' offers exactly the eight commands" {
 	require_shell zsh
 	local out
 	out=$(zsh_complete "rlock ") || fail "zsh driver failed"
@@ -291,7 +291,7 @@ hold_alpha_and_beta() {
 	assert_offers_exactly "fish: rlock do" "$out" doctor
 }
 
-@test "fish: 'rlock ' offers exactly the seven commands" {
+@test "fish: 'rlock ' offers exactly the eight commands" {
 	require_shell fish
 	local out
 	out=$(fish_complete "rlock ") || fail "fish failed"

@@ -109,7 +109,7 @@ name_commands() {
 	local opt d
 	sweep_reset
 	for opt in --ttl -w --timeout --connect-timeout --heartbeat --kill-after --min-hold; do
-		for d in 1e3 0x10 inf nan -inf '1 s' '' -0 -1 -1s ' 1' '1s ' 1.5.5 . s ms 1d 1sec 5x '1,5s' '+-1' $'1\n' $'\x01'; do
+		for d in 1e3 0x10 inf nan -inf '1 s' '' -0 -1 -1s ' 1' '1s ' 1.5.5 . s ms 1w 1sec 5x '1,5s' '+-1' $'1\n' $'\x01'; do
 			sweep_case 64 exec "$opt" "$d" -n job -- true
 			sweep_case 64 exec "$opt=$d" -n job -- true
 		done

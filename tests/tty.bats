@@ -288,3 +288,23 @@ refute_control_chars() {
 	pane_wait exec-quiet '^RC=' 8000
 	assert_equal "$PANE" "RC=1"
 }
+
+@test "tty: watch at a terminal redraws who holds what and the newest events" {
+	rlock exec tty-w -- true
+	pane_start watcher "$RLOCK" watch tty-w
+	pane_wait watcher '^rlock watch: 1 lock, '
+	pane_wait watcher '^tty-w: free'
+	bg_start HOLDER "$RLOCK" exec tty-w -- sleep 30
+	wait_held tty-w
+	# Redrawn in place: the status line changes, the event is listed.
+	pane_wait watcher "^tty-w: held by [^ ]+ pid $HOLDER \\(sleep 30\\)"
+	pane_wait watcher '^  [0-9-]+ [0-9:.]+ tty-w acquired by .*\(sleep 30\)'
+	assert_equal "$(grep -c '^rlock watch: ' <<<"$PANE")" 1
+	assert_equal "$(grep -c '^tty-w: ' <<<"$PANE")" 1
+	kill -TERM "$HOLDER"
+	pane_wait watcher '^  .* tty-w released by .*\(sleep 30\) .*: killed by SIGTERM'
+	pane_wait watcher '^tty-w: free'
+	# Ctrl-C ends it cleanly.
+	tm send-keys -t "=watcher:" C-c
+	pane_wait watcher 'RC=0$'
+}
