@@ -157,3 +157,37 @@ ckey_on() {
 	assert_between "$f" 1 7999999999999999 "fence of $b"
 	assert_equal "$(ccli 3 GET "rlock:{$b}:fence")" "$f"
 }
+
+@test "cluster: history lives in the lock's slot; log and watch work through any node" {
+	local a b
+	a=$(name_on_node 2 ha)
+	b=$(name_on_node 3 hb)
+	rlock -u "$C1_URL" exec "$a" -- true
+	rlock -u "$C1_URL" exec "$b" -- true
+	assert_equal "$(ckey_on 2 "rlock:{$a}:log")" 1
+	assert_equal "$(ckey_on 3 "rlock:{$b}:log")" 1
+	run --separate-stderr rlock -u "$C1_URL" log
+	assert_success
+	assert_equal "${#lines[@]}" 4
+	run --separate-stderr rlock -u "$C3_URL" log "$a"
+	assert_success
+	assert_line --index 0 --regexp " $a released by .*: exit 0, fence "
+	# One name at a time; several in different slots are refused.
+	bg_start WATCH "$RLOCK" -u "$C1_URL" watch "$a"
+	local i
+	for ((i = 0; i < 500; i++)); do
+		ccli 2 CLIENT LIST | grep -q 'cmd=xread' && break
+		sleep 0.01
+	done
+	rlock -u "$C3_URL" exec "$a" -- true
+	for ((i = 0; i < 500; i++)); do
+		(( $(wc -l <WATCH.out) >= 2 )) && break
+		sleep 0.01
+	done
+	run cat WATCH.out
+	assert_line --index 1 --regexp " $a released by "
+	kill -TERM "$WATCH"
+	run --separate-stderr timeout 10 "$RLOCK" -u "$C1_URL" watch "$a" "$b"
+	assert_equal "$status" 64
+	[[ "$stderr" == *"watch one name at a time"* ]] || fail "stderr: $stderr"
+}
