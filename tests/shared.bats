@@ -185,8 +185,8 @@ print(len(ev) // 2, most, bad)'
 	run rlock status rw
 	assert_failure 1
 	assert_output --regexp '^rw: free'
-	# Only the counter stays, and the wake list until it expires.
-	assert_equal "$(rcli KEYS 'rlock:{rw}*' | grep -v ':fence$' | grep -v ':wake$')" ""
+	# Only the counter and the history stay, and the wake list until it expires.
+	assert_equal "$(rcli KEYS 'rlock:{rw}*' | grep -v ':fence$' | grep -v ':wake$' | grep -v ':log$')" ""
 	(( $(rcli PTTL 'rlock:{rw}:wake') > 0 )) || fail "the wake list does not expire"
 }
 
