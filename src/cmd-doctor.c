@@ -329,10 +329,13 @@ enum probe_how {
 	SENT_CLUSTER,	/* sent directly, on a Cluster node only */
 };
 
+/* Words of a probe at most; fewer end with a NULL. */
+#define PROBE_ARGS	6
+
 struct probe {
 	const char	*grant;		/* as ACL SETUSER names it */
 	enum probe_how	 how;
-	const char	*argv[6];	/* "$": the scratch key */
+	const char	*argv[PROBE_ARGS];	/* "$": the scratch key */
 };
 
 /* In the order of the ACL SETUSER line in rlock(1), ACL users. */
@@ -358,7 +361,7 @@ static const struct probe probes[] = {
 	{ "zrank", IN_SCRIPT, { "ZRANK", "$", "m" } },
 	{ "zrem", IN_SCRIPT, { "ZREM", "$", "m" } },
 	{ "zremrangebyscore", IN_SCRIPT, { "ZREMRANGEBYSCORE", "$", "0", "0" } },
-	{ "xadd", IN_SCRIPT, { "XADD", "$", "MAXLEN", "1", "*", "f" } },
+	{ "xadd", IN_SCRIPT, { "XADD", "$", "*", "f", "1" } },
 	{ "xrevrange", IN_SCRIPT, { "XREVRANGE", "$", "+", "-" } },
 	{ "rpush", IN_SCRIPT, { "RPUSH", "$", "1" } },
 	{ "blpop", SENT, { "BLPOP", "$", "x" } },	/* a bad timeout */
@@ -484,11 +487,11 @@ probe_script(struct quorum *q, const char *key, int *bad, int *keys,
 	for (i = 0; i < NPROBES; i++) {
 		if (probes[i].how != IN_SCRIPT)
 			continue;
-		for (j = 0; probes[i].argv[j] != NULL; j++)
+		for (j = 0; j < PROBE_ARGS && probes[i].argv[j] != NULL; j++)
 			;
 		snprintf(counts[i], sizeof counts[i], "%zu", j);
 		av[n++] = counts[i];
-		for (j = 0; probes[i].argv[j] != NULL; j++)
+		for (j = 0; j < PROBE_ARGS && probes[i].argv[j] != NULL; j++)
 			av[n++] = probes[i].argv[j];
 	}
 	rr = ask(q, (int)n, av, e);
@@ -533,7 +536,7 @@ probe_sent(struct quorum *q, const char *key, int cluster, int *bad,
 		if (probes[i].how != SENT &&
 		    (probes[i].how != SENT_CLUSTER || !cluster))
 			continue;
-		for (j = 0; probes[i].argv[j] != NULL; j++)
+		for (j = 0; j < PROBE_ARGS && probes[i].argv[j] != NULL; j++)
 			av[j] = strcmp(probes[i].argv[j], "$") == 0 ? key :
 			    probes[i].argv[j];
 		if ((rr = ask(q, (int)j, av, e)) == NULL)
