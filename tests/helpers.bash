@@ -355,6 +355,20 @@ sys.exit(0 if eval(sys.argv[1]) else 1)
 	fi
 }
 
+# until_waiting N STATUS-COMMAND...: until the status command lists N
+# waiters (bounded: 10 s), e.g. until_waiting 1 rlock status job.
+until_waiting() {
+	local n=$1 i
+	shift
+	for ((i = 0; i < 500; i++)); do
+		(( $("$@" | grep -c '^  waiting: ') >= n )) && return 0
+		sleep 0.02
+	done
+	echo "never $n waiters:" >&2
+	"$@" >&2
+	return 1
+}
+
 # assert_between VALUE LOW HIGH [LABEL]: integers, inclusive.
 assert_between() {
 	local v=$1 lo=$2 hi=$3 label=${4:-value}

@@ -55,11 +55,8 @@ jlog() {
 	local t1 t2
 	t1=$(rlock acquire -t 30s job)
 	bg_start W "$RLOCK" acquire -w 20s -t 30s job
+	until_waiting 1 rlock status job
 	local i
-	for ((i = 0; i < 500; i++)); do
-		rlock status job | grep -q '^  waiting: ' && break
-		sleep 0.02
-	done
 	rlock release --token "$t1" job
 	bg_wait "$W" 10000 || fail "the waiter is still waiting"
 	run rlock release --force job
@@ -227,11 +224,7 @@ sys.exit(0 if r is True else 1)' "$1"
 	local t
 	t=$(rlock acquire -t 30s busy)
 	bg_start W "$RLOCK" acquire -w 20s busy
-	local i
-	for ((i = 0; i < 500; i++)); do
-		rlock status busy | grep -q '^  waiting: ' && break
-		sleep 0.02
-	done
+	until_waiting 1 rlock status busy
 	run --separate-stderr rlock status --format openmetrics
 	assert_success
 	assert_equal "${lines[-1]}" "# EOF"

@@ -106,11 +106,7 @@ print(len(ev) // 2, most, bad)'
 	r1=$(rlock acquire --shared -t 30s rw)
 	r2=$(rlock acquire -s -t 30s rw)
 	bg_start W "$RLOCK" acquire -w 30s -t 30s rw
-	local i
-	for ((i = 0; i < 500; i++)); do
-		rlock status rw | grep -q '^  waiting: ' && break
-		sleep 0.02
-	done
+	until_waiting 1 rlock status rw
 	run rlock status rw
 	assert_line --index 0 "rw: shared by 2"
 	assert_line --regexp '^  waiting: '
@@ -138,10 +134,7 @@ print(len(ev) // 2, most, bad)'
 	for ((w = 1; w <= 5; w++)); do
 		bg_start "R$w" "$RLOCK" exec --shared -w 30s rw -- sh -c 'echo in >>in.log; sleep 0.5'
 	done
-	for ((k = 0; k < 500; k++)); do
-		(( $(rlock status rw | grep -c '^  waiting: ') == 5 )) && break
-		sleep 0.02
-	done
+	until_waiting 5 rlock status rw
 	rlock release --token "$t" rw
 	# One release wakes one waiter; each reader let in passes it on.
 	for ((k = 0; k < 500; k++)); do
@@ -261,11 +254,7 @@ print(len(ev) // 2, most, bad)'
 	run rlockq acquire -n rw
 	assert_failure 1
 	bg_start W "$RLOCK" $(for u in $QUORUM_URLS; do echo -u "$u"; done) acquire -w 20s rw
-	local i
-	for ((i = 0; i < 500; i++)); do
-		rlockq status rw | grep -q '^  waiting: ' && break
-		sleep 0.02
-	done
+	until_waiting 1 rlockq status rw
 	# The waiting writer keeps new readers out on every server.
 	run rlockq acquire --shared -n rw
 	assert_failure 1

@@ -64,16 +64,26 @@ end
 
 -- Record a new holder (kind: '' plain, 'shared', 'limit:N').  Taken
 -- afresh, a lock whose newest event is a plain holder's 'acquired' was
--- not released by it: it expired.
+-- not released by it: it expired.  How long the holder waited is by the
+-- server's clock, from its waiter entry when it has one (the waited_ms
+-- argument was taken when the request was sent, before its BLPOP).
 local function acquired(fence, kind)
-	local last = tonumber(ARGV[13]) > 0 and last_event(KEYS[1])
+	if tonumber(ARGV[13]) <= 0 then
+		return
+	end
+	local waited = ARGV[8]
+	local ok, e = pcall(cjson.decode, redis.call('HGET', KEYS[5], ARGV[1]) or '')
+	if ok and type(e) == 'table' and tonumber(e.s) then
+		waited = math.max(clock() - tonumber(e.s), tonumber(waited))
+	end
+	local last = last_event(KEYS[1])
 	if last and last.e == 'acquired' and (last.k or '') == '' then
 		record(KEYS[1], ARGV[13], ARGV[14], 'expired', {'h', last.h or '',
 			'p', last.p or '', 'u', last.u or '', 'c', last.c or '',
 			'f', last.f or '', 'r', last.r or ''})
 	end
 	record(KEYS[1], ARGV[13], ARGV[14], 'acquired', {'h', ARGV[3], 'p',
-		ARGV[4], 'u', ARGV[5], 'c', ARGV[6], 'f', fence, 'w', ARGV[8],
+		ARGV[4], 'u', ARGV[5], 'c', ARGV[6], 'f', fence, 'w', waited,
 		'r', run_id(ARGV[1]), 'k', kind})
 end
 
