@@ -31,26 +31,24 @@ static int
 describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
     struct json *j, struct buf *out)
 {
-	struct lock_status	st;
-	struct output_status	v;
-	struct lock		l;
-	size_t			i;
-	int			held = 0, rc;
+	struct lock_status	*st;
+	struct output_status	 v;
+	size_t			 i;
+	int			 held = 0;
 
+	/* Every name at once: a round trip for many (see lock_inspect_many). */
+	st = xcalloc(n > 0 ? n : 1, sizeof *st);
+	if (lock_inspect_many(&ctx->q, ctx->o.prefix, names, n, st,
+	    &ctx->err) == -1) {
+		free(st);
+		return -1;
+	}
+	/* Counted "on 3 of 5" only if the five are five servers. */
+	if (n > 0 && quorum_distinct(&ctx->q, &ctx->err) == -1)
+		held = -1;
 	for (i = 0; i < n; i++) {
-		lock_init(&l, &ctx->q, ctx->o.prefix, names[i], NULL);
-		rc = lock_inspect(&l, &st, &ctx->err);
-		lock_free(&l);
-		/* Counted "on 3 of 5" only if the five are five servers. */
-		if (rc == 0 && quorum_distinct(&ctx->q, &ctx->err) == -1)
-			rc = -1;
-		if (rc == -1) {
-			lock_status_free(&st);
-			return -1;
-		}
-		held += st.held;
-		if (st.held || !only_held) {
-			cmd_status_view(&st, &v);
+		if (held >= 0 && (st[i].held || !only_held)) {
+			cmd_status_view(&st[i], &v);
 			if (ctx->o.json)
 				output_status_json(j, &v);
 			else
@@ -59,8 +57,11 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 			free((void *)v.waiters);
 			free((void *)v.slots);
 		}
-		lock_status_free(&st);
+		if (held >= 0)
+			held += st[i].held;
+		lock_status_free(&st[i]);
 	}
+	free(st);
 	return held;
 }
 
@@ -101,7 +102,6 @@ metrics(struct cmd_ctx *ctx, char **names, size_t n)
 	struct metrics_lock	 *m;
 	struct lock_status	 *st;
 	struct hist_event	**ev;
-	struct lock		  l;
 	struct buf		  out;
 	size_t			 *nev, i;
 	int			  rc = 0;
@@ -110,13 +110,15 @@ metrics(struct cmd_ctx *ctx, char **names, size_t n)
 	st = xcalloc(n + 1, sizeof *st);
 	ev = xcalloc(n + 1, sizeof *ev);
 	nev = xcalloc(n + 1, sizeof *nev);
+	if (lock_inspect_many(&ctx->q, ctx->o.prefix, names, n, st,
+	    &ctx->err) == -1) {
+		rc = cmd_fail(ctx);
+		n = 0;
+	}
 	for (i = 0; i < n && rc == 0; i++) {
-		lock_init(&l, &ctx->q, ctx->o.prefix, names[i], NULL);
-		if (lock_inspect(&l, &st[i], &ctx->err) == -1 ||
-		    history_read(&ctx->q, ctx->o.prefix, names[i], 100000, 0,
+		if (history_read(&ctx->q, ctx->o.prefix, names[i], 100000, 0,
 		    &ev[i], &nev[i], &ctx->err) == -1)
 			rc = cmd_fail(ctx);
-		lock_free(&l);
 		m[i] = (struct metrics_lock){ &st[i], ev[i], nev[i] };
 	}
 	if (rc == 0) {

@@ -91,12 +91,11 @@ remember(struct watch *w, const struct hist_event *ev)
 static int
 redraw(struct watch *w)
 {
-	struct lock_status	st;
+	struct lock_status	st[SHOWN_MAX];
 	struct output_status	v;
-	struct lock		l;
 	struct buf		out;
-	char			when[64];
-	size_t			i;
+	char			when[64], *names[SHOWN_MAX];
+	size_t			i, n = w->n < SHOWN_MAX ? w->n : SHOWN_MAX;
 	int			k, rc;
 
 	buf_init(&out);
@@ -104,20 +103,21 @@ redraw(struct watch *w)
 	buf_printf(&out, "rlock watch: %zu lock%s, %s\n\n", w->n,
 	    w->n == 1 ? "" : "s", format_time(now_wall_ms(), when,
 	    sizeof when));
-	for (i = 0; i < w->n && i < SHOWN_MAX; i++) {
-		lock_init(&l, &w->ctx->q, w->ctx->o.prefix, w->s[i].name, NULL);
-		if (lock_inspect(&l, &st, &w->ctx->err) == 0) {
-			cmd_status_view(&st, &v);
+	for (i = 0; i < n; i++)
+		names[i] = w->s[i].name;
+	/* One round trip for them all. */
+	if (lock_inspect_many(&w->ctx->q, w->ctx->o.prefix, names, n, st,
+	    &w->ctx->err) == -1)
+		buf_printf(&out, "(%s)\n", w->ctx->err.msg);
+	else
+		for (i = 0; i < n; i++) {
+			cmd_status_view(&st[i], &v);
 			output_status_text(&out, &v);
 			free(v.servers);
 			free((void *)v.waiters);
 			free((void *)v.slots);
-		} else
-			buf_printf(&out, "%s: %s\n", w->s[i].name,
-			    w->ctx->err.msg);
-		lock_status_free(&st);
-		lock_free(&l);
-	}
+			lock_status_free(&st[i]);
+		}
 	if (w->n > SHOWN_MAX)
 		buf_printf(&out, "(and %zu more)\n", w->n - SHOWN_MAX);
 	buf_adds(&out, "\nrecent events:\n");

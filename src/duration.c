@@ -20,9 +20,10 @@
 
 /*
  * Fraction digits past this many only decide whether a value is zero: the
- * scaled fraction must fit an int64_t (10^12 * 3600000 < 2^63).
+ * scaled fraction must fit an int64_t (10^10 * 86400000, a day, < 2^63;
+ * ten digits of a day are still finer than a tenth of a millisecond).
  */
-#define FRAC_DIGITS		12
+#define FRAC_DIGITS		10
 
 struct unit {
 	const char	*name;

@@ -44,6 +44,8 @@
  */
 #define LATE_PAUSE_MS		10
 #define LATE_MAX		6
+/* status: how many locks one inspect call covers. */
+#define INSPECT_BATCH		200
 /* How long a history note of the client's own may take, at most. */
 #define NOTE_MAX_MS		500
 /* A waiter's entry outlives its next attempt's due time by this, and --timeout. */
@@ -1028,41 +1030,21 @@ token_of(const struct redis_reply *r)
 }
 
 /*
- * Run inspect or force on every server.  With one server, its answer is
- * the lock.  With several, the lock is held when a majority hold the same
- * token, and is described by one of them; each server's view is kept for
- * status to show.
+ * What the servers' replies (rep[i], NULL where one failed) say about l:
+ * with one server, its answer is the lock.  With several, the lock is
+ * held when a majority hold the same token, and is described by one of
+ * them; each server's view is kept for status to show.
  */
-static int
-status_script(struct lock *l, struct script *s, struct lock_status *st,
-    struct err *e)
+static void
+status_merge(struct lock *l, struct redis_reply **rep, struct lock_status *st)
 {
-	struct redis_reply	**rep;
-	struct history_args	  h;
-	const char		 *keys[5], *args[5], *tok, *best = NULL;
-	char			  pid[24];
-	int			  i, j, ok, n = l->q->n, votes, most = 0, pick = -1;
-	int			 *listed;
+	const char	*tok, *best = NULL;
+	int		 i, j, n = l->q->n, votes, most = 0, pick = -1;
+	int		*listed;
 
-	/* force: who forces it, for the history. */
-	history_args(l, &h);
-	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
-	args[0] = l->meta.host != NULL ? l->meta.host : "";
-	args[1] = pid;
-	args[2] = l->meta.user != NULL ? l->meta.user : "";
-	args[3] = h.len;
-	args[4] = h.ttl;
 	memset(st, 0, sizeof *st);
 	st->name = xstrdup(l->name);
-	keys[0] = l->key;
-	keys[1] = l->info_key;
-	keys[2] = l->fence_key;
-	keys[3] = s == &script_force ? l->wake_key : l->waiters_key;
-	keys[4] = l->queue_key;
-	rep = xcalloc(n, sizeof *rep);
 	listed = xcalloc(n, sizeof *listed);
-	ok = quorum_script(l->q, NULL, s, s == &script_force ? 4 : 5, keys,
-	    s == &script_force ? 5 : 0, args, rep, e);
 	for (i = 0; i < n; i++) {
 		if ((tok = token_of(rep[i])) == NULL)
 			continue;
@@ -1124,22 +1106,137 @@ status_script(struct lock *l, struct script *s, struct lock_status *st,
 				st->last_fence = to_ll(rep[i]->element[2]);
 		}
 	}
+	free(listed);
+}
+
+/* force on every server: st describes what it removed. */
+static int
+force_script(struct lock *l, struct lock_status *st, struct err *e)
+{
+	struct redis_reply	**rep;
+	struct history_args	  h;
+	const char		 *keys[4], *args[5];
+	char			  pid[24];
+	int			  ok;
+
+	/* Who forces it, for the history. */
+	history_args(l, &h);
+	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
+	args[0] = l->meta.host != NULL ? l->meta.host : "";
+	args[1] = pid;
+	args[2] = l->meta.user != NULL ? l->meta.user : "";
+	args[3] = h.len;
+	args[4] = h.ttl;
+	keys[0] = l->key;
+	keys[1] = l->info_key;
+	keys[2] = l->fence_key;
+	keys[3] = l->wake_key;
+	rep = xcalloc(l->q->n, sizeof *rep);
+	ok = quorum_script(l->q, NULL, &script_force, 4, keys, 5, args, rep, e);
+	status_merge(l, rep, st);
 	quorum_free_replies(l->q, rep);
 	free(rep);
-	free(listed);
 	return ok < quorum_majority(l->q) ? -1 : 0;
+}
+
+/*
+ * Inspect n locks in one script call on each server (keys[5 * j ...] are
+ * lock j's).  0 with st[0..n) filled; -1 with e filled, st untouched.
+ * *crossslot is set when a Cluster refused keys of several slots.
+ */
+static int
+inspect_batch(struct lock *l, size_t n, struct lock_status *st,
+    int *crossslot, struct err *e)
+{
+	struct redis_reply	**rep, **one;
+	const char		**keys;
+	size_t			  j;
+	int			  i, ok, q = l[0].q->n, cross = 0;
+
+	memset(st, 0, n * sizeof *st);
+	keys = xcalloc(5 * n, sizeof *keys);
+	for (j = 0; j < n; j++) {
+		keys[5 * j] = l[j].key;
+		keys[5 * j + 1] = l[j].info_key;
+		keys[5 * j + 2] = l[j].fence_key;
+		keys[5 * j + 3] = l[j].waiters_key;
+		keys[5 * j + 4] = l[j].queue_key;
+	}
+	rep = xcalloc(q, sizeof *rep);
+	one = xcalloc(q, sizeof *one);
+	ok = quorum_script(l[0].q, NULL, &script_inspect, (int)(5 * n), keys, 0,
+	    NULL, rep, e);
+	/* A server's last error stays after a success: only failures count. */
+	for (i = 0; i < q; i++)
+		if (rep[i] == NULL &&
+		    strstr(l[0].q->errs[i].msg, "CROSSSLOT") != NULL)
+			cross = 1;
+	*crossslot |= cross;
+	if (ok >= quorum_majority(l[0].q) && !cross)
+		for (j = 0; j < n; j++) {
+			/* Each server's answer for lock j. */
+			for (i = 0; i < q; i++)
+				one[i] = rep[i] != NULL &&
+				    rep[i]->type == REDIS_T_ARRAY &&
+				    j < rep[i]->elements ? rep[i]->element[j] :
+				    NULL;
+			status_merge(&l[j], one, &st[j]);
+		}
+	quorum_free_replies(l[0].q, rep);
+	free(rep);
+	free(one);
+	free(keys);
+	return ok >= quorum_majority(l[0].q) && !cross ? 0 : -1;
+}
+
+int
+lock_inspect_many(struct quorum *q, const char *prefix, char *const *names,
+    size_t n, struct lock_status *st, struct err *e)
+{
+	struct lock	*l;
+	size_t		 j, k, m;
+	int		 crossslot = 0, rc = 0;
+
+	l = xcalloc(n > 0 ? n : 1, sizeof *l);
+	for (j = 0; j < n; j++)
+		lock_init(&l[j], q, prefix, names[j], NULL);
+	/*
+	 * INSPECT_BATCH locks a round trip.  A Cluster refuses keys of
+	 * several slots in one call: there, one lock a call.
+	 */
+	for (j = 0; j < n && rc == 0; j += m) {
+		m = n - j < INSPECT_BATCH ? n - j : INSPECT_BATCH;
+		if (crossslot)
+			m = 1;
+		if (inspect_batch(&l[j], m, &st[j], &crossslot, e) == 0)
+			continue;
+		if (!crossslot || m == 1) {
+			rc = -1;
+			break;
+		}
+		m = 0;	/* the same locks again, one at a time */
+	}
+	if (rc == -1)
+		for (k = 0; k < j; k++)
+			lock_status_free(&st[k]);
+	for (j = 0; j < n; j++)
+		lock_free(&l[j]);
+	free(l);
+	return rc;
 }
 
 int
 lock_inspect(struct lock *l, struct lock_status *st, struct err *e)
 {
-	return status_script(l, &script_inspect, st, e);
+	int	crossslot = 0;
+
+	return inspect_batch(l, 1, st, &crossslot, e);
 }
 
 int
 lock_force_release(struct lock *l, struct lock_status *st, struct err *e)
 {
-	if (status_script(l, &script_force, st, e) == -1)
+	if (force_script(l, st, e) == -1)
 		return -1;
 	return st->held;
 }

@@ -202,6 +202,14 @@ int	lock_extend(struct lock *, int64_t ttl_ms, struct err *);
 
 /* 0 with st filled, -1 on error. */
 int	lock_inspect(struct lock *, struct lock_status *st, struct err *);
+/*
+ * The same for n locks of prefix at once, a round trip for many of them
+ * (one lock a round trip in Redis Cluster): 0 with st[0..n) filled (free
+ * each), -1 with e filled and none to free.
+ */
+int	lock_inspect_many(struct quorum *, const char *prefix,
+	    char *const *names, size_t n, struct lock_status *st,
+	    struct err *);
 /* Delete whoever holds it: 1 with st describing the holder, 0 if free, -1. */
 int	lock_force_release(struct lock *, struct lock_status *st, struct err *);
 /*

@@ -355,6 +355,18 @@ sys.exit(0 if eval(sys.argv[1]) else 1)
 	fi
 }
 
+# cmd_calls CMD...: the sum of the calls of these commands in INFO
+# commandstats (of the default server).
+cmd_calls() {
+	local stats total=0 c n
+	stats=$(rcli INFO commandstats | tr -d '\r')
+	for c in "$@"; do
+		n=$(sed -n "s/^cmdstat_$c:calls=\\([0-9]*\\),.*/\\1/p" <<<"$stats")
+		total=$((total + ${n:-0}))
+	done
+	echo "$total"
+}
+
 # until_waiting N STATUS-COMMAND...: until the status command lists N
 # waiters (bounded: 10 s), e.g. until_waiting 1 rlock status job.
 until_waiting() {

@@ -243,3 +243,24 @@ teardown() { cleanup_test; }
 	assert_equal "$(rcli EXISTS 'rlock:{free-one}')" 0
 	assert_equal "$(rcli EXISTS 'rlock:{free-one}:fence')" 0
 }
+
+@test "status: ten names take one script call, a listing of 250 locks two, after its SCANs" {
+	local i
+	for ((i = 1; i <= 250; i++)); do
+		rcli SET "rlock:{l$i}" t PX 60000 >/dev/null
+	done
+	# Once, so that the script is cached (NOSCRIPT + EVAL otherwise).
+	rlock status l1 >/dev/null
+	rcli CONFIG RESETSTAT >/dev/null
+	run --separate-stderr rlock status l1 l2 l3 l4 l5 l6 l7 l8 l9 l10
+	assert_success
+	assert_equal "${#lines[@]}" 10
+	assert_equal "$(cmd_calls evalsha eval)" 1
+	rcli CONFIG RESETSTAT >/dev/null
+	run --separate-stderr rlock --json status
+	assert_success
+	json_check 'len(d) == 250' <<<"$output"
+	# 200 locks a call: two calls for 250, however many SCAN pages.
+	assert_equal "$(cmd_calls evalsha eval)" 2
+	(( $(cmd_calls scan) >= 1 )) || fail "no SCAN"
+}

@@ -112,6 +112,9 @@ test_duration_parse(void)
 	check_duration_ok("0ms", 0);
 	check_duration_ok("0.0", 0);
 	check_duration_ok("30d", INT64_C(2592000000));
+	/* The fuzzer's: twelve fraction digits of a day overflowed. */
+	check_duration_ok(".26830002200000d", INT64_C(23181122));
+	check_duration_ok("0.5d", INT64_C(43200000));
 	check_duration_ok("0m", 0);
 	check_duration_ok("30", 30000);
 	check_duration_ok("1", 1000);

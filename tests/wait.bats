@@ -9,17 +9,6 @@ teardown_file() { default_teardown_file; }
 setup() { default_setup; }
 teardown() { cleanup_test; }
 
-# Sum of the calls of the given commands in INFO commandstats.
-cmd_calls() {
-	local stats total=0 c n
-	stats=$(rcli INFO commandstats | tr -d '\r')
-	for c in "$@"; do
-		n=$(sed -n "s/^cmdstat_$c:calls=\\([0-9]*\\),.*/\\1/p" <<<"$stats")
-		total=$((total + ${n:-0}))
-	done
-	echo "$total"
-}
-
 # All command calls except those the test itself makes (config, info).
 all_calls_but_ours() {
 	rcli INFO commandstats | tr -d '\r' |

@@ -1,5 +1,6 @@
--- inspect: everything status shows about one lock.
--- KEYS: lock, info, fence, waiters, queue.  Returns {held, pttl_ms,
+-- inspect: everything status shows about some locks, in one call.
+-- KEYS: for each lock, its lock, info, fence, waiters and queue keys (five
+-- a lock).  Returns a list with, for each lock, {held, pttl_ms,
 -- last_fence, now_ms, host, pid, user, command, acquired_ms, ttl_ms, fence,
 -- token, waiters, holders}, the holder's fields false when free; waiters
 -- is a list of
@@ -12,33 +13,43 @@
 -- dropped here.
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
-local held = redis.call('EXISTS', KEYS[1])
-local r = {held, redis.call('PTTL', KEYS[1]),
-	tonumber(redis.call('GET', KEYS[3])) or 0,
-	t[1] * 1000 + math.floor(t[2] / 1000)}
-local sem = holders(KEYS[1], r[4], false)
-if held == 1 and not sem[1] then
-	local h = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command',
-		'acquired_ms', 'ttl_ms', 'fence')
-	for i = 1, 7 do r[4 + i] = h[i] end
-	r[12] = redis.call('GET', KEYS[1])
-else
-	for i = 5, 12 do r[i] = false end
-end
-local w, all = {}, redis.call('HGETALL', KEYS[4])
-for i = 1, #all, 2 do
-	local ok, e = pcall(cjson.decode, all[i + 1])
-	if not ok or type(e) ~= 'table' or (tonumber(e.u) or 0) < r[4] then
-		redis.pcall('HDEL', KEYS[4], all[i])	-- a replica cannot: no matter
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+
+local function inspect(lock, info, fence, waiters, queue)
+	local held = redis.call('EXISTS', lock)
+	local r = {held, redis.call('PTTL', lock),
+		tonumber(redis.call('GET', fence)) or 0, now}
+	local sem = holders(lock, now, false)
+	if held == 1 and not sem[1] then
+		local h = redis.call('HMGET', info, 'host', 'pid', 'user',
+			'command', 'acquired_ms', 'ttl_ms', 'fence')
+		for i = 1, 7 do r[4 + i] = h[i] end
+		r[12] = redis.call('GET', lock)
 	else
-		local rank = redis.call('ZRANK', KEYS[5], all[i])
-		w[#w + 1] = {all[i], e.h, e.p, e.n, e.c,
-			r[4] - (tonumber(e.s) or r[4]), rank and rank + 1 or false}
+		for i = 5, 12 do r[i] = false end
 	end
+	local w, all = {}, redis.call('HGETALL', waiters)
+	for i = 1, #all, 2 do
+		local ok, e = pcall(cjson.decode, all[i + 1])
+		if not ok or type(e) ~= 'table' or (tonumber(e.u) or 0) < now then
+			redis.pcall('HDEL', waiters, all[i])	-- a replica cannot: no matter
+		else
+			local rank = redis.call('ZRANK', queue, all[i])
+			w[#w + 1] = {all[i], e.h, e.p, e.n, e.c,
+				now - (tonumber(e.s) or now), rank and rank + 1 or false}
+		end
+	end
+	r[13] = w
+	r[14] = sem
+	if sem[1] then
+		r[1] = #sem[2] > 0 and 1 or 0
+	end
+	return r
 end
-r[13] = w
-r[14] = sem
-if sem[1] then
-	r[1] = #sem[2] > 0 and 1 or 0
+
+local out = {}
+for k = 1, #KEYS - 4, 5 do
+	out[#out + 1] = inspect(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
+		KEYS[k + 4])
 end
-return r
+return out
