@@ -55,8 +55,13 @@ if { [ "$check" -ne 0 ] || [ "$sanitize" -ne 0 ]; } && [ "$fail" -eq 0 ]; then
 fi
 report .
 report .sanitize
-# The benchmark harness, in its 10-second smoke mode, so it cannot rot.
-RLOCK=$(pwd)/src/rlock ./bench/run --smoke >bench.log 2>&1
+# The benchmark harness, in its 10-second smoke mode, so it cannot rot;
+# and its latency and scale modes, as briefly.
+{
+	RLOCK=$(pwd)/src/rlock ./bench/run --smoke &&
+	RLOCK=$(pwd)/src/rlock ./bench/run --latency 5 --smoke &&
+	RLOCK=$(pwd)/src/rlock ./bench/run --scale --smoke
+} >bench.log 2>&1
 bench=$?
 if [ "$bench" -eq 0 ]; then
 	pass=$((pass + 1)); echo "bench smoke: ok"

@@ -177,12 +177,15 @@ acl_line() {
 	assert_equal "$(acl_line "$shown")" "ok       $shown: acl: user bob may run every command rlock sends"
 }
 
-@test "acl: a user without HGET acquires but cannot extend, and doctor names HGET" {
+@test "acl: a user without HGET cannot acquire (the history reads its wait) nor extend, and doctor names HGET" {
 	set_user bob bob-pw "${RULE[@]}" -hget
 	local url="redis://bob:bob-pw@127.0.0.1:$REDIS_PORT" shown="redis://bob@127.0.0.1:$REDIS_PORT"
 	run --separate-stderr rlock -u "$url" acquire job
-	assert_equal "$status" 0
-	run --separate-stderr rlock -u "$url" extend --token "$output" job
+	assert_equal "$status" 69
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+	local t
+	t=$(rlock acquire job)
+	run --separate-stderr rlock -u "$url" extend --token "$t" job
 	assert_equal "$status" 69
 	run_doctor "$url"
 	assert_equal "$status" 1
