@@ -573,6 +573,12 @@ quorum_free_replies(struct quorum *q, struct redis_reply **replies)
 
 /* ------------------------------------------------------------ listing */
 
+/*
+ * Keys a SCAN page looks at: a listing costs a round trip a page, and a
+ * page of 10,000 keys keeps the server busy a millisecond or two.
+ */
+#define SCAN_COUNT	"10000"
+
 /* SCAN server i of q for pattern, calling fn for each key. */
 static int
 scan_one(struct quorum *q, int i, const char *pattern, quorum_key_fn fn,
@@ -585,7 +591,7 @@ scan_one(struct quorum *q, int i, const char *pattern, quorum_key_fn fn,
 
 	do {
 		rr = quorum_callv(q, i, e, "SCAN", cursor, "MATCH", pattern,
-		    "COUNT", "1000", NULL);
+		    "COUNT", SCAN_COUNT, NULL);
 		if (rr == NULL)
 			goto out;
 		if (rr->type != REDIS_T_ARRAY || rr->elements != 2 ||
