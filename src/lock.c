@@ -56,6 +56,12 @@
 
 static long long	to_ll(const struct redis_reply *);
 
+static const char *
+or_empty(const char *s)
+{
+	return s != NULL ? s : "";
+}
+
 int64_t
 lock_drift(int64_t ttl_ms)
 {
@@ -691,9 +697,9 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	args[1] = outcome != NULL ? outcome : "";
 	args[2] = h.len;
 	args[3] = h.ttl;
-	args[4] = l->meta.host != NULL ? l->meta.host : "";
+	args[4] = or_empty(l->meta.host);
 	args[5] = pid;
-	args[6] = l->meta.user != NULL ? l->meta.user : "";
+	args[6] = or_empty(l->meta.user);
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * Every server that can be reached, each within its own --timeout:
@@ -735,6 +741,13 @@ lock_note(struct lock *l, const char *event, const char *why,
 	struct err		  e;
 	const char		 *keys[1], *args[20];
 	char			  pid[24], fence[24], held[24];
+	/* The entry's fields: the numbers are written below. */
+	const char		 *fields[] = {
+		"h", or_empty(l->meta.host), "p", pid,
+		"u", or_empty(l->meta.user), "c", or_empty(l->meta.command),
+		"f", fence, "d", held, "x", outcome, "y", why,
+	};
+	size_t			  i;
 	int			  n = 0;
 
 	if (l->history_len <= 0)
@@ -749,22 +762,8 @@ lock_note(struct lock *l, const char *event, const char *why,
 	args[n++] = h.len;
 	args[n++] = h.ttl;
 	args[n++] = l->token;
-	args[n++] = "h";
-	args[n++] = l->meta.host != NULL ? l->meta.host : "";
-	args[n++] = "p";
-	args[n++] = pid;
-	args[n++] = "u";
-	args[n++] = l->meta.user != NULL ? l->meta.user : "";
-	args[n++] = "f";
-	args[n++] = fence;
-	args[n++] = "x";
-	args[n++] = outcome;
-	args[n++] = "y";
-	args[n++] = why;
-	args[n++] = "c";
-	args[n++] = l->meta.command != NULL ? l->meta.command : "";
-	args[n++] = "d";
-	args[n++] = held;
+	for (i = 0; i < sizeof fields / sizeof fields[0]; i++)
+		args[n++] = fields[i];
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * A lost lock is often an unreachable server: the note may delay
@@ -1125,9 +1124,9 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 	/* Who forces it, for the history. */
 	history_args(l, &h);
 	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
-	args[0] = l->meta.host != NULL ? l->meta.host : "";
+	args[0] = or_empty(l->meta.host);
 	args[1] = pid;
-	args[2] = l->meta.user != NULL ? l->meta.user : "";
+	args[2] = or_empty(l->meta.user);
 	args[3] = h.len;
 	args[4] = h.ttl;
 	keys[0] = l->key;

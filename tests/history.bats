@@ -254,3 +254,16 @@ sys.exit(0 if r is True else 1)' "$1"
 	run --separate-stderr rlock status --format openmetrics job
 	om_check 'm[("rlock_last_run_exit_status", "job")] == 124 and m[("rlock_last_run_duration_seconds", "job")] >= 0.2' <<<"$output"
 }
+
+@test "history: a run that leaves the lock to expire at --min-hold is recorded as released, not expired" {
+	rlock exec --min-hold 300ms job -- true
+	run rlock log job
+	assert_line --index 0 --regexp " job released by .*\(true\) after .*: exit 0 \(left to expire at --min-hold\), fence "
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(rcli EXISTS 'rlock:{job}')" == 0 ]] && break
+		sleep 0.01
+	done
+	rlock exec job -- true
+	jlog job '[e["event"] for e in d] == ["released", "acquired", "released", "acquired"]'
+}
