@@ -37,10 +37,9 @@ cmd_log_exec(struct cmd_ctx *ctx)
 	if (listing && (lock_list(&ctx->q, ctx->o.prefix, ":log", &names, &n,
 	    &ctx->err) == -1 || quorum_distinct(&ctx->q, &ctx->err) == -1))
 		return cmd_fail(ctx);
-	for (i = 0; i < n && rc == 0; i++)
-		if (history_read(&ctx->q, ctx->o.prefix, names[i], ctx->o.count,
-		    ctx->o.since_ms, &ev, &nev, &ctx->err) == -1)
-			rc = cmd_fail(ctx);
+	if (history_read(&ctx->q, ctx->o.prefix, names, n, ctx->o.count,
+	    ctx->o.since_ms, &ev, &nev, &ctx->err) == -1)
+		rc = cmd_fail(ctx);
 	if (rc == 0) {
 		history_sort(ev, nev);
 		buf_init(&out);

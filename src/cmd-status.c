@@ -99,27 +99,30 @@ every_name(struct cmd_ctx *ctx, char ***names, size_t *n)
 static int
 metrics(struct cmd_ctx *ctx, char **names, size_t n)
 {
-	struct metrics_lock	 *m;
-	struct lock_status	 *st;
-	struct hist_event	**ev;
-	struct buf		  out;
-	size_t			 *nev, i;
-	int			  rc = 0;
+	struct metrics_lock	*m;
+	struct lock_status	*st;
+	struct hist_event	*ev = NULL;
+	struct buf		 out;
+	size_t			 nev = 0, i, k = 0;
+	int			 rc = 0;
 
 	m = xcalloc(n + 1, sizeof *m);
 	st = xcalloc(n + 1, sizeof *st);
-	ev = xcalloc(n + 1, sizeof *ev);
-	nev = xcalloc(n + 1, sizeof *nev);
+	/* Two round trips for them all: their status, their histories. */
 	if (lock_inspect_many(&ctx->q, ctx->o.prefix, names, n, st,
 	    &ctx->err) == -1) {
 		rc = cmd_fail(ctx);
 		n = 0;
-	}
+	} else if (history_read(&ctx->q, ctx->o.prefix, names, n, 100000, 0,
+	    &ev, &nev, &ctx->err) == -1)
+		rc = cmd_fail(ctx);
+	/* The events come lock after lock, in the order of names. */
 	for (i = 0; i < n && rc == 0; i++) {
-		if (history_read(&ctx->q, ctx->o.prefix, names[i], 100000, 0,
-		    &ev[i], &nev[i], &ctx->err) == -1)
-			rc = cmd_fail(ctx);
-		m[i] = (struct metrics_lock){ &st[i], ev[i], nev[i] };
+		m[i] = (struct metrics_lock){ &st[i], ev + k, 0 };
+		while (k < nev && strcmp(ev[k].name, names[i]) == 0) {
+			m[i].nev++;
+			k++;
+		}
 	}
 	if (rc == 0) {
 		buf_init(&out);
@@ -128,14 +131,11 @@ metrics(struct cmd_ctx *ctx, char **names, size_t n)
 			rc = EXIT_SOFTWARE;
 		buf_free(&out);
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		lock_status_free(&st[i]);
-		history_free(ev[i], nev[i]);
-	}
+	history_free(ev, nev);
 	free(m);
 	free(st);
-	free(ev);
-	free(nev);
 	return rc;
 }
 

@@ -157,11 +157,13 @@ newest_id(struct watch *w, struct stream *st)
 	else if (r->type == REDIS_T_ARRAY && r->elements >= 2 &&
 	    r->element[1]->type == REDIS_T_ARRAY &&
 	    r->element[1]->elements > 0 &&
-	    r->element[1]->element[0]->type == REDIS_T_ARRAY &&
-	    r->element[1]->element[0]->elements > 0 &&
-	    r->element[1]->element[0]->element[0]->type == REDIS_T_STRING)
-		snprintf(st->id, sizeof st->id, "%s",
-		    r->element[1]->element[0]->element[0]->str);
+	    (r = r->element[1]->element[0])->type == REDIS_T_ARRAY &&
+	    r->elements > 0 &&
+	    r->element[0]->type == REDIS_T_ARRAY &&
+	    r->element[0]->elements > 0 &&
+	    r->element[0]->element[0]->type == REDIS_T_STRING)
+		/* {now, {{newest entry {id, fields}}}} */
+		snprintf(st->id, sizeof st->id, "%s", r->element[0]->element[0]->str);
 	if (rc == -1)
 		w->ctx->err = w->ctx->q.errs[w->server];
 	quorum_free_replies(&w->ctx->q, rep);

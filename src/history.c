@@ -91,33 +91,26 @@ history_sort(struct hist_event *v, size_t n)
 		qsort(v, n, sizeof *v, newest_first);
 }
 
-int
-history_read(struct quorum *q, const char *prefix, const char *name,
-    int count, int64_t since_ms, struct hist_event **evp, size_t *np,
-    struct err *e)
-{
-	struct redis_reply	**rep, *list;
-	struct hist_event	  ev, *copy;
-	const char		 *keys[1], *args[2];
-	char			 *key, cs[16], ss[24];
-	size_t			  i, first = *np, kept;
-	int			  s, ok;
+/* Locks a log call reads at most (a round trip). */
+#define HISTORY_BATCH	1000
 
-	xasprintf(&key, "%s{%s}:log", prefix, name);
-	snprintf(cs, sizeof cs, "%d", count);
-	snprintf(ss, sizeof ss, "%lld", (long long)since_ms);
-	keys[0] = key;
-	args[0] = cs;
-	args[1] = ss;
-	rep = xcalloc(q->n, sizeof *rep);
-	ok = quorum_script(q, NULL, &script_log, 1, keys, 2, args, rep, e);
+/*
+ * Append lock name's events from each server's entries (lists[s], NULL
+ * where a server failed), each once, the newest count of them.
+ */
+static void
+merge_lock(struct quorum *q, const char *name, struct redis_reply **lists,
+    int count, struct hist_event **evp, size_t *np)
+{
+	struct hist_event	 ev, *copy;
+	size_t			 i, first = *np, kept;
+	int			 s;
+
 	for (s = 0; s < q->n; s++) {
-		if (rep[s] == NULL || rep[s]->type != REDIS_T_ARRAY ||
-		    rep[s]->elements < 2 ||
-		    (list = rep[s]->element[1])->type != REDIS_T_ARRAY)
+		if (lists[s] == NULL || lists[s]->type != REDIS_T_ARRAY)
 			continue;
-		for (i = 0; i < list->elements; i++) {
-			if (history_parse(list->element[i], &ev) == -1) {
+		for (i = 0; i < lists[s]->elements; i++) {
+			if (history_parse(lists[s]->element[i], &ev) == -1) {
 				history_event_free(&ev);
 				continue;
 			}
@@ -133,16 +126,86 @@ history_read(struct quorum *q, const char *prefix, const char *name,
 			(*evp)[(*np)++] = ev;
 		}
 	}
-	quorum_free_replies(q, rep);
-	free(rep);
-	free(key);
 	/* Merged from several servers: the newest count of them. */
 	history_sort(*evp + first, *np - first);
 	kept = *np - first < (size_t)count ? *np - first : (size_t)count;
 	for (i = first + kept; i < *np; i++)
 		history_event_free(&(*evp)[i]);
 	*np = first + kept;
-	return ok < quorum_majority(q) ? -1 : 0;
+}
+
+/*
+ * One log call for n locks on every server.  0, or -1 (e filled, nothing
+ * appended); *cross when a Cluster refused keys of several slots.
+ */
+static int
+read_batch(struct quorum *q, const char *prefix, char *const *names,
+    size_t n, const char **args, int count, struct hist_event **evp,
+    size_t *np, int *cross, struct err *e)
+{
+	struct redis_reply	**rep, **lists;
+	char			**keys;
+	size_t			  j;
+	int			  s, ok;
+
+	keys = xcalloc(n, sizeof *keys);
+	for (j = 0; j < n; j++)
+		xasprintf(&keys[j], "%s{%s}:log", prefix, names[j]);
+	rep = xcalloc(q->n, sizeof *rep);
+	lists = xcalloc(q->n, sizeof *lists);
+	ok = quorum_script(q, NULL, &script_log, (int)n, (const char **)keys,
+	    2, args, rep, e);
+	/* A server's last error stays after a success: only failures count. */
+	for (s = 0; s < q->n; s++)
+		if (rep[s] == NULL && strstr(q->errs[s].msg, "CROSSSLOT") != NULL)
+			*cross = 1;
+	if (ok >= quorum_majority(q) && !*cross)
+		for (j = 0; j < n; j++) {
+			for (s = 0; s < q->n; s++)
+				lists[s] = rep[s] != NULL &&
+				    rep[s]->type == REDIS_T_ARRAY &&
+				    rep[s]->elements >= 2 &&
+				    rep[s]->element[1]->type == REDIS_T_ARRAY &&
+				    j < rep[s]->element[1]->elements ?
+				    rep[s]->element[1]->element[j] : NULL;
+			merge_lock(q, names[j], lists, count, evp, np);
+		}
+	quorum_free_replies(q, rep);
+	free(rep);
+	free(lists);
+	for (j = 0; j < n; j++)
+		free(keys[j]);
+	free(keys);
+	return ok >= quorum_majority(q) && !*cross ? 0 : -1;
+}
+
+int
+history_read(struct quorum *q, const char *prefix, char *const *names,
+    size_t n, int count, int64_t since_ms, struct hist_event **evp,
+    size_t *np, struct err *e)
+{
+	const char	*args[2];
+	char		 cs[16], ss[24];
+	size_t		 j, m;
+	int		 cross = 0, one = 0;
+
+	snprintf(cs, sizeof cs, "%d", count);
+	snprintf(ss, sizeof ss, "%lld", (long long)since_ms);
+	args[0] = cs;
+	args[1] = ss;
+	/* HISTORY_BATCH locks a call; in Redis Cluster, one. */
+	for (j = 0; j < n; j += m) {
+		m = one ? 1 : n - j < HISTORY_BATCH ? n - j : HISTORY_BATCH;
+		cross = 0;
+		if (read_batch(q, prefix, names + j, m, args, count, evp, np,
+		    &cross, e) == 0)
+			continue;
+		if (!cross || m == 1)
+			return -1;
+		one = 1;
+		m = 0;	/* the same locks again, one at a time */
+	}
+	return 0;
 }
 
 void

@@ -39,14 +39,16 @@ struct hist_event {
 };
 
 /*
- * The newest count events of lock name (only those of the last since_ms
- * when > 0), newest first, appended to *ev / *n.  In quorum mode every
- * server that answers is read and an event that several recorded is
- * shown once.  0, or -1 with e filled (fewer than a majority answered).
+ * The newest count events of each of n locks (only those of the last
+ * since_ms when > 0), appended to *ev / *n lock after lock in the order
+ * of names, each lock's newest first: a round trip for many locks (one a
+ * lock in Redis Cluster).  In quorum mode every server that answers is
+ * read and an event that several recorded is shown once.  0, or -1 with e
+ * filled (fewer than a majority answered).
  */
-int	history_read(struct quorum *, const char *prefix, const char *name,
-	    int count, int64_t since_ms, struct hist_event **ev, size_t *n,
-	    struct err *e);
+int	history_read(struct quorum *, const char *prefix, char *const *names,
+	    size_t n, int count, int64_t since_ms, struct hist_event **ev,
+	    size_t *nev, struct err *e);
 /*
  * One stream entry {id, {field, value, ...}} as an event (its time from
  * the id; name and servers left to the caller): 0, or -1 when it is not

@@ -267,3 +267,20 @@ sys.exit(0 if r is True else 1)' "$1"
 	rlock exec job -- true
 	jlog job '[e["event"] for e in d] == ["released", "acquired", "released", "acquired"]'
 }
+
+@test "history: log of many locks, and openmetrics, take a script call for them all" {
+	local i
+	for ((i = 1; i <= 12; i++)); do rlock exec "m$i" -- true; done
+	rlock log m1 >/dev/null	# the script cached
+	rcli CONFIG RESETSTAT >/dev/null
+	run --separate-stderr rlock log
+	assert_success
+	assert_equal "${#lines[@]}" 24
+	assert_equal "$(cmd_calls evalsha eval)" 1
+	rlock status m1 >/dev/null || true
+	rcli CONFIG RESETSTAT >/dev/null
+	run --separate-stderr rlock status --format openmetrics
+	assert_success
+	# One inspect call and one log call, whatever the number of locks.
+	assert_equal "$(cmd_calls evalsha eval)" 2
+}

@@ -1,9 +1,13 @@
--- log: a lock's history, newest first (see record() in lib.lua).
--- KEYS: the history stream.  ARGV: count, since_ms (0: all).  Returns
--- {now_ms, {{id, {field, value, ...}}, ...}}.  Reads only: a replica
--- can answer.
+-- log: locks' histories, newest first (see record() in lib.lua).
+-- KEYS: the history streams.  ARGV: count, since_ms (0: all).  Returns
+-- {now_ms, {entries of the first key, ...}}, each {{id, {field, value,
+-- ...}}, ...}.  Reads only: a replica can answer.
 local now = clock()
 local since = tonumber(ARGV[2])
 local oldest = since > 0 and tostring(now - since) or '-'
-return {now, redis.call('XREVRANGE', KEYS[1], '+', oldest, 'COUNT',
-	tonumber(ARGV[1]))}
+local out = {}
+for i = 1, #KEYS do
+	out[i] = redis.call('XREVRANGE', KEYS[i], '+', oldest, 'COUNT',
+		tonumber(ARGV[1]))
+end
+return {now, out}
