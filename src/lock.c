@@ -49,6 +49,8 @@
  * is busy some 5 ms with a thousand).
  */
 #define INSPECT_BATCH		1000
+/* A quorum's proposed fence floor is this far ahead of our clock. */
+#define FENCE_LEAD_MS		1000
 /* How long a history note of the client's own may take, at most. */
 #define NOTE_MAX_MS		500
 /* A waiter's entry outlives its next attempt's due time by this, and --timeout. */
@@ -314,8 +316,9 @@ history_args(const struct lock *l, struct history_args *h)
 
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char		*keys[6], *args[14];
+	const char		*keys[6], *args[15];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
+	char			 floor[24];
 	struct history_args	 h;
 };
 
@@ -357,6 +360,15 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	history_args(l, &a->h);
 	a->args[12] = a->h.len;
 	a->args[13] = a->h.ttl;
+	/*
+	 * A quorum's servers each hand out their own fence; proposing one
+	 * floor to all of them, a second ahead of our clock (theirs are
+	 * within that, with NTP), makes them agree, and align_fences has
+	 * nothing to raise: no round trip of its own.
+	 */
+	snprintf(a->floor, sizeof a->floor, "%lld", l->q->n > 1 ?
+	    (long long)(now_wall_ms() + FENCE_LEAD_MS) * 1000 : 0LL);
+	a->args[14] = a->floor;
 }
 
 /*
@@ -429,11 +441,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
-		    wait_ms, settled_grant, NULL, &script_acquire, 6, a.keys, 14,
+		    wait_ms, settled_grant, NULL, &script_acquire, 6, a.keys, 15,
 		    a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 6, a.keys, 14, a.args, rep, e);
+		    &script_acquire, 6, a.keys, 15, a.args, rep, e);
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if (mixed_limit(l, rep[i], e)) {

@@ -164,6 +164,24 @@ teardown() {
 # Fences
 # ---------------------------------------------------------------------------
 
+@test "quorum: the servers hand out one fence, so exec costs two script calls a server and no raise" {
+	rlockq exec job -- true	# the scripts cached
+	local i f
+	for ((i = 1; i <= QUORUM_N; i++)); do qcli "$i" CONFIG RESETSTAT >/dev/null; done
+	run --separate-stderr rlockq exec job -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_success
+	f=$output
+	for ((i = 1; i <= QUORUM_N; i++)); do
+		assert_equal "$(qcli "$i" GET 'rlock:{job}:fence')" "$f"
+		# The acquire and the release: no fence script between them.
+		assert_equal "$(qcli "$i" INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')" 2
+	done
+	# A second ahead of this clock (the proposed floor), and above it next time.
+	assert_between "$f" "$(( ($(now_ms) - 5000) * 1000 ))" "$(( ($(now_ms) + 5000) * 1000 ))" fence_as_microseconds
+	run --separate-stderr rlockq exec job -- sh -c 'echo "$RLOCK_FENCE"'
+	assert_between "$output" $((f + 1)) $((f + 60000000)) "the next fence"
+}
+
 @test "quorum: fences increase across holders even when the servers' counters are skewed" {
 	# Counters above the clock's floor, far apart.
 	qcli 1 SET 'rlock:{job}:fence' 8000000000000100 >/dev/null

@@ -2,7 +2,8 @@
 -- KEYS: lock, fence, info, wake, waiters, queue.  ARGV: token, ttl_ms, host,
 -- pid, user, command, slack_ms, waited_ms, fifo, limit, listed (whether an
 -- earlier attempt listed the caller among the waiters), shared,
--- history_len, history_ttl_ms (see record() in lib.lua).
+-- history_len, history_ttl_ms (see record() in lib.lua), fence_floor_us
+-- (see new_fence() in lib.lua).
 -- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
 -- host, pid, command, acquired_ms, now_ms} when it may not (the holder, for
 -- a waiter to show; pttl_ms is when to look again).  A caller that will
@@ -100,7 +101,7 @@ local function take(key, info, cur, fresh)
 		if not cur then
 			redis.call('SET', key, ARGV[1], 'PX', ttl, 'NX')
 		end
-		fence = new_fence(KEYS[2], t)
+		fence = new_fence(KEYS[2], t, ARGV[15])
 		redis.call('DEL', info, fresh)
 		acquired(fence, key == KEYS[1] and '' or 'limit:' .. limit)
 		redis.call('HSET', info, 'token', ARGV[1], 'fence', fence,
@@ -121,7 +122,7 @@ local function share(now, t, mine)
 	local rk, info = KEYS[1] .. ':readers', KEYS[1] .. ':reader:' .. ARGV[1]
 	local fence = mine and tonumber(redis.call('HGET', info, 'fence'))
 	if not fence then
-		fence = new_fence(KEYS[2], t)
+		fence = new_fence(KEYS[2], t, ARGV[15])
 		redis.call('DEL', info)
 		redis.call('HSET', info, 'token', ARGV[1], 'fence', fence,
 			'acquired_ms', now)

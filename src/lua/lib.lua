@@ -20,8 +20,16 @@ end
 -- (a restart without persistence, an AOF that missed the last writes, a
 -- failover to a replica that lagged) comes back above every fence handed
 -- out before, while the clocks stay roughly in step.
-local function new_fence(fkey, t)
+-- proposal (microseconds; 0: none) is the quorum client's floor: the
+-- same on every server it asks, and ahead of their clocks, so that they
+-- hand out one fence and none needs raising after (see align_fences in
+-- lock.c).  It is believed up to a minute ahead of this server's clock.
+local function new_fence(fkey, t, proposal)
 	local floor = t[1] * 1000000 + t[2]
+	proposal = tonumber(proposal) or 0
+	if proposal > floor then
+		floor = math.min(proposal, floor + 60000000)
+	end
 	local fence = redis.call('INCR', fkey)
 	if fence < floor then
 		fence = floor
