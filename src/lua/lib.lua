@@ -23,12 +23,14 @@ end
 -- proposal (microseconds; 0: none) is the quorum client's floor: the
 -- same on every server it asks, and ahead of their clocks, so that they
 -- hand out one fence and none needs raising after (see align_fences in
--- lock.c).  It is believed up to a minute ahead of this server's clock.
+-- lock.c).  It is believed up to two seconds ahead of this server's
+-- clock: a fence never runs further ahead of the servers' clocks, which
+-- the fallback after a data loss (above) relies on.
 local function new_fence(fkey, t, proposal)
 	local floor = t[1] * 1000000 + t[2]
 	proposal = tonumber(proposal) or 0
 	if proposal > floor then
-		floor = math.min(proposal, floor + 60000000)
+		floor = math.min(proposal, floor + 2000000)
 	end
 	local fence = redis.call('INCR', fkey)
 	if fence < floor then
