@@ -579,41 +579,65 @@ quorum_free_replies(struct quorum *q, struct redis_reply **replies)
  */
 #define SCAN_COUNT	"10000"
 
+/*
+ * Hand the keys of SCAN reply rr from server i to fn, and its cursor to
+ * *cursor (to free).  0, or -1 with e filled when it is no SCAN reply.
+ */
+static int
+scan_page(struct quorum *q, int i, const struct redis_reply *rr,
+    quorum_key_fn fn, void *arg, char **cursor, struct err *e)
+{
+	size_t	k;
+
+	if (rr->type != REDIS_T_ARRAY || rr->elements != 2 ||
+	    rr->element[0]->type != REDIS_T_STRING ||
+	    rr->element[1]->type != REDIS_T_ARRAY) {
+		err_set(e, ERR_PROTOCOL, "%s: unexpected reply to SCAN",
+		    q->urls[i].display);
+		return -1;
+	}
+	*cursor = xstrdup(rr->element[0]->str);
+	for (k = 0; k < rr->element[1]->elements; k++)
+		if (rr->element[1]->element[k]->type == REDIS_T_STRING)
+			fn(arg, rr->element[1]->element[k]->str,
+			    rr->element[1]->element[k]->len);
+	return 0;
+}
+
+/*
+ * SCAN server i from cursor from on to its end (cursor "0" ends it, but
+ * for the first page of a scan: first set).
+ */
+static int
+scan_from(struct quorum *q, int i, const char *from, int first,
+    const char *pattern, quorum_key_fn fn, void *arg, struct err *e)
+{
+	struct redis_reply	*rr;
+	char			*cursor = xstrdup(from), *next;
+	int			 rc = 0;
+
+	while (rc == 0 && (first || strcmp(cursor, "0") != 0)) {
+		first = 0;
+		rr = quorum_callv(q, i, e, "SCAN", cursor, "MATCH", pattern,
+		    "COUNT", SCAN_COUNT, NULL);
+		if (rr == NULL || scan_page(q, i, rr, fn, arg, &next, e) == -1)
+			rc = -1;
+		else {
+			free(cursor);
+			cursor = next;
+		}
+		redis_reply_free(rr);
+	}
+	free(cursor);
+	return rc;
+}
+
 /* SCAN server i of q for pattern, calling fn for each key. */
 static int
 scan_one(struct quorum *q, int i, const char *pattern, quorum_key_fn fn,
     void *arg, struct err *e)
 {
-	struct redis_reply	*rr;
-	char			*cursor = xstrdup("0");
-	size_t			 k;
-	int			 rc = -1;
-
-	do {
-		rr = quorum_callv(q, i, e, "SCAN", cursor, "MATCH", pattern,
-		    "COUNT", SCAN_COUNT, NULL);
-		if (rr == NULL)
-			goto out;
-		if (rr->type != REDIS_T_ARRAY || rr->elements != 2 ||
-		    rr->element[0]->type != REDIS_T_STRING ||
-		    rr->element[1]->type != REDIS_T_ARRAY) {
-			err_set(e, ERR_PROTOCOL, "%s: unexpected reply to "
-			    "SCAN", q->urls[i].display);
-			redis_reply_free(rr);
-			goto out;
-		}
-		free(cursor);
-		cursor = xstrdup(rr->element[0]->str);
-		for (k = 0; k < rr->element[1]->elements; k++)
-			if (rr->element[1]->element[k]->type == REDIS_T_STRING)
-				fn(arg, rr->element[1]->element[k]->str,
-				    rr->element[1]->element[k]->len);
-		redis_reply_free(rr);
-	} while (strcmp(cursor, "0") != 0);
-	rc = 0;
-out:
-	free(cursor);
-	return rc;
+	return scan_from(q, i, "0", 1, pattern, fn, arg, e);
 }
 
 /*
@@ -658,21 +682,43 @@ int
 quorum_scan(struct quorum *q, const char *pattern, quorum_key_fn fn,
     void *arg)
 {
-	struct redis_reply	*rr;
-	int			 i, rc, reached = 0;
+	struct redis_reply	**rep;
+	const char		 *nodes[] = { "CLUSTER", "NODES" };
+	const char		 *scan[] = { "SCAN", "0", "MATCH", pattern,
+				    "COUNT", SCAN_COUNT };
+	struct err		  e;
+	char			 *cursor;
+	int			  i, *plain, any = 0, reached = 0;
 
+	rep = xcalloc(q->n, sizeof *rep);
+	plain = xcalloc(q->n, sizeof *plain);
+	/* Every server at once: is it a Cluster node? */
+	quorum_command(q, NULL, 2, nodes, 0, rep, &e);
 	for (i = 0; i < q->n; i++) {
-		rr = quorum_callv(q, i, &q->errs[i], "CLUSTER", "NODES", NULL);
-		if (rr == NULL && q->errs[i].kind != ERR_REPLY)
+		if (rep[i] == NULL && q->errs[i].kind != ERR_REPLY)
 			continue;	/* unreachable: errs[i] says why */
-		if (rr == NULL || rr->type != REDIS_T_STRING)
-			rc = scan_one(q, i, pattern, fn, arg, &q->errs[i]);
-		else
-			rc = scan_masters(q, i, rr->str, pattern, fn, arg,
-			    &q->errs[i]);
-		redis_reply_free(rr);
-		if (rc == 0)
+		if (rep[i] == NULL || rep[i]->type != REDIS_T_STRING)
+			any |= plain[i] = 1;
+		else if (scan_masters(q, i, rep[i]->str, pattern, fn, arg,
+		    &q->errs[i]) == 0)
 			reached++;
 	}
+	quorum_free_replies(q, rep);
+	/* The others at once too: their first page (often the only one). */
+	if (any)
+		quorum_command(q, plain, 6, scan, 0, rep, &e);
+	for (i = 0; any && i < q->n; i++) {
+		cursor = NULL;
+		if (plain[i] && rep[i] != NULL &&
+		    scan_page(q, i, rep[i], fn, arg, &cursor, &q->errs[i]) == 0 &&
+		    scan_from(q, i, cursor, 0, pattern, fn, arg,
+		    &q->errs[i]) == 0)
+			reached++;
+		free(cursor);
+	}
+	if (any)
+		quorum_free_replies(q, rep);
+	free(rep);
+	free(plain);
 	return reached;
 }
