@@ -262,8 +262,10 @@ print(len(ev) // 2, most, bad)'
 	rlockq release --token "$b" rw
 	bg_wait "$W" 15000 || fail "the writer is still waiting"
 	assert_equal "$BG_STATUS" 0
+	# On a majority at least: a server where the last release came after
+	# the writer's attempt stays free (it was busy there then).
 	run rlockq status rw
-	assert_line --index 0 --regexp '^rw: held by .* \(on 3 of 3 servers\)$'
+	assert_line --index 0 --regexp '^rw: held by .* \(on [23] of 3 servers\)$'
 }
 
 @test "shared: in quorum mode a reader holds on a majority with one server down" {
