@@ -363,6 +363,7 @@ static const struct probe probes[] = {
 	{ "zremrangebyscore", IN_SCRIPT, { "ZREMRANGEBYSCORE", "$", "0", "0" } },
 	{ "xadd", IN_SCRIPT, { "XADD", "$", "*", "f", "1" } },
 	{ "xrevrange", IN_SCRIPT, { "XREVRANGE", "$", "+", "-" } },
+	{ "xread", SENT, { "XREAD", "BLOCK", "x", "STREAMS", "$", "0" } },
 	{ "rpush", IN_SCRIPT, { "RPUSH", "$", "1" } },
 	{ "blpop", SENT, { "BLPOP", "$", "x" } },	/* a bad timeout */
 	{ "wait", SENT, { "WAIT", "0", "x" } },		/* a bad timeout */

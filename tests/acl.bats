@@ -78,7 +78,7 @@ acl_line() {
 	[[ "$rules" != *"@"* ]] || fail "the line grants a category: $rules"
 }
 
-@test "acl: a user with exactly the documented commands can acquire, extend, status, release, exec and doctor" {
+@test "acl: a user with exactly the documented commands can acquire, extend, status, release, exec, log, watch and doctor" {
 	# A server doctor finds nothing wrong with: append-only, a replica.
 	start_redis_as GOOD --appendonly yes --appendfsync everysec
 	start_redis_as REP --replicaof 127.0.0.1 "$GOOD_PORT"
@@ -117,6 +117,28 @@ acl_line() {
 	assert_equal "$status" 0
 	assert_equal "$output" ran
 	assert_equal "$(rcli_as GOOD EXISTS 'rlock:{job}')" 0
+	# The history: log (a script), and watch (XREAD), here until SIGTERM.
+	run --separate-stderr rlock -u "$url" log job
+	assert_equal "$status" 0
+	[[ "$output" == *" job released by "* ]] || fail "log: $output $stderr"
+	run --separate-stderr rlock -u "$url" log
+	assert_equal "$status" 0
+	bg_start WATCH "$RLOCK" -u "$url" watch job
+	local i
+	for ((i = 0; i < 500; i++)); do
+		rcli_as GOOD CLIENT LIST | grep -q 'cmd=xread' && break
+		sleep 0.01
+	done
+	rlock -u "$url" exec job -- true
+	for ((i = 0; i < 500; i++)); do
+		(( $(wc -l <"$BATS_TEST_TMPDIR/WATCH.out") >= 2 )) && break
+		sleep 0.01
+	done
+	kill -TERM "$WATCH"
+	bg_wait "$WATCH" 5000
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/WATCH.err")" ""
+	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/WATCH.out")" 2
 
 	run_doctor "$url"
 	assert_equal "$status" 0
@@ -159,7 +181,7 @@ acl_line() {
 	# The scripts check alone passes: that was the trap.
 	[[ "$output" == *"ok       $shown: scripts: EVAL allowed"* ]] || fail "$output"
 	local want
-	want="error    $shown: acl: user bob may not run GET, SET, INCR, DEL, EXISTS, PTTL, PEXPIRE, TIME, HGET, HMGET, HSET, HDEL, HGETALL, ZADD, ZRANGE, ZRANK, ZREM, ZREMRANGEBYSCORE, XADD, XREVRANGE, RPUSH, BLPOP, WAIT, SCAN"
+	want="error    $shown: acl: user bob may not run GET, SET, INCR, DEL, EXISTS, PTTL, PEXPIRE, TIME, HGET, HMGET, HSET, HDEL, HGETALL, ZADD, ZRANGE, ZRANK, ZREM, ZREMRANGEBYSCORE, XADD, XREVRANGE, XREAD, RPUSH, BLPOP, WAIT, SCAN"
 	want+=" (ACL SETUSER bob $RULES)"
 	assert_equal "$(acl_line "$shown")" "$want"
 	refute_contains bob-pw "$output $stderr"
