@@ -1203,6 +1203,90 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 	return ok >= quorum_majority(l[0].q) && !cross ? 0 : -1;
 }
 
+/* Does master m serve lock l's slot? */
+static int
+serves(const struct quorum_master *m, const struct lock *l)
+{
+	int	slot = quorum_key_slot(l->key), r;
+
+	for (r = 0; r < m->nranges; r++)
+		if (slot >= m->ranges[r][0] && slot <= m->ranges[r][1])
+			return 1;
+	return 0;
+}
+
+/*
+ * Redis Cluster: one inspect call per master for all the locks it serves,
+ * keys of several slots allowed by the script's flag (Redis 7).  Declared
+ * keys must still share a slot, so none are: the names go as arguments,
+ * which the script takes for its KEYS, and the call runs on the master
+ * it is sent to.  0 with st[0..n) filled, or -1 with nothing to free
+ * (then one lock a call).
+ */
+static int
+inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
+    struct err *e)
+{
+	static char		 *body;
+	struct quorum_master	 *m;
+	struct quorum		  one;
+	struct redis_reply	 *rep[1], *r = NULL;
+	const char		**argv;
+	size_t			  j, argc, done = 0, *idx;
+	int			  nm, k, rc = 0;
+
+	if (l[0].q->n != 1 ||
+	    (nm = quorum_cluster_masters(l[0].q, 0, &m, e)) <= 0)
+		return -1;
+	/* The inspect script, let span slots (not cached: sent as EVAL). */
+	if (body == NULL)
+		xasprintf(&body, "#!lua flags=allow-cross-slot-keys\n"
+		    "local KEYS = ARGV\n%s", script_inspect.body);
+	argv = xcalloc(5 * n + 3, sizeof *argv);
+	idx = xcalloc(n, sizeof *idx);
+	memset(st, 0, n * sizeof *st);
+	for (k = 0; k < nm && rc == 0; k++) {
+		argc = 3;
+		for (j = 0; j < n; j++)
+			if (serves(&m[k], &l[j])) {
+				idx[(argc - 3) / 5] = j;
+				argv[argc++] = l[j].key;
+				argv[argc++] = l[j].info_key;
+				argv[argc++] = l[j].fence_key;
+				argv[argc++] = l[j].waiters_key;
+				argv[argc++] = l[j].queue_key;
+			}
+		if (argc == 3)
+			continue;
+		argv[0] = "EVAL";
+		argv[1] = body;
+		argv[2] = "0";
+		quorum_init(&one, &m[k].url, 1, l[0].q->opts);
+		rep[0] = NULL;
+		if (quorum_command(&one, NULL, (int)argc, argv, 0, rep, e) < 1 ||
+		    (r = rep[0])->type != REDIS_T_ARRAY ||
+		    r->elements != (argc - 3) / 5)
+			rc = -1;
+		for (j = 0; rc == 0 && j < r->elements; j++) {
+			struct redis_reply	*el = r->element[j];
+
+			status_merge(&l[idx[j]], &el, &st[idx[j]]);
+			done++;
+		}
+		quorum_free_replies(&one, rep);
+		quorum_close(&one);
+	}
+	if (rc == 0 && done != n)
+		rc = -1;	/* a lock no master said it serves */
+	if (rc == -1)
+		for (j = 0; j < n; j++)
+			lock_status_free(&st[j]);
+	quorum_masters_free(m, nm);
+	free(argv);
+	free(idx);
+	return rc;
+}
+
 int
 lock_inspect_many(struct quorum *q, const char *prefix, char *const *names,
     size_t n, struct lock_status *st, struct err *e)
@@ -1227,6 +1311,11 @@ lock_inspect_many(struct quorum *q, const char *prefix, char *const *names,
 		if (!crossslot || m == 1) {
 			rc = -1;
 			break;
+		}
+		/* A Cluster: a call per master, else one lock a call. */
+		if (inspect_cluster(&l[j], n - j, &st[j], e) == 0) {
+			m = n - j;
+			continue;
 		}
 		m = 0;	/* the same locks again, one at a time */
 	}

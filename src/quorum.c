@@ -678,6 +678,103 @@ scan_masters(struct quorum *q, int i, char *nodes, const char *pattern,
 	return rc;
 }
 
+/* CRC16/XMODEM (polynomial 0x1021, no reflection, start 0): Cluster's. */
+static unsigned
+crc16(const char *p, size_t len)
+{
+	unsigned	crc = 0;
+	int		k;
+
+	while (len-- > 0) {
+		crc ^= (unsigned)(unsigned char)*p++ << 8;
+		for (k = 0; k < 8; k++)
+			crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+	}
+	return crc & 0xffff;
+}
+
+int
+quorum_key_slot(const char *key)
+{
+	const char	*open, *close;
+
+	/* A non-empty {tag} decides, as for every rlock key. */
+	if ((open = strchr(key, '{')) != NULL &&
+	    (close = strchr(open + 1, '}')) != NULL && close > open + 1)
+		return (int)(crc16(open + 1, (size_t)(close - open - 1)) % 16384);
+	return (int)(crc16(key, strlen(key)) % 16384);
+}
+
+int
+quorum_cluster_masters(struct quorum *q, int i, struct quorum_master **mp,
+    struct err *e)
+{
+	struct redis_reply	*rr;
+	struct quorum_master	*m = NULL;
+	char			*text, *line, *next, *f, *at, *colon, *dash;
+	int			 n = 0, k;
+
+	*mp = NULL;
+	rr = quorum_callv(q, i, e, "CLUSTER", "NODES", NULL);
+	if (rr == NULL)
+		return e->kind == ERR_REPLY ? 0 : -1;
+	if (rr->type != REDIS_T_STRING) {
+		redis_reply_free(rr);
+		return 0;
+	}
+	text = xstrdup(rr->str);
+	redis_reply_free(rr);
+	/* id addr flags master ping pong epoch link slot... */
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		char	*fv[8];
+
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		for (k = 0; k < 8 && line != NULL; k++)
+			fv[k] = strsep(&line, " ");
+		if (k < 8 || strstr(fv[2], "master") == NULL ||
+		    strstr(fv[2], "fail") != NULL)
+			continue;
+		if ((at = strchr(fv[1], '@')) != NULL)
+			*at = '\0';
+		if ((colon = strrchr(fv[1], ':')) == NULL)
+			continue;
+		*colon = '\0';
+		m = xrealloc(m, (n + 1) * sizeof *m);
+		memset(&m[n], 0, sizeof m[n]);
+		url_retarget(&m[n].url, &q->urls[i], *fv[1] != '\0' ? fv[1] :
+		    q->urls[i].host, atoi(colon + 1));
+		m[n].url.db = -1;
+		/* "lo-hi" or "slot"; "[slot->-id]" (migrating) is not served. */
+		while ((f = strsep(&line, " ")) != NULL) {
+			if (*f == '[' || *f == '\0')
+				continue;
+			m[n].ranges = xrealloc(m[n].ranges,
+			    (m[n].nranges + 1) * sizeof *m[n].ranges);
+			m[n].ranges[m[n].nranges][0] = atoi(f);
+			m[n].ranges[m[n].nranges][1] = (dash = strchr(f, '-')) ?
+			    atoi(dash + 1) : atoi(f);
+			m[n].nranges++;
+		}
+		n++;
+	}
+	free(text);
+	*mp = m;
+	return n;
+}
+
+void
+quorum_masters_free(struct quorum_master *m, int n)
+{
+	int	i;
+
+	for (i = 0; i < n; i++) {
+		url_free(&m[i].url);
+		free(m[i].ranges);
+	}
+	free(m);
+}
+
 int
 quorum_scan(struct quorum *q, const char *pattern, quorum_key_fn fn,
     void *arg)

@@ -47,6 +47,24 @@ void	quorum_close(struct quorum *);
  */
 void	quorum_limit(struct quorum *, int64_t until);
 
+/* A Cluster master, and the hash slots it serves (lo..hi, inclusive). */
+struct quorum_master {
+	struct url	  url;
+	int		  nranges;
+	int		(*ranges)[2];
+};
+
+/*
+ * The masters server i's CLUSTER NODES lists (addresses as it sees them,
+ * with the URL's credentials and TLS): how many (*m to free with
+ * quorum_masters_free), 0 when i is no Cluster node, -1 (e filled).
+ */
+int	quorum_cluster_masters(struct quorum *, int i, struct quorum_master **m,
+	    struct err *e);
+void	quorum_masters_free(struct quorum_master *, int n);
+/* The hash slot of a key, as Redis Cluster computes it. */
+int	quorum_key_slot(const char *key);
+
 /*
  * Run a script on every server, or only on those with only[i] set (only
  * may be NULL).  replies[i] is server i's reply, or NULL where it failed

@@ -191,3 +191,27 @@ ckey_on() {
 	assert_equal "$status" 64
 	[[ "$stderr" == *"watch one name at a time"* ]] || fail "stderr: $stderr"
 }
+
+@test "cluster: a listing inspects the locks of each master in one call, not one a lock" {
+	local n
+	for ((n = 1; n <= 30; n++)); do
+		rlock -u "$C1_URL" acquire -t 60s "many-$n" >/dev/null
+	done
+	local i
+	for i in 1 2 3; do ccli "$i" CONFIG RESETSTAT >/dev/null; done
+	run --separate-stderr rlock -u "$C1_URL" status
+	assert_success
+	assert_equal "${#lines[@]}" 30
+	# One try of all at once (refused: several slots), then one a master.
+	local calls=0 c
+	for i in 1 2 3; do
+		c=$(ccli "$i" INFO commandstats | tr -d '\r' |
+			sed -n 's/^cmdstat_\(eval\|evalsha\):calls=\([0-9]*\),.*/\2/p' |
+			awk '{ s += $1 } END { print s + 0 }')
+		calls=$((calls + c))
+	done
+	assert_between "$calls" 3 5 "script calls for 30 locks on 3 masters"
+	run --separate-stderr rlock -u "$C2_URL" --json status many-1 many-2 many-3 many-4
+	assert_success
+	json_check 'len(d) == 4 and all(x["held"] for x in d)' <<<"$output"
+}
