@@ -1203,25 +1203,13 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 	return ok >= quorum_majority(l[0].q) && !cross ? 0 : -1;
 }
 
-/* Does master m serve lock l's slot? */
-static int
-serves(const struct quorum_master *m, const struct lock *l)
-{
-	int	slot = quorum_key_slot(l->key), r;
-
-	for (r = 0; r < m->nranges; r++)
-		if (slot >= m->ranges[r][0] && slot <= m->ranges[r][1])
-			return 1;
-	return 0;
-}
-
 /*
- * Redis Cluster: one inspect call per master for all the locks it serves,
- * keys of several slots allowed by the script's flag (Redis 7).  Declared
- * keys must still share a slot, so none are: the names go as arguments,
- * which the script takes for its KEYS, and the call runs on the master
- * it is sent to.  0 with st[0..n) filled, or -1 with nothing to free
- * (then one lock a call).
+ * Redis Cluster: every master at once, each inspecting the locks it serves
+ * in one call that may span slots (allow-cross-slot-keys, Redis 7).  A
+ * call's declared keys must still share a slot, so none are declared: the
+ * names go as arguments, which the script takes for its KEYS, and every
+ * master gets them all, answering false for the locks another serves.  0
+ * with st[0..n) filled, or -1 with nothing to free (then one lock a call).
  */
 static int
 inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
@@ -1229,11 +1217,12 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 {
 	static char		 *body;
 	struct quorum_master	 *m;
-	struct quorum		  one;
-	struct redis_reply	 *rep[1], *r = NULL;
+	struct quorum		  mq;
+	struct redis_reply	**rep, *el;
+	struct url		 *urls;
 	const char		**argv;
-	size_t			  j, argc, done = 0, *idx;
-	int			  nm, k, rc = 0;
+	size_t			  j;
+	int			  nm, k, ok, rc = 0;
 
 	if (l[0].q->n != 1 ||
 	    (nm = quorum_cluster_masters(l[0].q, 0, &m, e)) <= 0)
@@ -1243,47 +1232,49 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 		xasprintf(&body, "#!lua flags=allow-cross-slot-keys\n"
 		    "local KEYS = ARGV\n%s", script_inspect.body);
 	argv = xcalloc(5 * n + 3, sizeof *argv);
-	idx = xcalloc(n, sizeof *idx);
-	memset(st, 0, n * sizeof *st);
-	for (k = 0; k < nm && rc == 0; k++) {
-		argc = 3;
-		for (j = 0; j < n; j++)
-			if (serves(&m[k], &l[j])) {
-				idx[(argc - 3) / 5] = j;
-				argv[argc++] = l[j].key;
-				argv[argc++] = l[j].info_key;
-				argv[argc++] = l[j].fence_key;
-				argv[argc++] = l[j].waiters_key;
-				argv[argc++] = l[j].queue_key;
-			}
-		if (argc == 3)
-			continue;
-		argv[0] = "EVAL";
-		argv[1] = body;
-		argv[2] = "0";
-		quorum_init(&one, &m[k].url, 1, l[0].q->opts);
-		rep[0] = NULL;
-		if (quorum_command(&one, NULL, (int)argc, argv, 0, rep, e) < 1 ||
-		    (r = rep[0])->type != REDIS_T_ARRAY ||
-		    r->elements != (argc - 3) / 5)
-			rc = -1;
-		for (j = 0; rc == 0 && j < r->elements; j++) {
-			struct redis_reply	*el = r->element[j];
-
-			status_merge(&l[idx[j]], &el, &st[idx[j]]);
-			done++;
-		}
-		quorum_free_replies(&one, rep);
-		quorum_close(&one);
+	argv[0] = "EVAL";
+	argv[1] = body;
+	argv[2] = "0";
+	for (j = 0; j < n; j++) {
+		argv[3 + 5 * j] = l[j].key;
+		argv[4 + 5 * j] = l[j].info_key;
+		argv[5 + 5 * j] = l[j].fence_key;
+		argv[6 + 5 * j] = l[j].waiters_key;
+		argv[7 + 5 * j] = l[j].queue_key;
 	}
-	if (rc == 0 && done != n)
-		rc = -1;	/* a lock no master said it serves */
+	urls = xcalloc(nm, sizeof *urls);
+	for (k = 0; k < nm; k++)
+		urls[k] = m[k].url;	/* borrowed: freed with m */
+	quorum_init(&mq, urls, nm, l[0].q->opts);
+	rep = xcalloc(nm, sizeof *rep);
+	ok = quorum_command(&mq, NULL, (int)(5 * n + 3), argv, 0, rep, e);
+	memset(st, 0, n * sizeof *st);
+	for (k = 0; k < nm; k++)
+		if (rep[k] == NULL || rep[k]->type != REDIS_T_ARRAY ||
+		    rep[k]->elements != n)
+			rc = -1;
+	/* Each lock from the master that serves it. */
+	for (j = 0; rc == 0 && ok == nm && j < n; j++) {
+		for (el = NULL, k = 0; k < nm && el == NULL; k++)
+			if (rep[k]->element[j]->type == REDIS_T_ARRAY)
+				el = rep[k]->element[j];
+		if (el == NULL) {
+			rc = -1;	/* no master said it serves it */
+			break;
+		}
+		status_merge(&l[j], &el, &st[j]);
+	}
+	if (ok != nm)
+		rc = -1;
 	if (rc == -1)
 		for (j = 0; j < n; j++)
 			lock_status_free(&st[j]);
+	quorum_free_replies(&mq, rep);
+	quorum_close(&mq);
+	free(rep);
+	free(urls);
 	quorum_masters_free(m, nm);
 	free(argv);
-	free(idx);
 	return rc;
 }
 

@@ -202,7 +202,8 @@ ckey_on() {
 	run --separate-stderr rlock -u "$C1_URL" status
 	assert_success
 	assert_equal "${#lines[@]}" 30
-	# One try of all at once (refused: several slots), then one a master.
+	# One try of all at once (refused: several slots), then one call on
+	# each master, side by side.
 	local calls=0 c
 	for i in 1 2 3; do
 		c=$(ccli "$i" INFO commandstats | tr -d '\r' |

@@ -47,9 +47,16 @@ local function inspect(lock, info, fence, waiters, queue)
 	return r
 end
 
+-- A lock another Cluster node serves (its keys cannot be touched here:
+-- see inspect_cluster in lock.c) is false.
 local out = {}
 for k = 1, #KEYS - 4, 5 do
-	out[#out + 1] = inspect(KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3],
-		KEYS[k + 4])
+	local here = redis.pcall('EXISTS', KEYS[k])
+	if type(here) == 'table' and here.err then
+		out[#out + 1] = false
+	else
+		out[#out + 1] = inspect(KEYS[k], KEYS[k + 1], KEYS[k + 2],
+			KEYS[k + 3], KEYS[k + 4])
+	end
 end
 return out
