@@ -179,6 +179,54 @@ read_batch(struct quorum *q, const char *prefix, char *const *names,
 	return ok >= quorum_majority(q) && !*cross ? 0 : -1;
 }
 
+/*
+ * Redis Cluster: every master at once, each reading the histories it
+ * serves (see quorum_cluster_script).  0, or -1 with nothing appended
+ * (then one lock a call).
+ */
+static int
+read_cluster(struct quorum *q, const char *prefix, char *const *names,
+    size_t n, const char **args, int count, struct hist_event **evp,
+    size_t *np, struct err *e)
+{
+	struct redis_reply	**rep, *list;
+	char			**keys;
+	size_t			  j;
+	int			  nm, k, rc = 0;
+
+	keys = xcalloc(n, sizeof *keys);
+	for (j = 0; j < n; j++)
+		xasprintf(&keys[j], "%s{%s}:log", prefix, names[j]);
+	nm = quorum_cluster_script(q, &script_log, (int)n, (const char **)keys,
+	    2, args, &rep, e);
+	for (j = 0; j < n; j++)
+		free(keys[j]);
+	free(keys);
+	if (nm == -1)
+		return -1;
+	for (k = 0; k < nm; k++)
+		if (rep[k]->type != REDIS_T_ARRAY || rep[k]->elements < 2 ||
+		    rep[k]->element[1]->type != REDIS_T_ARRAY ||
+		    rep[k]->element[1]->elements != n)
+			rc = -1;
+	for (j = 0; rc == 0 && j < n; j++) {
+		/* The master that serves it answered a list; the others false. */
+		for (list = NULL, k = 0; k < nm && list == NULL; k++)
+			if (rep[k]->element[1]->element[j]->type == REDIS_T_ARRAY)
+				list = rep[k]->element[1]->element[j];
+		if (list == NULL)
+			rc = -1;
+	}
+	for (j = 0; rc == 0 && j < n; j++) {
+		for (list = NULL, k = 0; k < nm && list == NULL; k++)
+			if (rep[k]->element[1]->element[j]->type == REDIS_T_ARRAY)
+				list = rep[k]->element[1]->element[j];
+		merge_lock(q, names[j], &list, count, evp, np);
+	}
+	quorum_cluster_free(rep, nm);
+	return rc;
+}
+
 int
 history_read(struct quorum *q, const char *prefix, char *const *names,
     size_t n, int count, int64_t since_ms, struct hist_event **evp,
@@ -202,6 +250,12 @@ history_read(struct quorum *q, const char *prefix, char *const *names,
 			continue;
 		if (!cross || m == 1)
 			return -1;
+		/* A Cluster: every master at once, else one lock a call. */
+		if (read_cluster(q, prefix, names + j, n - j, args, count, evp,
+		    np, e) == 0) {
+			m = n - j;
+			continue;
+		}
 		one = 1;
 		m = 0;	/* the same locks again, one at a time */
 	}

@@ -1205,76 +1205,50 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 
 /*
  * Redis Cluster: every master at once, each inspecting the locks it serves
- * in one call that may span slots (allow-cross-slot-keys, Redis 7).  A
- * call's declared keys must still share a slot, so none are declared: the
- * names go as arguments, which the script takes for its KEYS, and every
- * master gets them all, answering false for the locks another serves.  0
- * with st[0..n) filled, or -1 with nothing to free (then one lock a call).
+ * in one call (see quorum_cluster_script; inspect.lua answers false for a
+ * lock another master serves).  0 with st[0..n) filled, or -1 with nothing
+ * to free (then one lock a call).
  */
 static int
 inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
     struct err *e)
 {
-	static char		 *body;
-	struct quorum_master	 *m;
-	struct quorum		  mq;
 	struct redis_reply	**rep, *el;
-	struct url		 *urls;
-	const char		**argv;
+	const char		**keys;
 	size_t			  j;
-	int			  nm, k, ok, rc = 0;
+	int			  nm, k, rc = 0;
 
-	if (l[0].q->n != 1 ||
-	    (nm = quorum_cluster_masters(l[0].q, 0, &m, e)) <= 0)
-		return -1;
-	/* The inspect script, let span slots (not cached: sent as EVAL). */
-	if (body == NULL)
-		xasprintf(&body, "#!lua flags=allow-cross-slot-keys\n"
-		    "local KEYS = ARGV\n%s", script_inspect.body);
-	argv = xcalloc(5 * n + 3, sizeof *argv);
-	argv[0] = "EVAL";
-	argv[1] = body;
-	argv[2] = "0";
+	keys = xcalloc(5 * n, sizeof *keys);
 	for (j = 0; j < n; j++) {
-		argv[3 + 5 * j] = l[j].key;
-		argv[4 + 5 * j] = l[j].info_key;
-		argv[5 + 5 * j] = l[j].fence_key;
-		argv[6 + 5 * j] = l[j].waiters_key;
-		argv[7 + 5 * j] = l[j].queue_key;
+		keys[5 * j] = l[j].key;
+		keys[5 * j + 1] = l[j].info_key;
+		keys[5 * j + 2] = l[j].fence_key;
+		keys[5 * j + 3] = l[j].waiters_key;
+		keys[5 * j + 4] = l[j].queue_key;
 	}
-	urls = xcalloc(nm, sizeof *urls);
-	for (k = 0; k < nm; k++)
-		urls[k] = m[k].url;	/* borrowed: freed with m */
-	quorum_init(&mq, urls, nm, l[0].q->opts);
-	rep = xcalloc(nm, sizeof *rep);
-	ok = quorum_command(&mq, NULL, (int)(5 * n + 3), argv, 0, rep, e);
+	nm = quorum_cluster_script(l[0].q, &script_inspect, (int)(5 * n), keys,
+	    0, NULL, &rep, e);
+	free(keys);
+	if (nm == -1)
+		return -1;
 	memset(st, 0, n * sizeof *st);
 	for (k = 0; k < nm; k++)
-		if (rep[k] == NULL || rep[k]->type != REDIS_T_ARRAY ||
-		    rep[k]->elements != n)
+		if (rep[k]->type != REDIS_T_ARRAY || rep[k]->elements != n)
 			rc = -1;
 	/* Each lock from the master that serves it. */
-	for (j = 0; rc == 0 && ok == nm && j < n; j++) {
+	for (j = 0; rc == 0 && j < n; j++) {
 		for (el = NULL, k = 0; k < nm && el == NULL; k++)
 			if (rep[k]->element[j]->type == REDIS_T_ARRAY)
 				el = rep[k]->element[j];
-		if (el == NULL) {
+		if (el == NULL)
 			rc = -1;	/* no master said it serves it */
-			break;
-		}
-		status_merge(&l[j], &el, &st[j]);
+		else
+			status_merge(&l[j], &el, &st[j]);
 	}
-	if (ok != nm)
-		rc = -1;
 	if (rc == -1)
 		for (j = 0; j < n; j++)
 			lock_status_free(&st[j]);
-	quorum_free_replies(&mq, rep);
-	quorum_close(&mq);
-	free(rep);
-	free(urls);
-	quorum_masters_free(m, nm);
-	free(argv);
+	quorum_cluster_free(rep, nm);
 	return rc;
 }
 

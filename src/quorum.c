@@ -776,6 +776,65 @@ quorum_masters_free(struct quorum_master *m, int n)
 }
 
 int
+quorum_cluster_script(struct quorum *q, struct script *s, int nkeys,
+    const char **keys, int nargs, const char **args,
+    struct redis_reply ***replies, struct err *e)
+{
+	struct quorum_master	 *m;
+	struct quorum		  mq;
+	struct redis_reply	**rep;
+	struct url		 *urls;
+	const char		**argv;
+	char			 *body;
+	int			  nm, k, ok;
+
+	*replies = NULL;
+	if (q->n != 1 || (nm = quorum_cluster_masters(q, 0, &m, e)) <= 0)
+		return -1;
+	/* ARGV: the script's own arguments, then its keys, back in KEYS. */
+	xasprintf(&body, "#!lua flags=allow-cross-slot-keys\n"
+	    "local KEYS, ARGV = {}, ARGV\n"
+	    "do local a = {} for i = 1, #ARGV do if i <= %d then a[i] = ARGV[i] "
+	    "else KEYS[#KEYS + 1] = ARGV[i] end end ARGV = a end\n%s",
+	    nargs, s->body);
+	argv = xcalloc(3 + nargs + nkeys, sizeof *argv);
+	argv[0] = "EVAL";
+	argv[1] = body;
+	argv[2] = "0";
+	for (k = 0; k < nargs; k++)
+		argv[3 + k] = args[k];
+	for (k = 0; k < nkeys; k++)
+		argv[3 + nargs + k] = keys[k];
+	urls = xcalloc(nm, sizeof *urls);
+	for (k = 0; k < nm; k++)
+		urls[k] = m[k].url;	/* borrowed: freed with m */
+	quorum_init(&mq, urls, nm, q->opts);
+	rep = xcalloc(nm, sizeof *rep);
+	ok = quorum_command(&mq, NULL, 3 + nargs + nkeys, argv, 0, rep, e);
+	quorum_close(&mq);
+	free(urls);
+	quorum_masters_free(m, nm);
+	free(argv);
+	free(body);
+	if (ok != nm) {
+		quorum_cluster_free(rep, nm);
+		return -1;
+	}
+	*replies = rep;
+	return nm;
+}
+
+void
+quorum_cluster_free(struct redis_reply **rep, int n)
+{
+	int	i;
+
+	for (i = 0; rep != NULL && i < n; i++)
+		redis_reply_free(rep[i]);
+	free(rep);
+}
+
+int
 quorum_scan(struct quorum *q, const char *pattern, quorum_key_fn fn,
     void *arg)
 {

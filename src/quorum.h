@@ -64,6 +64,20 @@ int	quorum_cluster_masters(struct quorum *, int i, struct quorum_master **m,
 void	quorum_masters_free(struct quorum_master *, int n);
 /* The hash slot of a key, as Redis Cluster computes it. */
 int	quorum_key_slot(const char *key);
+/*
+ * Redis Cluster: script s on every master of server 0 at once, keys of
+ * several slots allowed (allow-cross-slot-keys: Redis 7).  A call's
+ * declared keys must share a slot, so none are declared: the keys go as
+ * arguments after args, and the script, given a prelude that puts them
+ * back in KEYS, must leave alone (pcall) those another master serves.
+ * Returns the number of masters, each one's reply in (*replies)[i] (free
+ * with quorum_cluster_free), or -1 (e filled: not a Cluster, a master that
+ * did not answer, Redis 6).
+ */
+int	quorum_cluster_script(struct quorum *, struct script *s, int nkeys,
+	    const char **keys, int nargs, const char **args,
+	    struct redis_reply ***replies, struct err *e);
+void	quorum_cluster_free(struct redis_reply **, int n);
 
 /*
  * Run a script on every server, or only on those with only[i] set (only

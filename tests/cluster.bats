@@ -216,3 +216,26 @@ ckey_on() {
 	assert_success
 	json_check 'len(d) == 4 and all(x["held"] for x in d)' <<<"$output"
 }
+
+@test "cluster: log of locks on every master reads each master once, side by side" {
+	local n
+	for ((n = 1; n <= 12; n++)); do
+		rlock -u "$C1_URL" exec "hist-$n" -- true
+	done
+	local i
+	for i in 1 2 3; do ccli "$i" CONFIG RESETSTAT >/dev/null; done
+	run --separate-stderr rlock -u "$C2_URL" log
+	assert_success
+	assert_equal "${#lines[@]}" 24
+	local calls=0 c
+	for i in 1 2 3; do
+		c=$(ccli "$i" INFO commandstats | tr -d '\r' |
+			sed -n 's/^cmdstat_\(eval\|evalsha\):calls=\([0-9]*\),.*/\2/p' |
+			awk '{ s += $1 } END { print s + 0 }')
+		calls=$((calls + c))
+	done
+	assert_between "$calls" 3 5 "script calls for 12 histories on 3 masters"
+	run --separate-stderr rlock -u "$C3_URL" --json log hist-1 hist-2
+	assert_success
+	assert_equal "${#lines[@]}" 4
+}

@@ -53,6 +53,9 @@ local out = {}
 for k = 1, #KEYS - 4, 5 do
 	local here = redis.pcall('EXISTS', KEYS[k])
 	if type(here) == 'table' and here.err then
+		if not string.find(here.err, 'non local key', 1, true) then
+			return redis.error_reply(here.err)
+		end
 		out[#out + 1] = false
 	else
 		out[#out + 1] = inspect(KEYS[k], KEYS[k + 1], KEYS[k + 2],

@@ -1,13 +1,22 @@
 -- log: locks' histories, newest first (see record() in lib.lua).
 -- KEYS: the history streams.  ARGV: count, since_ms (0: all).  Returns
 -- {now_ms, {entries of the first key, ...}}, each {{id, {field, value,
--- ...}}, ...}.  Reads only: a replica can answer.
+-- ...}}, ...}, or false for a key another Cluster node serves (see
+-- quorum_cluster_script in quorum.c).  Reads only: a replica can answer.
 local now = clock()
 local since = tonumber(ARGV[2])
 local oldest = since > 0 and tostring(now - since) or '-'
 local out = {}
 for i = 1, #KEYS do
-	out[i] = redis.call('XREVRANGE', KEYS[i], '+', oldest, 'COUNT',
+	local r = redis.pcall('XREVRANGE', KEYS[i], '+', oldest, 'COUNT',
 		tonumber(ARGV[1]))
+	if type(r) == 'table' and r.err then
+		if not string.find(r.err, 'non local key', 1, true) then
+			return redis.error_reply(r.err)
+		end
+		out[i] = false
+	else
+		out[i] = r
+	end
 end
 return {now, out}
