@@ -1153,6 +1153,24 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 	return ok < quorum_majority(l->q) ? -1 : 0;
 }
 
+/* The keys inspect.lua takes for locks l[0..n): five a lock (to free). */
+static const char **
+inspect_keys(const struct lock *l, size_t n)
+{
+	const char	**keys;
+	size_t		  j;
+
+	keys = xcalloc(5 * n, sizeof *keys);
+	for (j = 0; j < n; j++) {
+		keys[5 * j] = l[j].key;
+		keys[5 * j + 1] = l[j].info_key;
+		keys[5 * j + 2] = l[j].fence_key;
+		keys[5 * j + 3] = l[j].waiters_key;
+		keys[5 * j + 4] = l[j].queue_key;
+	}
+	return keys;
+}
+
 /*
  * Inspect n locks in one script call on each server (keys[5 * j ...] are
  * lock j's).  0 with st[0..n) filled; -1 with e filled, st untouched.
@@ -1168,14 +1186,7 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 	int			  i, ok, q = l[0].q->n, cross = 0;
 
 	memset(st, 0, n * sizeof *st);
-	keys = xcalloc(5 * n, sizeof *keys);
-	for (j = 0; j < n; j++) {
-		keys[5 * j] = l[j].key;
-		keys[5 * j + 1] = l[j].info_key;
-		keys[5 * j + 2] = l[j].fence_key;
-		keys[5 * j + 3] = l[j].waiters_key;
-		keys[5 * j + 4] = l[j].queue_key;
-	}
+	keys = inspect_keys(l, n);
 	rep = xcalloc(q, sizeof *rep);
 	one = xcalloc(q, sizeof *one);
 	ok = quorum_script(l[0].q, NULL, &script_inspect, (int)(5 * n), keys, 0,
@@ -1218,14 +1229,7 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 	size_t			  j;
 	int			  nm, k, rc = 0;
 
-	keys = xcalloc(5 * n, sizeof *keys);
-	for (j = 0; j < n; j++) {
-		keys[5 * j] = l[j].key;
-		keys[5 * j + 1] = l[j].info_key;
-		keys[5 * j + 2] = l[j].fence_key;
-		keys[5 * j + 3] = l[j].waiters_key;
-		keys[5 * j + 4] = l[j].queue_key;
-	}
+	keys = inspect_keys(l, n);
 	nm = quorum_cluster_script(l[0].q, &script_inspect, (int)(5 * n), keys,
 	    0, NULL, &rep, e);
 	free(keys);
