@@ -1,6 +1,6 @@
 # fish completion for rlock(1)
 
-set -l commands acquire release extend status exec log watch doctor
+set -l commands acquire release extend status exec log watch doctor help
 
 # Held lock names, asked of the server only when RLOCK_URL names one: a
 # completion must never hang on, or guess at, a Redis that is not there.
@@ -88,6 +88,8 @@ complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a exec -d 'Run
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a log -d "Show the locks' history"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a watch -d "Follow the locks' events as they happen"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a doctor -d 'Check the servers for settings that break locks'
+complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a help -d "Show the help, or a command's (as COMMAND --help)"
+complete -c rlock -n "__fish_seen_subcommand_from help" -a "acquire release extend status exec log watch doctor"
 
 # Global options: valid before and after the command word (but not among
 # the words of the command that exec runs)

@@ -191,6 +191,38 @@ hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left, int status)
 	return status;
 }
 
+/*
+ * How soon after taking the lock a run that did not wait may end before
+ * another machine's cron, firing the same minute a little later, is
+ * likely to find the lock free and run the command a second time: the
+ * clock skew of a fleet kept by NTP plus cron's own start-up delay, with
+ * a wide margin.
+ */
+#define SKEW_ALLOWANCE_MS	5000
+
+/*
+ * `exec -n` in a crontab on many machines is the first thing rlock is
+ * for, and without --min-hold a short job runs once per machine whose
+ * cron fires after it ended.  Say so, where cron mails it, unless the
+ * user chose: --min-hold 0 keeps the quick release and silences this.
+ */
+static void
+warn_quick_release(const struct cmd_ctx *ctx, const struct lock *l,
+    int64_t held_ms)
+{
+	char	d[32];
+
+	if (ctx->o.wait_ms != 0 || ctx->o.limit > 1 || ctx->o.shared ||
+	    ((ctx->o.given | ctx->o.from_file) & OPT(MIN_HOLD)) ||
+	    held_ms >= SKEW_ALLOWANCE_MS)
+		return;
+	log_warn("%s: the command ended %s after taking the lock; with -n and "
+	    "no --min-hold a machine whose cron fires a moment later can take "
+	    "it and run the command again: add --min-hold 30s (see --min-hold "
+	    "in rlock(1)), or --min-hold 0 to keep the quick release", l->name,
+	    duration_format(held_ms, d, sizeof d));
+}
+
 /* How the command ended, for the history: "exit:N", "signal:NAME"... */
 static const char *
 outcome(const struct supervise *sv, int status, char *buf, size_t len)
@@ -239,7 +271,8 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		    "(SIG%s)", l->name, duration_format(ctx->o.max_runtime_ms,
 		    when, sizeof when), sigabbrev_np(sv->timed_out));
 		status = EXIT_TIMEOUT;
-	}
+	} else
+		warn_quick_release(ctx, l, now_mono_ms() - l->taken_at);
 	left = ctx->o.min_hold_ms - (now_mono_ms() - l->taken_at);
 	if (ctx->o.min_hold_ms > 0 && left > 0) {
 		lock_note(l, "released", "left to expire at --min-hold",

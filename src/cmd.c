@@ -30,6 +30,19 @@
 
 /* ----------------------------------------------------------- dispatch */
 
+/*
+ * rlock help [COMMAND]: what --help prints, for those who type it as git
+ * and go taught them.  Answered before any setting is read: help needs
+ * no config file, no password and no server.
+ */
+static const struct cmd_entry cmd_help_entry = {
+	.name = "help",
+	.args = "[COMMAND]",
+	.summary = "Show this help, or a command's (as COMMAND --help)",
+	.min_args = 0,
+	.max_args = 1,
+};
+
 static const struct cmd_entry *const cmd_table[] = {
 	&cmd_acquire_entry,
 	&cmd_release_entry,
@@ -39,6 +52,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_log_entry,
 	&cmd_watch_entry,
 	&cmd_doctor_entry,
+	&cmd_help_entry,
 	NULL
 };
 
@@ -147,6 +161,21 @@ check_limit(struct cmd_ctx *ctx)
 	return 0;
 }
 
+/* rlock help [COMMAND] */
+static int
+help(const struct opts *o)
+{
+	const struct cmd_entry	*ce = NULL;
+
+	if (o->nargs > 1)
+		return cmd_usage_error("unexpected argument '%s'; usage: rlock "
+		    "help [COMMAND]", o->args[1]);
+	if (o->nargs == 1 && (ce = find_cmd(o->args[0])) == NULL)
+		return EXIT_USAGE;
+	options_help(stdout, ce, cmd_table);
+	return 0;
+}
+
 int
 cmd_main(int argc, char **argv)
 {
@@ -175,6 +204,10 @@ cmd_main(int argc, char **argv)
 	}
 	if (o->given & OPT(HELP)) {
 		options_help(stdout, ce, cmd_table);
+		goto out;
+	}
+	if (ce == &cmd_help_entry) {
+		rc = help(o);
 		goto out;
 	}
 	if (ce == NULL) {

@@ -50,6 +50,7 @@ int	err_exit_status(enum err_kind);
 #define EXIT_UNAVAILABLE	69
 #define EXIT_SOFTWARE		70
 #define EXIT_LOST		75
+#define EXIT_NOPERM		77	/* a file rlock must read, this user may not */
 #define EXIT_TIMEOUT		124	/* exec: --max-runtime ran out (timeout(1)) */
 
 #endif

@@ -76,6 +76,24 @@ warn_if_readable(const char *path, const char *what)
 		    "(chmod o-r %s)", what, path, path);
 }
 
+/*
+ * A file rlock was told to read and cannot.  Not allowed to is not a
+ * mistake in the command line, which works as another user: it is 77
+ * (EX_NOPERM) with the remedy, and any other reason a usage error.
+ */
+static int
+unreadable(const char *what, const char *path, int e)
+{
+	if (e != EACCES && e != EPERM)
+		return options_usage_error(NULL, "cannot read %s %s: %s", what,
+		    path, strerror(e));
+	log_error("cannot read %s %s: %s (rlock runs as uid %u): let this "
+	    "user read it, e.g. with the group rlock (chgrp rlock %s; chmod "
+	    "640 %s; usermod -aG rlock USER), see rlock(1) FILES", what, path,
+	    strerror(e), (unsigned)geteuid(), path, path);
+	return EXIT_NOPERM;
+}
+
 /* ------------------------------------------------------- config file */
 
 /* Does any URL of the list v carry a password? */
@@ -113,8 +131,7 @@ read_config(const char *path, int explicit, char **text)
 	    !explicit && errno == ENOENT)
 		return 0;
 	if (rc == -1)
-		return options_usage_error(NULL, "cannot read the config file "
-		    "%s: %s", path, strerror(errno));
+		return unreadable("the config file", path, errno);
 	if (rc == -2)
 		return options_usage_error(NULL, "the config file %s is larger "
 		    "than %d KiB; is it the right file?", path,
@@ -229,8 +246,7 @@ read_password_file(const char *path, char **out)
 	int	 rc;
 
 	if ((rc = read_bounded(path, PASSWORD_FILE_MAX, &text, &len)) == -1)
-		return options_usage_error(NULL, "cannot read --password-file "
-		    "%s: %s", path, strerror(errno));
+		return unreadable("--password-file", path, errno);
 	if (rc == -2)
 		return options_usage_error(NULL, "--password-file %s is larger "
 		    "than %d bytes; it should hold the password on its first "
@@ -267,8 +283,7 @@ check_readable(const char *opt, const char *path)
 	if (path == NULL)
 		return 0;
 	if ((f = fopen(path, "r")) == NULL)
-		return options_usage_error(NULL, "cannot read %s %s: %s", opt,
-		    path, strerror(errno));
+		return unreadable(opt, path, errno);
 	fclose(f);
 	return 0;
 }

@@ -48,7 +48,7 @@ hold_alpha_and_beta() {
 	assert_output 1
 }
 
-@test "bash: 'rlock ' offers exactly the eight commands" {
+@test "bash: 'rlock ' offers exactly the nine commands" {
 	local mode out
 	for mode in $(bash_modes); do
 		out=$(bash_complete "$mode" "rlock ") || fail "bash ($mode) failed"
@@ -234,7 +234,7 @@ hold_alpha_and_beta() {
 	assert_offers_exactly "zsh: rlock ac" "$out" acquire
 }
 
-@test "zsh: 'rlock <TAB>' offers exactly the eight commands" {
+@test "zsh: 'rlock <TAB>' offers exactly the nine commands" {
 	require_shell zsh
 	local out
 	out=$(zsh_complete "rlock ") || fail "zsh driver failed"
@@ -291,7 +291,7 @@ hold_alpha_and_beta() {
 	assert_offers_exactly "fish: rlock do" "$out" doctor
 }
 
-@test "fish: 'rlock ' offers exactly the eight commands" {
+@test "fish: 'rlock ' offers exactly the nine commands" {
 	require_shell fish
 	local out
 	out=$(fish_complete "rlock ") || fail "fish failed"
@@ -333,4 +333,18 @@ hold_alpha_and_beta() {
 	local out
 	out=$(fish_complete "rlock release ") || fail "fish failed"
 	assert_offers_exactly "fish: rlock release " "$out" alpha beta
+}
+
+@test "completions: 'rlock help ' offers the commands, in bash, zsh and fish" {
+	local mode out want=(acquire release extend status exec log watch doctor)
+	for mode in $(bash_modes); do
+		out=$(bash_complete "$mode" "rlock help ") || fail "bash ($mode) failed"
+		assert_offers_exactly "bash ($mode): rlock help " "$out" "${want[@]}"
+	done
+	require_shell zsh
+	out=$(zsh_complete "rlock help ") || fail "zsh failed"
+	assert_offers_exactly "zsh: rlock help " "$out" "${want[@]}"
+	require_shell fish
+	out=$(fish_complete "rlock help ") || fail "fish failed"
+	assert_offers_exactly "fish: rlock help " "$out" "${want[@]}"
 }

@@ -158,9 +158,16 @@ hold_until_waited() {
 	syslog_run --syslog release --token "$token" job
 	assert_success
 	assert_nothing_logged
-	syslog_run --syslog exec -n job -- true
+	syslog_run --syslog exec -n --min-hold 0 job -- true
 	assert_success
 	assert_nothing_logged
+}
+
+@test "syslog: a cron job's exec -n that ends at once without --min-hold is warned about in syslog" {
+	syslog_run --syslog exec -n job -- true
+	assert_success
+	assert_logged 'warning: job: the command ended .* --min-hold 30s'
+	assert_priority 28 'warning: job: the command ended'
 }
 
 @test "syslog: without --syslog a failing run sends nothing to /dev/log" {
