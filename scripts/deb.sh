@@ -36,9 +36,13 @@ dpkg -x "$deb" "$root"
 MANPATH=$root/usr/share/man man -w rlock
 for f in usr/share/bash-completion/completions/rlock \
     usr/share/zsh/site-functions/_rlock \
-    usr/share/fish/vendor_completions.d/rlock.fish; do
+    usr/share/fish/vendor_completions.d/rlock.fish \
+    usr/share/doc/rlock/examples/rlock.conf; do
 	[ -f "$root/$f" ] || { echo "missing $f"; exit 1; }
 done
+# The README, which dh_compress may have gzipped.
+ls "$root"/usr/share/doc/rlock/README.md* >/dev/null ||
+    { echo "missing usr/share/doc/rlock/README.md"; exit 1; }
 mkdir -p "$top/dist"
 cp "$deb" "$top/dist/"
 echo "dist/$(basename "$deb")"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # demo.sh: install what is needed, build, and show rlock doing its job:
-# acquire, status, a second acquire waiting, release, and the hand-over.
+# acquire, status, a second acquire waiting, release, the hand-over, and a
+# crontab line fired on three "machines" at once that runs the job once.
 # Uses $RLOCK_URL if set; otherwise starts a throwaway redis-server on a
 # Unix socket of its own and stops it at the end.
 set -eu
@@ -63,3 +64,22 @@ $rlock status --json
 $rlock release --token "$SECOND" deploy
 say 'rlock status deploy'
 $rlock status deploy || true
+
+# The README's crontab line, fired at the same instant on three "machines":
+# one runs the job, the two others find the lock taken and skip it.
+cat >"$tmp/report" <<'JOB'
+#!/bin/sh
+echo "report ran on $1"
+JOB
+chmod +x "$tmp/report"
+say 'for m in web1 web2 web3; do   # cron fires the same minute on three machines
+    rlock exec -n --min-hold 30s nightly-report -- ./report $m &
+  done; wait'
+pids=
+for m in web1 web2 web3; do
+	$rlock exec -n --min-hold 30s nightly-report -- "$tmp/report" $m &
+	pids="$pids $!"
+done
+for p in $pids; do wait "$p" || true; done
+say 'rlock log nightly-report   # once; the lock stays 30s, so a late cron skips it too'
+$rlock log nightly-report

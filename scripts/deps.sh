@@ -1,15 +1,19 @@
 #!/bin/sh
 # deps.sh: install what rlock needs to build, test and benchmark on Debian 12.
-# Idempotent: installs only the packages that are missing.
+# Idempotent: installs only the packages that are missing.  With the
+# argument 'build', only those that building rlock needs.
 set -eu
 
-PACKAGES="build-essential autoconf automake libtool pkg-config
-libhiredis-dev uuid-dev libssl-dev
+# deps.sh build: only what building and installing needs.
+BUILD="build-essential autoconf automake libtool pkg-config
+libhiredis-dev uuid-dev libssl-dev"
+PACKAGES="$BUILD
 redis-server redis-tools bats bats-assert bats-support mandoc
 openssl python3 tmux procps clang libclang-rt-14-dev
 zsh fish bash-completion strace valgrind
 python3-prometheus-client"
 
+[ "${1:-}" = build ] && PACKAGES=$BUILD
 missing=""
 for p in $PACKAGES; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
