@@ -53,7 +53,16 @@
 #define FENCE_LEAD_MS		1000
 /* How long a history note of the client's own may take, at most. */
 #define NOTE_MAX_MS		500
-/* A waiter's entry outlives its next attempt's due time by this, and --timeout. */
+/*
+ * A waiter's entry is a lease of its own: each attempt renews it, and a
+ * waiter makes one at least every WAITER_RENEW_MS (its blocking read
+ * times out then), so the lease lasts that, the attempt's round trip
+ * (--timeout) and WAITER_SLACK_MS more.  A waiter that died is forgotten
+ * that long after its last attempt (5 s with the default --timeout),
+ * however long the holder's TTL: its place in a --fifo line, its line in
+ * status, and an exclusive waiter's mark that keeps new readers out.
+ */
+#define WAITER_RENEW_MS		2000
 #define WAITER_SLACK_MS		1000
 
 static long long	to_ll(const struct redis_reply *);
@@ -334,13 +343,10 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->keys[5] = l->queue_key;
 	snprintf(a->ttl, sizeof a->ttl, "%lld", (long long)ttl_ms);
 	snprintf(a->pid, sizeof a->pid, "%lld", m->pid);
-	/*
-	 * One that will wait is listed among the waiters until its next
-	 * attempt is due (the holder's PTTL), plus this slack: the round
-	 * trip's bound and a second more.  0: not listed.
-	 */
+	/* One that will wait is listed for its lease; 0: not listed. */
 	snprintf(a->slack, sizeof a->slack, "%lld", l->wait_ms == 0 ? 0LL :
-	    (long long)(l->q->opts->timeout_ms + WAITER_SLACK_MS));
+	    (long long)(WAITER_RENEW_MS + l->q->opts->timeout_ms +
+	    WAITER_SLACK_MS));
 	snprintf(a->waited, sizeof a->waited, "%lld",
 	    (long long)(now_mono_ms() - l->wait_start));
 	a->args[0] = l->token;
@@ -628,6 +634,9 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 			sleep = NO_EXPIRY_RECHECK_MS;
 		else
 			sleep = 1 + jitter();
+		/* The next attempt renews our lease: see WAITER_RENEW_MS. */
+		if (sleep > WAITER_RENEW_MS)
+			sleep = WAITER_RENEW_MS + jitter();
 		if (sleep > left)
 			sleep = left;
 		l->waited++;

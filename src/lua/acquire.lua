@@ -7,9 +7,11 @@
 -- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
 -- host, pid, command, acquired_ms, now_ms} when it may not (the holder, for
 -- a waiter to show; pttl_ms is when to look again).  A caller that will
--- wait (slack_ms > 0) is listed among the waiters until its next attempt is
--- due: the holder's PTTL (5 s without one) plus slack_ms; status drops it
--- after that, so a waiter that died is gone within that bound.
+-- wait (slack_ms > 0) is listed among the waiters for slack_ms, its lease,
+-- which its next attempt renews (see WAITER_RENEW_MS in lock.c); status
+-- drops it after that, so a waiter that died is gone within that bound.
+-- Its entry keeps the server-clock time of its first attempt (s), which
+-- how long it has waited counts from.
 -- With fifo = '1' the caller also joins the queue (a sorted set, by the
 -- server's clock at its first attempt) and is granted the lock only at its
 -- head; a head whose waiter entry has lapsed (dead, gone) is dropped, and
@@ -46,11 +48,18 @@ local marked = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
 -- exclusive waiter (writer set) is marked so, which keeps new readers out.
 local function busy(pttl, h, writer)
 	local now = clock()
-	local slack = tonumber(ARGV[7])
-	if slack > 0 then
-		local due = (pttl >= 0 and pttl or 5000) + slack
+	local due = tonumber(ARGV[7])
+	if due > 0 then
+		-- Since the first attempt: waited_ms was taken before the
+		-- request went out, which may have blocked a while first.
+		local since = now - tonumber(ARGV[8])
+		local ok, e = pcall(cjson.decode,
+			redis.call('HGET', KEYS[5], ARGV[1]) or '')
+		if ok and type(e) == 'table' and tonumber(e.s) then
+			since = math.min(since, tonumber(e.s))
+		end
 		redis.call('HSET', KEYS[5], ARGV[1], cjson.encode({u = now + due,
-			s = now - tonumber(ARGV[8]), h = ARGV[3], p = ARGV[4],
+			s = since, h = ARGV[3], p = ARGV[4],
 			n = ARGV[5], c = ARGV[6], x = writer and 1 or nil}))
 		-- Both keys outlive every entry: never shorten them.
 		if redis.call('PTTL', KEYS[5]) < due + 10000 then
