@@ -263,10 +263,10 @@ real_output() {
 		rlock log report
 		rlock log --json report
 		# A holder with a command, and a waiter behind it.
-		rlock exec -t 30s held -- sleep 30 &
+		"$RLOCK" exec -t 30s held -- sleep 30 &
 		pids+=("$!")
 		wait_held held
-		rlock exec -t 30s -w 30s held -- true &
+		"$RLOCK" exec -t 30s -w 30s held -- true &
 		pids+=("$!")
 		wait_waiting
 		rlock status held
@@ -283,9 +283,9 @@ real_output() {
 		rlock status
 		rlock --json status
 		# Quorum: three servers, one of them down.
-		rlock -u "$RLOCK_URL $Q1_URL redis://127.0.0.1:1" acquire -t 30s job >/dev/null
-		rlock -u "$RLOCK_URL $Q1_URL redis://127.0.0.1:1" status job || true
-		rlock -u "$RLOCK_URL $Q1_URL redis://127.0.0.1:1" --json status job || true
+		rlock -u "$RLOCK_URL $Q1_URL redis://127.0.0.1:1" acquire -n -t 30s qjob >/dev/null
+		rlock -u "$RLOCK_URL $Q1_URL redis://127.0.0.1:1" status qjob || true
+		rlock -u "$RLOCK_URL $Q1_URL redis://127.0.0.1:1" --json status qjob || true
 		rlock -u "$RLOCK_URL $Q1_URL $Q2_URL" acquire --shared -t 30s qcache >/dev/null
 		rlock -u "$RLOCK_URL $Q1_URL $Q2_URL" acquire --shared -t 30s qcache >/dev/null
 		rlock -u "$RLOCK_URL $Q1_URL $Q2_URL" status qcache
