@@ -4,6 +4,13 @@
 /*
  * The invariant: the command -- every process of it -- never runs while
  * rlock does not hold the lock, beyond the loss signal and --kill-after.
+ * Every process of it: rlock is the child subreaper, so that what the
+ * command leaves is reparented to rlock and found in /proc (procs.c),
+ * in the command's group or not.  A forced stop (a loss, --max-runtime,
+ * a terminating signal) reaches all of them, SIGKILL follows after
+ * --kill-after, and the wait ends only once none is left, whether or not
+ * the command itself is still there; after a normal exit, what is left is
+ * said and waited for, stopped or left running as --leftovers says.
  *
  * All the signals exec cares about are blocked before the heartbeat
  * thread starts and before the fork, and handled in one sigtimedwait loop
