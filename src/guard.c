@@ -40,6 +40,7 @@
 
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -102,11 +103,11 @@ close_from(int first)
 }
 
 /*
- * The state and start time of pid, from /proc/PID/stat, with nothing but
- * system calls and arithmetic: 0, or -1 if it has gone.
+ * The state, process group and start time of pid, from /proc/PID/stat,
+ * with nothing but system calls and arithmetic: 0, or -1 if it has gone.
  */
 static int
-stat_of(pid_t pid, char *state, uint64_t *start)
+stat_of(pid_t pid, char *state, pid_t *pgrp, uint64_t *start)
 {
 	char		path[32], buf[1024], *p, *q = NULL;
 	uint64_t	v;
@@ -141,7 +142,9 @@ stat_of(pid_t pid, char *state, uint64_t *start)
 			p++;
 		for (v = 0; *p >= '0' && *p <= '9'; p++)
 			v = v * 10 + (uint64_t)(*p - '0');
-		if (field == 22)
+		if (field == 5)
+			*pgrp = (pid_t)v;
+		else if (field == 22)
 			*start = v;
 	}
 	return 0;
@@ -152,10 +155,10 @@ static int
 escaped_alive(struct escaped *e)
 {
 	uint64_t	start = 0;
-	pid_t		pid = atomic_load(&e->pid);
+	pid_t		pid = atomic_load(&e->pid), pgrp;
 	char		state;
 
-	if (pid <= 0 || stat_of(pid, &state, &start) == -1)
+	if (pid <= 0 || stat_of(pid, &state, &pgrp, &start) == -1)
 		return 0;
 	return start == atomic_load(&e->start) && state != 'Z' &&
 	    state != 'X';
@@ -178,6 +181,48 @@ kill_escaped(struct guard_shared *sh)
 }
 
 /*
+ * Is a process of group pg still alive?  A zombie is not: it runs no
+ * more, and its new parent (init, or whatever subreaper is above rlock)
+ * may take its time to reap it -- a second and more, measured, under a
+ * container's init.  So /proc is read, with getdents64 (opendir would
+ * allocate).  1 when it cannot tell.
+ */
+static int
+group_alive(pid_t pg)
+{
+	struct dirent64_head {
+		uint64_t	ino;
+		int64_t		off;
+		unsigned short	reclen;
+		unsigned char	type;
+		char		name[];
+	}		*d;
+	uint64_t	 buf[512], start;
+	long		 n, off;
+	pid_t		 pid, pgrp;
+	char		 state, *c;
+	int		 fd, alive = 0;
+
+	if (kill(-pg, 0) == -1 && errno == ESRCH)
+		return 0;
+	if ((fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 1;
+	while (!alive && (n = syscall(SYS_getdents64, fd, buf,
+	    sizeof buf)) > 0)
+		for (off = 0; off < n && !alive; off += d->reclen) {
+			d = (struct dirent64_head *)((char *)buf + off);
+			for (pid = 0, c = d->name; *c >= '0' && *c <= '9'; c++)
+				pid = pid * 10 + (*c - '0');
+			if (*c != '\0' || pid <= 0)
+				continue;
+			alive = stat_of(pid, &state, &pgrp, &start) == 0 &&
+			    pgrp == pg && state != 'Z' && state != 'X';
+		}
+	close(fd);
+	return n < 0 ? 1 : alive;
+}
+
+/*
  * rlock has died: kill what is left of the command, then give the lock
  * back once none of it is (see the top of the file).
  */
@@ -195,9 +240,8 @@ rlock_died(struct guard_shared *sh, pid_t pg, const struct guard_release *rel)
 	kill_escaped(sh);
 	if (rel == NULL)
 		_exit(0);
-	/* A zombie is gone for this purpose: its parent reaps it soon. */
 	until = now_mono_ms() + GONE_MAX_MS;
-	while (kill(-pg, 0) == 0 || kill_escaped(sh) > 0) {
+	while (group_alive(pg) || kill_escaped(sh) > 0) {
 		if (now_mono_ms() >= until)
 			_exit(0);
 		kill(-pg, SIGKILL);	/* a fork may have raced the kill */
