@@ -155,7 +155,7 @@ complete -c rlock -n $exec_opt -l heartbeat -x -d 'Extend the lock this often wh
 complete -c rlock -n $exec_opt -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2 ignore' -d 'Signal for the command if the lock is lost (default TERM)'
 complete -c rlock -n $exec_opt -l kill-after -x -d 'Then SIGKILL if it is still running after DUR (default 10s)'
 complete -c rlock -n $exec_opt -l max-runtime -x -d "Stop the command after DUR (--on-lost's signal), release, exit 124"
-complete -c rlock -n $exec_opt -l leftovers -x -a 'wait kill leave' -d 'Processes the command left running: keep the lock until they end, stop them, or release and leave them (default wait)'
+complete -c rlock -n $exec_opt -l leftovers -x -a 'wait kill leave' -d 'What the command left running: wait (keep the lock until it ends; the default), kill (stop it, then release) or leave (release)'
 complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's process group (no guard, no terminal hand-over)"
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'

@@ -397,9 +397,9 @@ static const struct opt_def opt_defs[] = {
 	  SET(foreground, 1) },
 	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING",
 	  STRING(command), .flags = OPTF_ARGV_ONLY },
-	{ O_LEFTOVERS, 0, "leftovers", "wait|kill|leave",
-	  "processes the command left running: keep the lock until they end, "
-	  "stop them, or release and leave them (default wait)",
+	{ O_LEFTOVERS, 0, "leftovers", "MODE",
+	  "what the command left running: wait (keep the lock until it ends; "
+	  "the default), kill (stop it, then release) or leave (release)",
 	  PARSE(parse_leftovers) },
 	{ O_REASON, 0, "reason", "TEXT",
 	  "what the history says of this release (default: by rlock release)",

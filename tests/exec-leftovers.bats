@@ -321,3 +321,21 @@ kill_rlock_when_waited() {
 	REDIS_PORT=$AUTH_PORT RCLI_AUTH=$pw
 	kill_rlock_when_waited --password-file pw.txt job -c 'echo $$ > cmd.pid; exec sleep 60'
 }
+
+@test "exec-leftovers: leftovers = leave in the config file, and --leftovers on the command line wins" {
+	printf 'leftovers = leave\n' >rlock.conf
+	run --separate-stderr rlock exec --config rlock.conf job \
+		-c './left.sh & while [ ! -s left.pid ]; do sleep 0.02; done; exit 0'
+	assert_success
+	wait_leftover
+	[[ "$stderr" == *"--leftovers leave"* ]] || fail "stderr: $stderr"
+	assert_lock_free job
+	touch go
+	wait_file stamp 5000 || fail "the leftover did not finish"
+	rm -f left.pid stamp go
+	run --separate-stderr rlock exec --config rlock.conf --leftovers kill --kill-after 500ms job \
+		-c './left.sh & while [ ! -s left.pid ]; do sleep 0.02; done; exit 0'
+	assert_success
+	wait_leftover
+	assert_leftover_dead
+}
