@@ -37,7 +37,7 @@ function __rlock_exec_argv
                 case -c --command '--command=*'
                     test "$cmd" = exec; and return 1
                     continue
-                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
+                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
                     set skip 1
                     continue
                 case '-*'
@@ -128,6 +128,7 @@ complete -c rlock -n '__fish_seen_subcommand_from acquire' -l history-expiry -x 
 # release
 complete -c rlock -n '__fish_seen_subcommand_from release' -l token -x -d "The owner's token (default \$RLOCK_TOKEN)"
 complete -c rlock -n '__fish_seen_subcommand_from release' -l force -d 'Delete the lock whoever holds it, and say whose it was'
+complete -c rlock -n '__fish_seen_subcommand_from release' -l reason -x -d 'What the history says of this release (default: by rlock release)'
 complete -c rlock -n '__fish_seen_subcommand_from release' -l no-history -d 'Write no history for this run (see rlock log)'
 complete -c rlock -n '__fish_seen_subcommand_from release' -l history-length -x -d "Events kept in each lock's history (default 100; 0: none)"
 complete -c rlock -n '__fish_seen_subcommand_from release' -l history-expiry -x -d "Drop a lock's history DUR after its last event (default 30d)"
@@ -156,6 +157,7 @@ complete -c rlock -n $exec_opt -l heartbeat -x -d 'Extend the lock this often wh
 complete -c rlock -n $exec_opt -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2 ignore' -d 'Signal for the command if the lock is lost (default TERM)'
 complete -c rlock -n $exec_opt -l kill-after -x -d 'Then SIGKILL if it is still running after DUR (default 10s)'
 complete -c rlock -n $exec_opt -l max-runtime -x -d "Stop the command after DUR (--on-lost's signal), release, exit 124"
+complete -c rlock -n $exec_opt -l leftovers -x -a 'wait kill leave' -d 'What the command left running: wait (keep the lock until it ends; the default), kill (stop it, then release) or leave (release)'
 complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's process group (no guard, no terminal hand-over)"
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'

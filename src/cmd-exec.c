@@ -25,6 +25,7 @@
 #include "heartbeat.h"
 #include "log.h"
 #include "output.h"
+#include "settings.h"
 #include "supervise.h"
 #include "signals.h"
 #include "util.h"
@@ -41,7 +42,7 @@ const struct cmd_entry cmd_exec_entry = {
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) | OPT(HEARTBEAT) |
 	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |
-	    OPT(MIN_HOLD) |
+	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
 	    OPT(SHARED) | OPTS_HISTORY,
 	.min_args = 1,
@@ -357,11 +358,34 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 	return 1;
 }
 
+/*
+ * What the guard needs to give the lock back if rlock dies: our settings,
+ * the password apart, for `rlock release` (see guard.c).  0, or -1: then
+ * the lock expires by itself, as it did before.
+ */
+static int
+ready_release(struct cmd_ctx *ctx, const struct lock *l,
+    struct guard_release *rel)
+{
+	const char	*extra[] = { "--quiet", ctx->o.syslog ? "--syslog" :
+			    NULL, NULL };
+	char		*config;
+	int		 rc;
+
+	if ((config = settings_config_text(&ctx->o)) == NULL)
+		return -1;
+	rc = guard_release_init(rel, config, ctx->set.password,
+	    (ctx->o.given & OPT(PASSWORD_FILE)) != 0, extra, l->name, l->token);
+	free(config);
+	return rc;
+}
+
 static int
 cmd_exec_exec(struct cmd_ctx *ctx)
 {
 	struct heartbeat	 hb;
 	struct supervise	 sv;
+	struct guard_release	 rel;
 	struct lock_meta	 meta;
 	struct lock		 l;
 	char			 token[TOKEN_MAX + 1], **argv = NULL;
@@ -378,6 +402,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	cmdline = command_line(argv);
 	cmd_meta(&meta, (long long)getpid(), cmdline);
 	supervise_init(&sv);
+	memset(&rel, 0, sizeof rel);
+	rel.exe = rel.config = rel.password = -1;
 
 	if (cmd_connect(ctx) == -1) {
 		free(cmdline);
@@ -402,6 +428,9 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	sv.on_lost = ctx->o.on_lost;
 	sv.kill_after_ms = ctx->o.kill_after_ms;
 	sv.max_runtime_ms = ctx->o.max_runtime_ms;
+	sv.leftovers = ctx->o.leftovers;
+	if (!sv.foreground && ready_release(ctx, &l, &rel) == 0)
+		sv.release = &rel;
 	sv.ttl_ms = l.ttl_ms;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);
@@ -420,10 +449,13 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		rc = cmd_fail(ctx);
 		goto out;
 	}
+	if (sv.left > 0)
+		lock_note(&l, "leftovers", sv.left_note, "");
 	/* The heartbeat moved the lock's validity on: the release needs none. */
 	rc = finish(ctx, &l, &sv, status);
 out:
 	supervise_end(&sv);
+	guard_release_free(&rel);
 	free_env(env);
 	free(cmdline);
 	lock_free(&l);

@@ -15,7 +15,7 @@ const struct cmd_entry cmd_release_entry = {
 	.name = "release",
 	.args = "NAME",
 	.summary = "Give the lock back (owner only, or --force)",
-	.options = OPT(TOKEN) | OPT(FORCE) | OPTS_HISTORY,
+	.options = OPT(TOKEN) | OPT(FORCE) | OPT(REASON) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.opt_help = {
@@ -70,7 +70,9 @@ cmd_release_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	if (ctx->o.force)
 		rc = force(ctx, &l);
-	else if ((rc = lock_release(&l, "release", &ctx->err)) == -1)
+	else if ((rc = lock_release(&l, ctx->o.reason != NULL &&
+	    *ctx->o.reason != '\0' ? ctx->o.reason : "release",
+	    &ctx->err)) == -1)
 		rc = cmd_fail(ctx);
 	else if (rc == 0) {
 		log_error("release %s: not the holder (the lock expired, or "

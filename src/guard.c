@@ -18,7 +18,15 @@
  *  - it sleeps until the lock's validity ends (plus a margin that leaves
  *    rlock time to act first), reading the validity rlock last confirmed
  *    from shared memory, and does what rlock would have done if rlock has
- *    not done it: the loss signal to the group, then SIGKILL.
+ *    not done it: the loss signal to the group, then SIGKILL;
+ *  - when rlock has died, it kills the group and the processes rlock last
+ *    saw outside it (shared memory too), leaves the group first so that
+ *    the kill does not end it, waits until none of them is left, and
+ *    gives the lock back with rlock's token: it execs rlock's own binary,
+ *    opened before the fork, as `rlock release`, with rlock's settings
+ *    read from a pipe.  The next holder starts at once instead of at the
+ *    TTL, which still bounds it if the server cannot be reached then, or
+ *    if something of the command lingers past GONE_MAX_MS.
  *
  * The guard blocks every signal, so what rlock or a terminal sends to the
  * group (Ctrl-C, Ctrl-Z, the loss signal) does not touch it; only SIGKILL
@@ -32,8 +40,13 @@
 
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,31 +60,202 @@
 #include "guard.h"
 #include "util.h"
 
+/* Processes outside the group that the guard can be told of. */
+#define ESCAPED_MAX	64
+/* How long a dead rlock's command may take to go before the release. */
+#define GONE_MAX_MS	3000
+/* What the history says of that release. */
+#define KILLED_REASON	"rlock was killed"
+
+struct escaped {
+	_Atomic pid_t		pid;
+	_Atomic uint64_t	start;
+};
+
 struct guard_shared {
 	_Atomic int64_t	valid_until;	/* CLOCK_MONOTONIC ms */
 	_Atomic int64_t	kill_at;	/* 0: rlock has sent no loss signal */
 	_Atomic int	suspended;
 	_Atomic int	done;
 	_Atomic int	acted;		/* the signal the guard sent, if any */
+	_Atomic int	nescaped;
+	struct escaped	escaped[ESCAPED_MAX];
 	/* Set once, before the fork. */
 	int64_t		margin_ms;
 	int64_t		kill_after_ms;
 	int		on_lost;
 };
 
+/* Close every descriptor from first on. */
 static void
-close_all_but_0(void)
+close_from(int first)
 {
 #ifdef HAVE_CLOSE_RANGE
-	if (close_range(1, ~0U, 0) == 0)
+	if (close_range((unsigned)first, ~0U, 0) == 0)
 		return;
 #endif
 	long	max = sysconf(_SC_OPEN_MAX), fd;
 
 	if (max < 0 || max > 65536)
 		max = 65536;
-	for (fd = 1; fd < max; fd++)
+	for (fd = first; fd < max; fd++)
 		close((int)fd);
+}
+
+/*
+ * The state, process group and start time of pid, from /proc/PID/stat,
+ * with nothing but system calls and arithmetic: 0, or -1 if it has gone.
+ */
+static int
+stat_of(pid_t pid, char *state, pid_t *pgrp, uint64_t *start)
+{
+	char		path[32], buf[1024], *p, *q = NULL;
+	uint64_t	v;
+	ssize_t		n;
+	int		fd, field, i = (int)sizeof path - 1;
+
+	/* "/proc/" PID "/stat", the digits written backwards. */
+	path[i] = '\0';
+	memcpy(path + (i -= 5), "/stat", 5);
+	do
+		path[--i] = (char)('0' + pid % 10);
+	while ((pid /= 10) > 0 && i > 6);
+	memcpy(path + (i -= 6), "/proc/", 6);
+	if ((fd = open(path + i, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	for (p = buf; *p != '\0'; p++)
+		if (*p == ')')
+			q = p;
+	if (q == NULL || q[1] != ' ' || q[2] == '\0')
+		return -1;
+	*state = q[2];
+	/* Field 3 is the state; the start time is field 22. */
+	for (p = q + 3, field = 4; field <= 22; field++) {
+		while (*p == ' ')
+			p++;
+		if (*p == '-')
+			p++;
+		for (v = 0; *p >= '0' && *p <= '9'; p++)
+			v = v * 10 + (uint64_t)(*p - '0');
+		if (field == 5)
+			*pgrp = (pid_t)v;
+		else if (field == 22)
+			*start = v;
+	}
+	return 0;
+}
+
+/* Is the escaped process e still there (alive, and still itself)? */
+static int
+escaped_alive(struct escaped *e)
+{
+	uint64_t	start = 0;
+	pid_t		pid = atomic_load(&e->pid), pgrp;
+	char		state;
+
+	if (pid <= 0 || stat_of(pid, &state, &pgrp, &start) == -1)
+		return 0;
+	return start == atomic_load(&e->start) && state != 'Z' &&
+	    state != 'X';
+}
+
+/* SIGKILL to what rlock last saw outside the group; how many are left. */
+static int
+kill_escaped(struct guard_shared *sh)
+{
+	int	i, n = atomic_load(&sh->nescaped), left = 0;
+
+	if (n > ESCAPED_MAX)
+		n = ESCAPED_MAX;
+	for (i = 0; i < n; i++)
+		if (escaped_alive(&sh->escaped[i])) {
+			kill(atomic_load(&sh->escaped[i].pid), SIGKILL);
+			left++;
+		}
+	return left;
+}
+
+/*
+ * Is a process of group pg still alive?  A zombie is not: it runs no
+ * more, and its new parent (init, or whatever subreaper is above rlock)
+ * may take its time to reap it -- a second and more, measured, under a
+ * container's init.  So /proc is read, with getdents64 (opendir would
+ * allocate).  1 when it cannot tell.
+ */
+static int
+group_alive(pid_t pg)
+{
+	struct dirent64_head {
+		uint64_t	ino;
+		int64_t		off;
+		unsigned short	reclen;
+		unsigned char	type;
+		char		name[];
+	}		*d;
+	uint64_t	 buf[512], start;
+	long		 n, off;
+	pid_t		 pid, pgrp;
+	char		 state, *c;
+	int		 fd, alive = 0;
+
+	if (kill(-pg, 0) == -1 && errno == ESRCH)
+		return 0;
+	if ((fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 1;
+	while (!alive && (n = syscall(SYS_getdents64, fd, buf,
+	    sizeof buf)) > 0)
+		for (off = 0; off < n && !alive; off += d->reclen) {
+			d = (struct dirent64_head *)((char *)buf + off);
+			for (pid = 0, c = d->name; *c >= '0' && *c <= '9'; c++)
+				pid = pid * 10 + (*c - '0');
+			if (*c != '\0' || pid <= 0)
+				continue;
+			alive = stat_of(pid, &state, &pgrp, &start) == 0 &&
+			    pgrp == pg && state != 'Z' && state != 'X';
+		}
+	close(fd);
+	return n < 0 ? 1 : alive;
+}
+
+/*
+ * rlock has died: kill what is left of the command, then give the lock
+ * back once none of it is (see the top of the file).
+ */
+static void __attribute__((noreturn))
+rlock_died(struct guard_shared *sh, pid_t pg, const struct guard_release *rel)
+{
+	struct timespec	ts = { 0, 5 * 1000000 };
+	int64_t		until;
+	int		fd;
+
+	atomic_store(&sh->acted, SIGKILL);
+	/* Out of the group first, so that the kill does not end the guard. */
+	setpgid(0, 0);
+	kill(-pg, SIGKILL);
+	kill_escaped(sh);
+	if (rel == NULL)
+		_exit(0);
+	until = now_mono_ms() + GONE_MAX_MS;
+	while (group_alive(pg) || kill_escaped(sh) > 0) {
+		if (now_mono_ms() >= until)
+			_exit(0);
+		kill(-pg, SIGKILL);	/* a fork may have raced the kill */
+		nanosleep(&ts, NULL);
+	}
+	/* The release's standard descriptors: /dev/null, not rlock's pipe. */
+	close(0);
+	if ((fd = open("/dev/null", O_RDWR)) == 0) {
+		dup2(0, 1);
+		dup2(0, 2);
+	}
+	fcntl(GUARD_FD_EXE, F_SETFD, FD_CLOEXEC);
+	fexecve(GUARD_FD_EXE, rel->argv, rel->envp);
+	_exit(0);
 }
 
 static void __attribute__((noreturn))
@@ -83,7 +267,8 @@ kill_group(struct guard_shared *sh, pid_t pg)
 }
 
 static void __attribute__((noreturn))
-guard_main(struct guard_shared *sh, pid_t parent, pid_t pg)
+guard_main(struct guard_shared *sh, pid_t parent, pid_t pg,
+    const struct guard_release *rel)
 {
 	struct pollfd	pfd = { .fd = 0, .events = POLLIN };
 	int64_t		now, wake, valid, k, kill_at = -1;
@@ -93,7 +278,7 @@ guard_main(struct guard_shared *sh, pid_t parent, pid_t pg)
 
 	/* rlock may have died before there was a pipe to report it. */
 	if (getppid() != parent)
-		kill_group(sh, pg);
+		rlock_died(sh, pg, rel);
 	for (;;) {
 		if (atomic_load(&sh->done))
 			_exit(0);
@@ -130,15 +315,46 @@ guard_main(struct guard_shared *sh, pid_t parent, pid_t pg)
 			/* rlock is gone; unless it said so first, it died. */
 			if (atomic_load(&sh->done))
 				_exit(0);
-			kill_group(sh, pg);
+			rlock_died(sh, pg, rel);
 		}
 		/* Anything else is a wake-up: look at the shared state again. */
 	}
 }
 
+/*
+ * In the guard: the pipe from rlock as 0, rel's descriptors as 3, 4 and
+ * 5, nothing else (no pipe rlock's caller reads stays open in it).
+ */
+static void
+arrange_fds(int pipe_fd, const struct guard_release *rel)
+{
+	int	fds[3] = { -1, -1, -1 }, i;
+
+	if (rel != NULL) {
+		/* Out of the way of 0 and of 3-5 first, whatever they were. */
+		fds[0] = fcntl(rel->exe, F_DUPFD_CLOEXEC, 16);
+		fds[1] = fcntl(rel->config, F_DUPFD_CLOEXEC, 16);
+		if (rel->password >= 0)
+			fds[2] = fcntl(rel->password, F_DUPFD_CLOEXEC, 16);
+	}
+	if (pipe_fd != 0) {
+		dup2(pipe_fd, 0);
+		close(pipe_fd);
+	}
+	for (i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			dup2(fds[i], GUARD_FD_EXE + i);	/* not close-on-exec */
+		else
+			close(GUARD_FD_EXE + i);
+	close(1);
+	close(2);
+	close_from(rel != NULL ? GUARD_FD_PASSWORD + 1 : 3);
+}
+
 int
 guard_start(struct guard *g, pid_t pg, int64_t valid_until, int64_t margin_ms,
-    int on_lost, int64_t kill_after_ms, struct err *e)
+    int on_lost, int64_t kill_after_ms, const struct guard_release *rel,
+    struct err *e)
 {
 	struct guard_shared	*sh;
 	sigset_t		 all, old;
@@ -158,6 +374,7 @@ guard_start(struct guard *g, pid_t pg, int64_t valid_until, int64_t margin_ms,
 	atomic_init(&sh->suspended, 0);
 	atomic_init(&sh->done, 0);
 	atomic_init(&sh->acted, 0);
+	atomic_init(&sh->nescaped, 0);
 	sh->margin_ms = margin_ms;
 	sh->kill_after_ms = kill_after_ms;
 	sh->on_lost = on_lost;
@@ -179,15 +396,15 @@ guard_start(struct guard *g, pid_t pg, int64_t valid_until, int64_t margin_ms,
 	}
 	if (pid == 0) {
 		setpgid(0, pg);
-		if (p[0] != 0) {
-			dup2(p[0], 0);
-			close(p[0]);
-		}
-		close_all_but_0();
+		if (rel != NULL && (rel->exe < 0 || rel->config < 0))
+			rel = NULL;
+		arrange_fds(p[0], rel);
 #ifdef HAVE_PRCTL
 		prctl(PR_SET_NAME, "rlock-guard");
+		/* Not readable through /proc by the command: it holds rel's. */
+		prctl(PR_SET_DUMPABLE, 0);
 #endif
-		guard_main(sh, parent, pg);
+		guard_main(sh, parent, pg, rel);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* Both sides set the group: it is in it when this returns. */
@@ -283,4 +500,142 @@ guard_reap(struct guard *g)
 		munmap(g->sh, sizeof *g->sh);
 	memset(g, 0, sizeof *g);
 	g->fd = -1;
+}
+
+void
+guard_escaped(struct guard *g, const struct procs *ps, pid_t pg)
+{
+	struct guard_shared	*sh = g->sh;
+	size_t			 i;
+	int			 n = 0;
+
+	if (sh == NULL)
+		return;
+	for (i = 0; i < ps->n && n < ESCAPED_MAX; i++) {
+		if (pg != 0 && ps->p[i].pgrp == pg)
+			continue;
+		atomic_store(&sh->escaped[n].start, ps->p[i].start);
+		atomic_store(&sh->escaped[n].pid, ps->p[i].pid);
+		n++;
+	}
+	atomic_store(&sh->nescaped, n);
+}
+
+/* ------------------------------------------------------- the release */
+
+/* A pipe holding text, its write end closed: the read end, or -1. */
+static int
+text_pipe(const char *text)
+{
+	size_t	len = strlen(text), done = 0;
+	ssize_t	n;
+	int	p[2];
+
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1)
+		return -1;
+	while (done < len) {
+		n = write(p[1], text + done, len - done);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* Larger than the pipe holds: no release, the TTL. */
+			close(p[0]);
+			close(p[1]);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	close(p[1]);
+	return p[0];
+}
+
+/* Not for the release: what the pipes say instead, and exec's own. */
+static int
+dropped(const char *entry)
+{
+	return strncmp(entry, "RLOCK_", 6) == 0 ||
+	    strncmp(entry, "REDISCLI_AUTH=", 14) == 0;
+}
+
+int
+guard_release_init(struct guard_release *rel, const char *config,
+    const char *password, int password_argv, const char *const *extra,
+    const char *name, const char *token)
+{
+	extern char	**environ;
+	char		**p;
+	size_t		  n = 0, k = 0;
+	char		  cfg[32], pw[32], *text;
+
+	memset(rel, 0, sizeof *rel);
+	rel->exe = rel->config = rel->password = -1;
+	snprintf(cfg, sizeof cfg, "/dev/fd/%d", GUARD_FD_CONFIG);
+	snprintf(pw, sizeof pw, "/dev/fd/%d", GUARD_FD_PASSWORD);
+	/* Where exec had it: on the command line, or with the file's rank. */
+	if (password != NULL && !password_argv)
+		xasprintf(&text, "%spassword-file = %s\n", config, pw);
+	else
+		text = xstrdup(config);
+	rel->config = text_pipe(text);
+	free(text);
+	if ((rel->exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) == -1 ||
+	    rel->config == -1 ||
+	    (password != NULL && (rel->password = text_pipe(password)) == -1))
+		goto fail;
+	for (n = 0; extra != NULL && extra[n] != NULL; n++)
+		;
+	rel->argv = xcalloc(n + 16, sizeof *rel->argv);
+	rel->argv[k++] = xstrdup("rlock");
+	rel->argv[k++] = xstrdup("--config");
+	rel->argv[k++] = xstrdup(cfg);
+	for (n = 0; extra != NULL && extra[n] != NULL; n++)
+		rel->argv[k++] = xstrdup(extra[n]);
+	if (password != NULL && password_argv) {
+		rel->argv[k++] = xstrdup("--password-file");
+		rel->argv[k++] = xstrdup(pw);
+	}
+	rel->argv[k++] = xstrdup("release");
+	rel->argv[k++] = xstrdup("--reason");
+	rel->argv[k++] = xstrdup(KILLED_REASON);
+	rel->argv[k++] = xstrdup("--token");
+	rel->argv[k++] = xstrdup(token);
+	rel->argv[k++] = xstrdup("--");
+	rel->argv[k++] = xstrdup(name);
+	for (n = 0, p = environ; *p != NULL; p++)
+		n++;
+	rel->envp = xcalloc(n + 1, sizeof *rel->envp);
+	for (k = 0, p = environ; *p != NULL; p++)
+		if (!dropped(*p))
+			rel->envp[k++] = xstrdup(*p);
+	return 0;
+fail:
+	guard_release_free(rel);
+	return -1;
+}
+
+static void
+free_vector(char **v)
+{
+	char	**p;
+
+	if (v == NULL)
+		return;
+	for (p = v; *p != NULL; p++)
+		free(*p);
+	free(v);
+}
+
+void
+guard_release_free(struct guard_release *rel)
+{
+	if (rel->exe >= 0)
+		close(rel->exe);
+	if (rel->config >= 0)
+		close(rel->config);
+	if (rel->password >= 0)
+		close(rel->password);
+	free_vector(rel->argv);
+	free_vector(rel->envp);
+	memset(rel, 0, sizeof *rel);
+	rel->exe = rel->config = rel->password = -1;
 }

@@ -353,6 +353,8 @@ history_text(struct buf *b, const struct hist_event *ev)
 		if (has(ev, HF_WHY))
 			buf_printf(b, " (%s)", v[HF_WHY]);
 	}
+	if (strcmp(e, "leftovers") == 0 && has(ev, HF_WHY))
+		buf_printf(b, ": %s", v[HF_WHY]);
 	if (strcmp(e, "lost") == 0) {
 		if (has(ev, HF_WHY))
 			buf_printf(b, ": %s", v[HF_WHY]);

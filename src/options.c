@@ -28,6 +28,7 @@
 #include "lock.h"
 #include "log.h"
 #include "options.h"
+#include "supervise.h"
 #include "util.h"
 
 #define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
@@ -282,6 +283,25 @@ parse_prefix(struct opts *o, const char *v, const struct opt_where *w)
  * Commas cannot separate URLs (a sentinel URL has its own), so whitespace
  * does.
  */
+/* exec --leftovers wait|kill|leave. */
+static int
+parse_leftovers(struct opts *o, const char *v, const struct opt_where *w)
+{
+	char	shown[128];
+
+	if (strcmp(v, "wait") == 0)
+		o->leftovers = LEFTOVERS_WAIT;
+	else if (strcmp(v, "kill") == 0)
+		o->leftovers = LEFTOVERS_KILL;
+	else if (strcmp(v, "leave") == 0)
+		o->leftovers = LEFTOVERS_LEAVE;
+	else
+		return options_usage_error(w, "invalid --leftovers '%s': use "
+		    "wait, kill or leave",
+		    options_printable(v, shown, sizeof shown));
+	return 0;
+}
+
 int
 options_add_urls(struct opts *o, const char *v, const struct opt_where *w)
 {
@@ -377,6 +397,13 @@ static const struct opt_def opt_defs[] = {
 	  SET(foreground, 1) },
 	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING",
 	  STRING(command), .flags = OPTF_ARGV_ONLY },
+	{ O_LEFTOVERS, 0, "leftovers", "MODE",
+	  "what the command left running: wait (keep the lock until it ends; "
+	  "the default), kill (stop it, then release) or leave (release)",
+	  PARSE(parse_leftovers) },
+	{ O_REASON, 0, "reason", "TEXT",
+	  "what the history says of this release (default: by rlock release)",
+	  STRING(reason), .flags = OPTF_ARGV_ONLY },
 	{ O_MIN_HOLD, 0, "min-hold", "DUR",
 	  "keep the lock at least DUR after acquiring; let it expire then",
 	  DURATION(min_hold_ms, MAX_TTL_MS), .flags = OPTF_ZERO_OK },

@@ -58,6 +58,8 @@ enum opt_id {
 	O_COUNT,
 	O_SINCE,
 	O_FORMAT,
+	O_LEFTOVERS,
+	O_REASON,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -107,6 +109,8 @@ struct opts {
 	int		 count;		/* log -n */
 	int64_t		 since_ms;	/* log --since; 0: all */
 	const char	*format;	/* status --format */
+	const char	*reason;	/* release --reason */
+	int		 leftovers;	/* exec: enum leftovers (supervise.h) */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

@@ -416,3 +416,53 @@ settings_settle(struct settings *s, struct opts *o)
 	s->ropts.tls = &o->tls;
 	return 0;
 }
+
+/* key = value, if value survives the trip (config lines are trimmed). */
+static int
+put(struct buf *b, const char *key, const char *value)
+{
+	size_t	n;
+
+	if (value == NULL)
+		return 0;
+	n = strlen(value);
+	if (n == 0 || strchr(value, '\n') != NULL || value[0] == ' ' ||
+	    value[0] == '\t' || value[n - 1] == ' ' || value[n - 1] == '\t')
+		return -1;
+	buf_printf(b, "%s = %s\n", key, value);
+	return 0;
+}
+
+char *
+settings_config_text(const struct opts *o)
+{
+	struct buf	b;
+	int		i, bad = 0;
+
+	buf_init(&b);
+	buf_adds(&b, "url =");
+	for (i = 0; i < o->nurl; i++) {
+		if (strpbrk(o->url[i], " \t\n") != NULL)
+			bad = 1;
+		buf_printf(&b, " %s", o->url[i]);
+	}
+	buf_adds(&b, "\n");
+	bad |= put(&b, "prefix", o->prefix) == -1;
+	buf_printf(&b, "connect-timeout = %lldms\ntimeout = %lldms\n",
+	    (long long)o->connect_timeout_ms, (long long)o->timeout_ms);
+	bad |= put(&b, "tls-ca", o->tls.ca) == -1;
+	bad |= put(&b, "tls-cert", o->tls.cert) == -1;
+	bad |= put(&b, "tls-key", o->tls.key) == -1;
+	bad |= put(&b, "tls-server-name", o->tls.server_name) == -1;
+	if (o->tls.insecure)
+		buf_adds(&b, "tls-insecure = yes\n");
+	buf_printf(&b, "history-length = %d\nhistory-expiry = %lldms\n",
+	    o->history_length, (long long)o->history_expiry_ms);
+	if (o->no_history)
+		buf_adds(&b, "no-history = yes\n");
+	if (bad || o->nurl == 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}

@@ -29,5 +29,11 @@ int	settings_read_config(struct settings *, struct opts *);
  * usage error.
  */
 int	settings_settle(struct settings *, struct opts *);
+/*
+ * The settled connection and history settings of o as a config file's
+ * text, for an rlock run on our behalf (exec's guard); the password is
+ * not in it, but a URL's is.  NULL if a value cannot be written so.
+ */
+char	*settings_config_text(const struct opts *);
 
 #endif

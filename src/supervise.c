@@ -4,6 +4,13 @@
 /*
  * The invariant: the command -- every process of it -- never runs while
  * rlock does not hold the lock, beyond the loss signal and --kill-after.
+ * Every process of it: rlock is the child subreaper, so that what the
+ * command leaves is reparented to rlock and found in /proc (procs.c),
+ * in the command's group or not.  A forced stop (a loss, --max-runtime,
+ * a terminating signal) reaches all of them, SIGKILL follows after
+ * --kill-after, and the wait ends only once none is left, whether or not
+ * the command itself is still there; after a normal exit, what is left is
+ * said and waited for, stopped or left running as --leftovers says.
  *
  * All the signals exec cares about are blocked before the heartbeat
  * thread starts and before the fork, and handled in one sigtimedwait loop
@@ -210,6 +217,7 @@ supervise_init(struct supervise *sv)
 	memset(sv, 0, sizeof *sv);
 	sv->tty = -1;
 	sv->guard.fd = -1;
+	sv->kill_at = -1;
 }
 
 int
@@ -229,6 +237,10 @@ supervise_spawn(struct supervise *sv, int *status, struct err *e)
 	if (!sv->foreground && tcgetpgrp(0) == getpgrp() &&
 	    tcgetpgrp(1) == getpgrp() && own_terminal(sv))
 		tty = sv->tty;
+	/* What the command leaves behind comes to us: see procs.c. */
+	if (procs_adopt() == -1)
+		log_verbose("cannot become the child subreaper: processes the "
+		    "command leaves may escape rlock");
 	if ((pid = vfork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "fork: %s", strerror(errno));
 		*status = 70;
@@ -269,7 +281,7 @@ start_guard(struct supervise *sv, struct heartbeat *hb, struct err *e)
 	heartbeat_state(hb, &valid_until, NULL, 0);
 	/* Half the drift: before the key can expire on the server. */
 	if (guard_start(&sv->guard, sv->pid, valid_until, margin > 0 ?
-	    margin : 1, sv->on_lost, sv->kill_after_ms, e) == -1)
+	    margin : 1, sv->on_lost, sv->kill_after_ms, sv->release, e) == -1)
 		return -1;
 	/* An extend confirmed while it was being forked: tell it too. */
 	heartbeat_state(hb, &valid_until, NULL, 0);
@@ -284,6 +296,60 @@ signal_child(struct supervise *sv, int sig)
 		kill(sv->pid, sig);
 	else if (sv->pid > 0)	/* never kill(0): that is our group */
 		kill(-sv->pid, sig);
+}
+
+/*
+ * The command's other processes, found afresh (and the guard told of
+ * those outside the group, which it cannot reach as a group).  How many.
+ */
+static int
+find_rest(struct supervise *sv)
+{
+	int	n;
+
+	if (sv->ended && !procs_other_children(sv->pid, sv->guard.pid)) {
+		sv->rest.n = 0;
+		guard_escaped(&sv->guard, &sv->rest, 0);
+		return 0;
+	}
+	n = procs_find(&sv->rest, sv->pid, sv->guard.pid);
+
+	guard_escaped(&sv->guard, &sv->rest, sv->foreground ? 0 : sv->pid);
+	return n > 0 ? n : 0;
+}
+
+/*
+ * A forced stop: sig (then SIGCONT if cont, so that a stopped process
+ * takes it) to everything the command started.  The group first, at once;
+ * then each process outside it, found in /proc (with --foreground, the
+ * group is rlock's own: each process is signalled by itself).
+ */
+static void
+signal_all(struct supervise *sv, int sig, int cont)
+{
+	size_t	i;
+
+	signal_child(sv, sig);
+	if (cont)
+		signal_child(sv, SIGCONT);
+	find_rest(sv);
+	for (i = 0; i < sv->rest.n; i++) {
+		if (!sv->foreground && sv->rest.p[i].pgrp == sv->pid)
+			continue;
+		procs_kill(&sv->rest.p[i], sig);
+		if (cont)
+			procs_kill(&sv->rest.p[i], SIGCONT);
+	}
+}
+
+/* SIGKILL is due at kill_at (unless it is already), and the guard knows. */
+static void
+arm_kill(struct supervise *sv, int64_t kill_at)
+{
+	if (sv->kill_at >= 0 && sv->kill_at <= kill_at)
+		return;
+	sv->kill_at = kill_at;
+	guard_killing(&sv->guard, kill_at);
 }
 
 void
@@ -428,7 +494,7 @@ supervise_kill(struct supervise *sv)
 	int	status;
 
 	if (sv->pid > 0) {
-		signal_child(sv, SIGKILL);
+		signal_all(sv, SIGKILL, 0);
 		reap(sv->pid, &status, &sv->signaled, 0);
 		sv->pid = 0;
 	}
@@ -441,6 +507,7 @@ supervise_end(struct supervise *sv)
 {
 	guard_done(&sv->guard);
 	guard_reap(&sv->guard);
+	procs_free(&sv->rest);
 	if (sv->tty >= 0)
 		close(sv->tty);
 	sv->tty = -1;
@@ -482,7 +549,7 @@ on_loss(struct supervise *sv, const char *why)
 		if (acted == 0) {
 			log_verbose("lock lost: %s; killing the suspended "
 			    "command", why);
-			signal_child(sv, SIGKILL);
+			signal_all(sv, SIGKILL, 0);
 		}
 		return;
 	}
@@ -496,27 +563,23 @@ on_loss(struct supervise *sv, const char *why)
 	sv->sent = sv->on_lost;
 	log_verbose("lock lost: %s; sending SIG%s to the command", why,
 	    sigabbrev_np(sv->on_lost));
-	signal_child(sv, sv->on_lost);
+	signal_all(sv, sv->on_lost, 0);
 }
 
 /*
  * --max-runtime ran out: the command gets --on-lost's signal (SIGTERM if
  * that is "ignore": a limit that stops nothing would be none), then
  * SIGCONT so that a stopped command takes it, as timeout(1) does, and
- * SIGKILL after --kill-after.  Returns the time to send SIGKILL.
+ * SIGKILL after --kill-after: every process of it, in its group or not.
  */
-static int64_t
+static void
 time_out(struct supervise *sv, int64_t now)
 {
-	int64_t	kill_at = now + sv->kill_after_ms;
-
 	sv->timed_out = sv->on_lost != 0 ? sv->on_lost : SIGTERM;
 	log_verbose("--max-runtime ran out: sending SIG%s to the command",
 	    sigabbrev_np(sv->timed_out));
-	signal_child(sv, sv->timed_out);
-	signal_child(sv, SIGCONT);
-	guard_killing(&sv->guard, kill_at);
-	return kill_at;
+	signal_all(sv, sv->timed_out, 1);
+	arm_kill(sv, now + sv->kill_after_ms);
 }
 
 /*
@@ -525,7 +588,7 @@ time_out(struct supervise *sv, int64_t now)
  */
 static void
 check_lock(struct supervise *sv, struct heartbeat *hb, int64_t now,
-    int64_t *valid_until, int64_t *kill_at)
+    int64_t *valid_until)
 {
 	char	why[256];
 
@@ -539,10 +602,16 @@ check_lock(struct supervise *sv, struct heartbeat *hb, int64_t now,
 		log_verbose("the lock is confirmed: the command goes on");
 		resume(sv);
 	}
-	if (sv->lost && sv->sent && sv->sent != SIGKILL) {
-		*kill_at = now + sv->kill_after_ms;
-		guard_killing(&sv->guard, *kill_at);
-	}
+	if (sv->lost && sv->sent && sv->sent != SIGKILL)
+		arm_kill(sv, now + sv->kill_after_ms);
+}
+
+/* The signals that ask the command to end: a forced stop, as in timeout(1). */
+static int
+terminating(int sig)
+{
+	return sig == SIGINT || sig == SIGTERM || sig == SIGHUP ||
+	    sig == SIGQUIT;
 }
 
 /* A signal that came to rlock: job control, or one to forward. */
@@ -550,6 +619,8 @@ static int
 take_signal(struct supervise *sv, struct heartbeat *hb, int sig,
     const siginfo_t *info, struct err *e)
 {
+	char	d[32];
+
 	if (sig == SIGCHLD || sig == SUPERVISE_WAKE)
 		return 0;
 	if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
@@ -562,13 +633,139 @@ take_signal(struct supervise *sv, struct heartbeat *hb, int sig,
 	}
 	/*
 	 * A signal the terminal sent to our foreground group has already
-	 * reached a --foreground child: do not send it twice.
+	 * reached a --foreground child: do not send it twice.  Nor is an
+	 * interactive command that takes Ctrl-C and goes on (a shell, psql)
+	 * killed for it; if it ends, what it leaves is stopped (see ended).
 	 */
-	if (sv->foreground && info->si_code == SI_KERNEL)
+	if (sv->foreground && info->si_code == SI_KERNEL) {
+		if (terminating(sig))
+			sv->stopping = sig;
 		return 0;
-	log_verbose("forwarding SIG%s to the command", sigabbrev_np(sig));
-	signal_child(sv, sig);
+	}
+	if (!terminating(sig)) {
+		log_verbose("forwarding SIG%s to the command",
+		    sigabbrev_np(sig));
+		signal_child(sv, sig);
+		return 0;
+	}
+	/* A stop, as timeout(1) passes it on: SIGKILL --kill-after later. */
+	log_verbose("forwarding SIG%s to the command and every process it "
+	    "started; SIGKILL in %s to what is left", sigabbrev_np(sig),
+	    duration_format(sv->kill_after_ms, d, sizeof d));
+	sv->stopping = sig;
+	signal_all(sv, sig, 0);
+	arm_kill(sv, now_mono_ms() + sv->kill_after_ms);
 	return 0;
+}
+
+/*
+ * Reap what rlock adopted (see procs.c) and has ended, while the command
+ * runs: never the command itself, whose status is read at the end.  One
+ * the command is found first is left for then.
+ */
+static void
+reap_adopted(struct supervise *sv)
+{
+	siginfo_t	si;
+
+	for (;;) {
+		memset(&si, 0, sizeof si);
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1 ||
+		    si.si_pid == 0 || si.si_pid == sv->pid)
+			return;
+		if (si.si_pid == sv->guard.pid)
+			return;		/* guard_reap's */
+		waitpid(si.si_pid, NULL, WNOHANG);
+	}
+}
+
+/*
+ * The command has exited (it is not reaped yet).  After a forced stop,
+ * what it leaves gets the same treatment (a terminal's signal, which
+ * reached it without rlock, starts that now).  After a normal exit, what
+ * it leaves is said, on stderr and in the history, and waited for,
+ * stopped or left running as --leftovers says.
+ */
+static void
+ended(struct supervise *sv, int64_t now)
+{
+	static const char	*how[] = {
+		[LEFTOVERS_WAIT] = "keeping the lock until they end "
+		    "(--leftovers wait)",
+		[LEFTOVERS_KILL] = "stopping them before the release "
+		    "(--leftovers kill)",
+		[LEFTOVERS_LEAVE] = "releasing the lock and leaving them "
+		    "running (--leftovers leave)",
+	};
+	char			 pids[200], d[32];
+	int			 n;
+
+	sv->ended = 1;
+	sv->ended_at = now;
+	if ((n = find_rest(sv)) == 0)
+		return;
+	if ((sv->lost && sv->sent) || sv->timed_out || sv->kill_at >= 0)
+		return;
+	if (sv->stopping) {
+		signal_all(sv, sv->stopping, 0);
+		arm_kill(sv, now + sv->kill_after_ms);
+		return;
+	}
+	sv->left = n;
+	procs_format(&sv->rest, pids, sizeof pids);
+	snprintf(sv->left_note, sizeof sv->left_note, "left %d process%s "
+	    "running (%s)", n, n == 1 ? "" : "es", pids);
+	log_warn("%s: the command exited but %s; %s", sv->name, sv->left_note,
+	    sv->lost ? "the lock is lost already: leaving them running" :
+	    how[sv->leftovers]);
+	if (sv->leftovers == LEFTOVERS_KILL) {
+		sv->stop_sig = sv->on_lost != 0 ? sv->on_lost : SIGTERM;
+		log_verbose("sending SIG%s to what the command left; SIGKILL "
+		    "in %s", sigabbrev_np(sv->stop_sig),
+		    duration_format(sv->kill_after_ms, d, sizeof d));
+		signal_all(sv, sv->stop_sig, 1);
+		arm_kill(sv, now + sv->kill_after_ms);
+	}
+}
+
+/* What became of the leftovers, for the history (see ended). */
+static void
+left_outcome(struct supervise *sv, int64_t now)
+{
+	size_t	len = strlen(sv->left_note);
+	char	d[32];
+
+	if (sv->left == 0)
+		return;
+	if (sv->killed && sv->stop_sig)
+		snprintf(sv->left_note + len, sizeof sv->left_note - len,
+		    ": stopped with SIG%s, then SIGKILL",
+		    sigabbrev_np(sv->stop_sig));
+	else if (sv->stop_sig)
+		snprintf(sv->left_note + len, sizeof sv->left_note - len,
+		    ": stopped with SIG%s", sigabbrev_np(sv->stop_sig));
+	else if (sv->lost || sv->timed_out || sv->stopping)
+		snprintf(sv->left_note + len, sizeof sv->left_note - len,
+		    ": stopped (the lock was %s)", sv->lost ? "lost" :
+		    "stopped at --max-runtime or by a signal");
+	else if (sv->leftovers == LEFTOVERS_LEAVE || sv->lost)
+		snprintf(sv->left_note + len, sizeof sv->left_note - len,
+		    ": left running");
+	else
+		snprintf(sv->left_note + len, sizeof sv->left_note - len,
+		    ": waited for, %s", duration_format(now - sv->ended_at, d,
+		    sizeof d));
+}
+
+/* The earlier of two monotonic times, -1 meaning none. */
+static int64_t
+earlier(int64_t a, int64_t b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	return a < b ? a : b;
 }
 
 int
@@ -577,19 +774,40 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 	struct timespec	ts;
 	siginfo_t	info;
 	sigset_t	set;
-	int64_t		valid_until = 0, wake, kill_at = -1, now, due;
-	int		sig, status, killed = 0;
+	int64_t		valid_until = 0, wake, now, due;
+	int		sig, status, forced, rest = 0;
 
 	waited_set(&set, &sv->ignored);
 	due = heartbeat_due(hb);
 	for (;;) {
-		if (exited(sv->pid))
-			break;
-		if (!sv->foreground && !sv->suspended &&
-		    (sig = stopped(sv->pid)) != 0 &&
-		    child_stopped(sv, hb, sig, e) == -1)
-			goto fail;
 		now = now_mono_ms();
+		if (!sv->ended && exited(sv->pid)) {
+			take_terminal(sv);
+			ended(sv, now);
+		}
+		forced = (sv->lost && sv->sent) || sv->timed_out ||
+		    sv->kill_at >= 0;
+		if (sv->ended) {
+			/* Until none is left, unless they are to be left. */
+			if ((rest = find_rest(sv)) == 0 || (!forced &&
+			    (sv->leftovers == LEFTOVERS_LEAVE || sv->lost)))
+				break;
+		} else {
+			reap_adopted(sv);
+			/*
+			 * Once a heartbeat, a look for processes that left the
+			 * group, so that the guard knows them if rlock dies.
+			 */
+			if (sv->guard.pid > 0 &&
+			    now >= sv->looked_at + hb->interval_ms) {
+				find_rest(sv);
+				sv->looked_at = now;
+			}
+			if (!sv->foreground && !sv->suspended &&
+			    (sig = stopped(sv->pid)) != 0 &&
+			    child_stopped(sv, hb, sig, e) == -1)
+				goto fail;
+		}
 		if (!hb->started && !sv->lost && now >= due &&
 		    heartbeat_start(hb, e) == -1)
 			goto fail;
@@ -597,29 +815,39 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		    start_guard(sv, hb, e) == -1)
 			goto fail;
 		if (!sv->lost)
-			check_lock(sv, hb, now, &valid_until, &kill_at);
+			check_lock(sv, hb, now, &valid_until);
 		if (sv->max_runtime_ms > 0 && !sv->lost && !sv->timed_out &&
 		    now >= sv->spawned_at + sv->max_runtime_ms)
-			kill_at = time_out(sv, now);
-		if (kill_at >= 0 && now >= kill_at && !killed) {
-			log_verbose("the command outlived --kill-after: "
-			    "sending SIGKILL");
-			signal_child(sv, SIGKILL);
-			killed = 1;
+			time_out(sv, now);
+		/*
+		 * After a loss nothing the command started may run on
+		 * unguarded: once the command has gone, what is left goes at
+		 * once.  Otherwise at --kill-after; and again whatever is
+		 * found after, until none is left (a fork may race a kill).
+		 */
+		if (sv->ended && sv->lost && sv->sent)
+			arm_kill(sv, now);
+		if (sv->kill_at >= 0 && now >= sv->kill_at &&
+		    (!sv->killed || (sv->ended && rest > 0))) {
+			if (!sv->killed)
+				log_verbose("sending SIGKILL to what is left of "
+				    "the command");
+			signal_all(sv, SIGKILL, 0);
+			sv->killed = 1;
 		}
 		/* Sleep until a signal, the end of validity, or kill time. */
-		wake = sv->lost || sv->timed_out ? (killed ? -1 : kill_at) :
-		    valid_until;
-		if (sv->timed_out && !sv->lost && valid_until < wake)
-			wake = valid_until;
-		if (sv->max_runtime_ms > 0 && !sv->timed_out &&
-		    sv->spawned_at + sv->max_runtime_ms < wake)
-			wake = sv->spawned_at + sv->max_runtime_ms;
-		if (!hb->started && !sv->lost && due < wake)
-			wake = due;
-		if (!sv->foreground && sv->guard.pid == 0 &&
-		    sv->spawned_at + GUARD_AFTER_MS < wake)
-			wake = sv->spawned_at + GUARD_AFTER_MS;
+		wake = sv->killed ? (sv->ended ? now + 20 : -1) : sv->kill_at;
+		if (!sv->lost)
+			wake = earlier(wake, valid_until);
+		if (sv->max_runtime_ms > 0 && !sv->timed_out)
+			wake = earlier(wake, sv->spawned_at +
+			    sv->max_runtime_ms);
+		if (!hb->started && !sv->lost)
+			wake = earlier(wake, due);
+		if (!sv->foreground && sv->guard.pid == 0)
+			wake = earlier(wake, sv->spawned_at + GUARD_AFTER_MS);
+		if (!sv->ended && sv->guard.pid > 0)
+			wake = earlier(wake, sv->looked_at + hb->interval_ms);
 		if (wake < 0)
 			wake = now + 60000;
 		if (wake <= now)
@@ -630,16 +858,10 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		if (sig != -1 && take_signal(sv, hb, sig, &info, e) == -1)
 			goto fail;
 	}
-	/*
-	 * After a loss nothing the command started may run on unguarded.
-	 * The guard still leads the group, so its id is still the group's.
-	 */
-	take_terminal(sv);
 	if (!sv->lost && guard_acted(&sv->guard) != 0)
 		on_loss(sv, sv->suspended ? "its validity ended" : "no "
 		    "extend was confirmed before the lock's validity ended");
-	if (sv->lost && sv->sent && !sv->foreground)
-		signal_child(sv, SIGKILL);
+	left_outcome(sv, now_mono_ms());
 	reap(sv->pid, &status, &sv->signaled, 0);
 	sv->pid = 0;
 	guard_done(&sv->guard);

@@ -9,6 +9,14 @@
 #include "err.h"
 #include "guard.h"
 #include "heartbeat.h"
+#include "procs.h"
+
+/* exec --leftovers: what becomes of processes the command left running. */
+enum leftovers {
+	LEFTOVERS_WAIT,		/* keep the lock until they end (the default) */
+	LEFTOVERS_KILL,		/* stop them, then release */
+	LEFTOVERS_LEAVE		/* release and leave them running */
+};
 
 struct supervise {
 	const char	*name;		/* the lock's, for messages */
@@ -22,6 +30,9 @@ struct supervise {
 	sigset_t	 ignored;	/* ignored when rlock started */
 	int64_t		 ttl_ms;	/* the lock's */
 	int64_t		 max_runtime_ms;	/* 0: none */
+	int		 leftovers;	/* LEFTOVERS_WAIT, _KILL or _LEAVE */
+	/* How the guard gives the lock back if rlock dies (or NULL). */
+	const struct guard_release *release;
 
 	/* What happened. */
 	pid_t		 pid;
@@ -31,6 +42,9 @@ struct supervise {
 	int		 sent;		/* signal sent on loss, 0 if none */
 	int		 timed_out;	/* signal sent at --max-runtime, or 0 */
 	int		 signaled;	/* the signal that ended the command, or 0 */
+	int		 stopping;	/* a terminating signal forwarded, or 0 */
+	int		 left;		/* processes left running at a normal exit */
+	char		 left_note[320];	/* ... and what became of them */
 
 	/* Inside: the group's guard, the terminal, job control. */
 	struct guard	 guard;
@@ -40,6 +54,13 @@ struct supervise {
 	int		 suspended;	/* stopped with rlock, not resumed yet */
 	int64_t		 resumed_at;	/* when rlock ran again */
 	int64_t		 spawned_at;	/* when the command started */
+	int		 ended;		/* the command has exited (unreaped) */
+	int64_t		 ended_at;
+	int64_t		 kill_at;	/* when SIGKILL is due; -1: not */
+	int		 killed;	/* ... and was sent */
+	int		 stop_sig;	/* --leftovers kill: the signal sent */
+	int64_t		 looked_at;	/* the last look for escaped processes */
+	struct procs	 rest;		/* the command's other processes */
 };
 
 /* The signals exec forwards, and the one the heartbeat wakes us with. */
@@ -73,9 +94,14 @@ int	supervise_spawn(struct supervise *, int *status, struct err *e);
  * when it is due, following job control (the terminal, Ctrl-Z) and acting
  * on loss of the lock (from the heartbeat, or seen here when its validity
  * runs out): send on_lost to the child's group, then SIGKILL after
- * kill_after_ms.  Returns the child's exit status, or 128+S if it died of
- * signal S; -1 (e filled, child killed) if the heartbeat could not be
- * started.  The guard is told to go; call supervise_end after the release.
+ * kill_after_ms.  A forced stop (a loss, --max-runtime, a terminating
+ * signal forwarded) reaches every process the command started, in its
+ * group or not, and returns only once none is left; after a normal exit,
+ * what is left is said (left, left_note) and waited for, stopped or left
+ * running as leftovers says.  Returns the child's exit status, or 128+S
+ * if it died of signal S; -1 (e filled, child killed) if the heartbeat
+ * could not be started.  The guard is told to go; call supervise_end
+ * after the release.
  */
 int	supervise_wait(struct supervise *, struct heartbeat *, struct err *e);
 

@@ -73,8 +73,9 @@ local function busy(pttl, h, writer)
 end
 
 -- Record a new holder (kind: '' plain, 'shared', 'limit:N').  Taken
--- afresh, a lock whose newest event is a plain holder's 'acquired' was
--- not released by it: it expired.  How long the holder waited is by the
+-- afresh, a lock whose newest event is a plain holder's 'acquired' (or
+-- its 'leftovers', said before the release) was not released by it: it
+-- expired.  How long the holder waited is by the
 -- server's clock, from its waiter entry when it has one (the waited_ms
 -- argument was taken when the request was sent, before its BLPOP).
 local function acquired(fence, kind)
@@ -87,7 +88,8 @@ local function acquired(fence, kind)
 		waited = math.max(clock() - tonumber(e.s), tonumber(waited))
 	end
 	local last = last_event(KEYS[1])
-	if last and last.e == 'acquired' and (last.k or '') == '' then
+	if last and (last.e == 'acquired' or last.e == 'leftovers') and
+		(last.k or '') == '' then
 		record(KEYS[1], ARGV[13], ARGV[14], 'expired', {'h', last.h or '',
 			'p', last.p or '', 'u', last.u or '', 'c', last.c or '',
 			'f', last.f or '', 'r', last.r or ''})
