@@ -379,13 +379,14 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 
 /*
  * The list a waiter blocks on besides the lock's own: its wake:TOKEN,
- * where it is woken by name at its turn in the --fifo line, and, waiting
+ * where it is woken by name when a release hands it the lock (see
+ * hand_over() in lib.lua), at its turn in the --fifo line, and, waiting
  * for an exclusive hold, when the last reader of a shared lock leaves.
  */
 static const char *
 own_wake(const struct lock *l)
 {
-	return l->fifo || !l->shared ? l->own_wake_key : NULL;
+	return l->own_wake_key;
 }
 
 /* How a lock is held or asked for, by its limit (0: --shared). */
@@ -656,47 +657,21 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	}
 }
 
-/*
- * Take our entry off the waiters list, and our place in the --fifo line,
- * on the servers with ask[i] set: best effort.
- */
-static void
-unlist_on(struct lock *l, const int *ask)
-{
-	const char		 *argv[3];
-	struct redis_reply	**rep;
-	struct err		  e;
-
-	argv[0] = "HDEL";
-	argv[1] = l->waiters_key;
-	argv[2] = l->token;
-	rep = xcalloc(l->q->n, sizeof *rep);
-	quorum_command(l->q, ask, 3, argv, 0, rep, &e);
-	quorum_free_replies(l->q, rep);
-	/* And its place in the line, which it would otherwise hold up. */
-	argv[0] = "ZREM";
-	argv[1] = l->queue_key;
-	if (l->fifo)
-		quorum_command(l->q, ask, 3, argv, 0, rep, &e);
-	quorum_free_replies(l->q, rep);
-	free(rep);
-}
-
 void
 lock_unlist(struct lock *l)
 {
-	int	i, any = 0, *ask;
+	struct err	e;
 
 	if (!l->listed)
 		return;
 	l->listed = 0;
-	/* Only a server an attempt reached can list us. */
-	ask = xcalloc(l->q->n, sizeof *ask);
-	for (i = 0; i < l->q->n; i++)
-		any |= ask[i] = quorum_reached(l->q, i);
-	if (any)
-		unlist_on(l, ask);
-	free(ask);
+	/*
+	 * The release script takes our entry off the waiters list and our
+	 * place off the --fifo line, and gives back, to the next in line, a
+	 * lock that a release handed us after our last attempt (see
+	 * hand_over() in lib.lua).  Best effort.
+	 */
+	lock_release(l, NULL, &e);
 }
 
 int
@@ -704,7 +679,7 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[4], *args[7];
+	const char		 *keys[6], *args[8];
 	char			  pid[24];
 	int			  i, ok, released = 0, skipped = 0, *ask;
 
@@ -712,7 +687,10 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	keys[1] = l->info_key;
 	keys[2] = l->wake_key;
 	keys[3] = l->waiters_key;
+	keys[4] = l->fence_key;
+	keys[5] = l->queue_key;
 	history_args(l, &h);
+	l->listed = 0;	/* the script takes us off the list too */
 	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
 	args[0] = l->token;
 	args[1] = outcome != NULL ? outcome : "";
@@ -721,6 +699,11 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	args[4] = or_empty(l->meta.host);
 	args[5] = pid;
 	args[6] = or_empty(l->meta.user);
+	/*
+	 * The script hands the lock to the next waiter itself: with one
+	 * server only, for several would each choose on their own.
+	 */
+	args[7] = l->q->n == 1 ? "1" : "0";
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * Every server that can be reached, each within its own --timeout:
@@ -738,7 +721,7 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 4, keys, 7, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 6, keys, 8, args, rep,
 	    e) + skipped;
 	free(ask);
 	for (i = 0; i < l->q->n; i++)

@@ -180,7 +180,8 @@ int	lock_acquire(struct lock *, int64_t ttl_ms, int64_t wait_ms,
 /*
  * Take this acquire off the list of waiters (a waiter that gives up):
  * best effort, and only if it may be on it.  A waiter that gets the lock
- * is taken off by the acquire itself.
+ * is taken off by the acquire itself, and a release by the release.  A
+ * lock handed to it after its last attempt is given back (to the next).
  */
 void	lock_unlist(struct lock *);
 /*

@@ -72,12 +72,10 @@ local function busy(pttl, h, writer)
 	return {0, pttl, h[1], h[2], h[3], h[4], now}
 end
 
--- Record a new holder (kind: '' plain, 'shared', 'limit:N').  Taken
--- afresh, a lock whose newest event is a plain holder's 'acquired' (or
--- its 'leftovers', said before the release) was not released by it: it
--- expired.  How long the holder waited is by the
--- server's clock, from its waiter entry when it has one (the waited_ms
--- argument was taken when the request was sent, before its BLPOP).
+-- Record a new holder (kind: '' plain, 'shared', 'limit:N').  How long
+-- it waited is by the server's clock, from its waiter entry when it has
+-- one (the waited_ms argument was taken when the request was sent, before
+-- its BLPOP).
 local function acquired(fence, kind)
 	if tonumber(ARGV[13]) <= 0 then
 		return
@@ -87,16 +85,8 @@ local function acquired(fence, kind)
 	if ok and type(e) == 'table' and tonumber(e.s) then
 		waited = math.max(clock() - tonumber(e.s), tonumber(waited))
 	end
-	local last = last_event(KEYS[1])
-	if last and (last.e == 'acquired' or last.e == 'leftovers') and
-		(last.k or '') == '' then
-		record(KEYS[1], ARGV[13], ARGV[14], 'expired', {'h', last.h or '',
-			'p', last.p or '', 'u', last.u or '', 'c', last.c or '',
-			'f', last.f or '', 'r', last.r or ''})
-	end
-	record(KEYS[1], ARGV[13], ARGV[14], 'acquired', {'h', ARGV[3], 'p',
-		ARGV[4], 'u', ARGV[5], 'c', ARGV[6], 'f', fence, 'w', waited,
-		'r', run_id(ARGV[1]), 'k', kind})
+	record_acquired(KEYS[1], ARGV[13], ARGV[14], {ARGV[3], ARGV[4],
+		ARGV[5], ARGV[6]}, fence, waited, ARGV[1], kind)
 end
 
 -- Take key (with its info hash) for the caller, or keep it if it holds it.

@@ -155,3 +155,134 @@ local function last_event(lock)
 	end
 	return f
 end
+
+-- Record a new holder in the history (kind: '' plain, 'shared', 'limit:N';
+-- who: {host, pid, user, command}).  Taken afresh, a lock whose newest
+-- event is a plain holder's 'acquired' (or its 'leftovers', said before
+-- the release) was not released by it: it expired.
+local function record_acquired(lock, len, ttl, who, fence, waited, token,
+    kind)
+	if (tonumber(len) or 0) <= 0 then
+		return
+	end
+	local last = last_event(lock)
+	if last and (last.e == 'acquired' or last.e == 'leftovers') and
+		(last.k or '') == '' then
+		record(lock, len, ttl, 'expired', {'h', last.h or '',
+			'p', last.p or '', 'u', last.u or '', 'c', last.c or '',
+			'f', last.f or '', 'r', last.r or ''})
+	end
+	record(lock, len, ttl, 'acquired', {'h', who[1], 'p', who[2], 'u',
+		who[3], 'c', who[4], 'f', fence, 'w', waited, 'r', run_id(token),
+		'k', kind})
+end
+
+-- ------------------------------------------------------------ hand-over
+-- When a release frees a lock (or the last reader leaves) and someone
+-- waits, the release's own script gives it to the next: the head of the
+-- line with --fifo; else, after a writer, every reader waiting (they go
+-- in together: a phase), and after the readers, or when no reader waits,
+-- the writer that has waited longest.  The releaser cannot barge back in
+-- ahead of them, and a crowd of readers cannot starve a writer nor a
+-- stream of writers the readers.  The grant lasts what is left of the
+-- waiter's lease (see acquire.lua): the waiter's next attempt, which its
+-- wake (its own list) sets off at once, finds it holds the lock and
+-- extends it to its own TTL; a waiter that died meanwhile keeps it no
+-- longer than its lease.
+-- K: {lock, info, fence, wake, waiters, queue}; hist: {len, ttl}.
+
+-- The live entries of the waiters hash, decoded, oldest first.
+local function waiting(waiters, now)
+	local all, list = redis.call('HGETALL', waiters), {}
+	for i = 1, #all, 2 do
+		local ok, e = pcall(cjson.decode, all[i + 1])
+		if ok and type(e) == 'table' and (tonumber(e.u) or 0) > now and
+		    tonumber(e.s) then
+			e.token = all[i]
+			list[#list + 1] = e
+		end
+	end
+	table.sort(list, function(a, b) return a.s < b.s end)
+	return list
+end
+
+-- The metadata and the hash of a grant to waiter e, and the history.
+local function grant_info(K, hist, info, e, fence, now, lease, kind)
+	redis.call('DEL', info)
+	redis.call('HSET', info, 'token', e.token, 'fence', fence,
+		'acquired_ms', now, 'host', e.h or '', 'pid', e.p or '',
+		'user', e.n or '', 'command', e.c or '', 'ttl_ms', lease)
+	redis.call('PEXPIRE', info, lease)
+	record_acquired(K[1], hist[1], hist[2], {e.h or '', e.p or '',
+		e.n or '', e.c or ''}, fence, now - tonumber(e.s), e.token, kind)
+	redis.call('HDEL', K[5], e.token)
+	redis.call('ZREM', K[6], e.token)
+	wake_each(K[4], {e.token})
+end
+
+-- Give the free lock to writer e.
+local function grant_writer(K, hist, e, now, t)
+	local lease = math.max(1, tonumber(e.u) - now)
+	redis.call('SET', K[1], e.token, 'PX', lease)
+	grant_info(K, hist, K[2], e, new_fence(K[3], t, 0), now, lease, '')
+end
+
+-- Let the waiting readers in together.
+local function grant_readers(K, hist, list, now, t)
+	local rk, longest = K[1] .. ':readers', 1
+	for _, e in ipairs(list) do
+		local lease = math.max(1, tonumber(e.u) - now)
+		longest = math.max(longest, lease)
+		redis.call('ZADD', rk, now + lease, e.token)
+		grant_info(K, hist, K[1] .. ':reader:' .. e.token, e,
+			new_fence(K[3], t, 0), now, lease, SHARED)
+	end
+	redis.call('SET', K[1], SHARED, 'PX', longest)
+	redis.call('PEXPIRE', rk, longest)
+end
+
+-- Hand the lock just freed to whoever's turn it is; after a writer
+-- (after_writer), readers first.  Whether anyone got it.
+local function hand_over(K, hist, after_writer, fifo_line)
+	local now, t = clock()
+	local list = waiting(K[5], now)
+	if #list == 0 then
+		return false
+	end
+	if fifo_line then
+		-- The head of the line whose lease is live; dead heads go.
+		local live = {}
+		for _, e in ipairs(list) do
+			live[e.token] = e
+		end
+		for _ = 1, 64 do
+			local head = redis.call('ZRANGE', K[6], 0, 0)[1]
+			if not head then
+				break
+			end
+			if live[head] then
+				grant_writer(K, hist, live[head], now, t)
+				return true
+			end
+			redis.call('ZREM', K[6], head)
+			redis.call('HDEL', K[5], head)
+		end
+		return false
+	end
+	local readers_in, writer = {}, nil
+	for _, e in ipairs(list) do
+		if e.x == 1 then
+			writer = writer or e
+		else
+			readers_in[#readers_in + 1] = e
+		end
+	end
+	if #readers_in > 0 and (after_writer or not writer) then
+		grant_readers(K, hist, readers_in, now, t)
+	elseif writer then
+		grant_writer(K, hist, writer, now, t)
+	else
+		return false
+	end
+	return true
+end

@@ -1,8 +1,10 @@
--- release: delete the lock if, and only if, the token holds it, and wake
--- one waiter.  KEYS: lock, info, wake, waiters.  ARGV: token, outcome
--- (exec's "exit:N", "signal:NAME" or "max-runtime", "release" for the
--- release command, "" for a give-back), history_len, history_ttl_ms, and
--- the caller's host, pid and user.  Returns 1 or 0.  The wake list holds
+-- release: delete the lock if, and only if, the token holds it, and give
+-- it to the next waiter or wake one.  KEYS: lock, info, wake, waiters,
+-- fence, queue.  ARGV: token, outcome (exec's "exit:N", "signal:NAME" or
+-- "max-runtime", "release" for the release command, "" for a give-back),
+-- history_len, history_ttl_ms, the caller's host, pid and user, and
+-- hand_over ('1': one server; see hand_over() in lib.lua: with several,
+-- each would choose on its own).  Returns 1 or 0.  The wake list holds
 -- at most one element and expires soon: a waiter that checked the lock
 -- just before the release finds it when it blocks.  A semaphore's holder
 -- (see acquire.lua) gives back its own slot; a reader (see lib.lua)
@@ -11,6 +13,13 @@
 -- The history gets 'released' (how long it was held, the outcome), or,
 -- when the token no longer holds it and an outcome is given, 'lost'.
 local cur = redis.call('GET', KEYS[1])
+local K = {KEYS[1], KEYS[2], KEYS[5], KEYS[3], KEYS[4], KEYS[6]}
+local hist = {ARGV[3], ARGV[4]}
+local direct = ARGV[8] == '1'
+-- A waiter giving up releases too: its entry and its place in the line
+-- go, and a lock handed to it after its last attempt goes to the next.
+redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[6], ARGV[1])
 
 -- Record the release of the hold described by the hash info.
 local function released(info, kind)
@@ -47,6 +56,9 @@ if cur == SHARED then
 	redis.call('DEL', KEYS[1] .. ':reader:' .. ARGV[1])
 	if held == 1 and #readers(KEYS[1], now, false) == 0 then
 		redis.call('DEL', KEYS[1], rk)
+		if direct and hand_over(K, hist, false, false) then
+			return 1
+		end
 		wake_each(KEYS[3], writers(KEYS[4], now, ARGV[1]))
 		redis.call('RPUSH', KEYS[3], '1')
 		redis.call('PEXPIRE', KEYS[3], 10000)
@@ -76,6 +88,10 @@ if cur ~= ARGV[1] then
 end
 released(KEYS[2], '')
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+if direct and hand_over(K, hist, true,
+    redis.call('EXISTS', KEYS[6]) == 1) then
+	return 1
+end
 redis.call('RPUSH', KEYS[3], '1')
 redis.call('PEXPIRE', KEYS[3], 10000)
 return 1
