@@ -123,8 +123,13 @@ is_dead(char state)
 	return state == 'Z' || state == 'X' || state == 'x';
 }
 
-int
-procs_find(struct procs *ps, pid_t keep, pid_t except)
+/*
+ * Every process of the system, read from /proc, for the kernels without
+ * the children files: their descendants of ours found by parent links.
+ * A whole walk costs a millisecond or more of CPU on a busy machine.
+ */
+static size_t
+all_descendants(struct stat_line **out)
 {
 	struct stat_line	*all = NULL, st, key, *found;
 	struct dirent		*de;
@@ -134,9 +139,9 @@ procs_find(struct procs *ps, pid_t keep, pid_t except)
 	char			*in = NULL;
 	int			 grew;
 
-	ps->n = 0;
+	*out = NULL;
 	if ((d = opendir("/proc")) == NULL)
-		return -1;
+		return SIZE_MAX;
 	while ((de = readdir(d)) != NULL) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
@@ -168,8 +173,90 @@ procs_find(struct procs *ps, pid_t keep, pid_t except)
 			    (up[i] != SIZE_MAX && in[up[i]])))
 				in[i] = grew = 1;
 	} while (grew);
+	for (i = 0, cap = 0; i < n; i++)
+		if (in[i])
+			all[cap++] = all[i];
+	free(in);
+	free(up);
+	*out = all;
+	return cap;
+}
+
+/*
+ * Append the children of pid, from each of its threads' children file,
+ * to *list (n of cap).  0, or -1 where the kernel has no such files.
+ */
+static int
+add_children(pid_t pid, struct stat_line **list, size_t *n, size_t *cap)
+{
+	char		 path[320], buf[4096], *p, *end;
+	struct dirent	*de;
+	struct stat_line st;
+	DIR		*d;
+	ssize_t		 r;
+	long		 child;
+	int		 fd;
+
+	snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
+	if ((d = opendir(path)) == NULL)
+		return errno == ENOENT ? 0 : -1;	/* gone meanwhile */
+	while ((de = readdir(d)) != NULL) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/task/%s/children",
+		    (long)pid, de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			if (errno == ENOENT && pid == getpid()) {
+				closedir(d);
+				return -1;	/* no CONFIG_PROC_CHILDREN */
+			}
+			continue;
+		}
+		do
+			r = read(fd, buf, sizeof buf - 1);
+		while (r == -1 && errno == EINTR);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		for (p = buf; (child = strtol(p, &end, 10)), end != p; p = end) {
+			if (read_stat((pid_t)child, &st) == -1)
+				continue;
+			if (*n == *cap) {
+				*cap = *cap ? *cap * 2 : 16;
+				*list = xrealloc(*list, *cap * sizeof **list);
+			}
+			(*list)[(*n)++] = st;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int
+procs_find(struct procs *ps, pid_t keep, pid_t except)
+{
+	struct stat_line	*all = NULL;
+	size_t			 n = 0, cap = 0, i;
+	pid_t			 self = getpid();
+
+	ps->n = 0;
+	/*
+	 * Our descendants, generation by generation, from the children
+	 * files: a few small reads, where the whole of /proc is hundreds.
+	 * What left its parent was reparented to us (the subreaper).
+	 */
+	if (add_children(self, &all, &n, &cap) == 0) {
+		for (i = 0; i < n; i++)
+			if (!is_dead(all[i].state))
+				add_children(all[i].pid, &all, &n, &cap);
+	} else {
+		free(all);
+		if ((n = all_descendants(&all)) == SIZE_MAX)
+			return -1;
+	}
 	for (i = 0; i < n; i++) {
-		if (!in[i] || all[i].pid == except || all[i].pid == self)
+		if (all[i].pid == except || all[i].pid == self)
 			continue;
 		if (is_dead(all[i].state)) {
 			/* Adopted and gone: ours to reap, now. */
@@ -186,8 +273,6 @@ procs_find(struct procs *ps, pid_t keep, pid_t except)
 		ps->p[ps->n].start = all[i].start;
 		ps->n++;
 	}
-	free(in);
-	free(up);
 	free(all);
 	return (int)ps->n;
 }

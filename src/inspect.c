@@ -1,0 +1,608 @@
+/* inspect.c: reading locks back: status, forced release, listing. */
+
+/*
+ * Each lock's state in one script call per batch of locks (inspect.lua),
+ * merged across a quorum's servers into one view; release --force through
+ * force.lua; the listing by SCAN over the prefix.  lock.c writes locks,
+ * this file only reads them (and force removes one).
+ */
+
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lock.h"
+#include "lock-private.h"
+#include "scripts.h"
+#include "signals.h"
+#include "util.h"
+
+/*
+ * status: how many locks one inspect call covers (a round trip; the server
+ * is busy some 5 ms with a thousand).
+ */
+#define INSPECT_BATCH		1000
+
+static char *
+dup_str(const struct redis_reply *r)
+{
+	if (r == NULL || r->type != REDIS_T_STRING)
+		return NULL;
+	return xstrndup(r->str, r->len);
+}
+
+static struct lock_slot *
+find_slot(const struct lock_status *st, const char *token)
+{
+	int	i;
+
+	for (i = 0; i < st->nslots; i++)
+		if (strcmp(st->slots[i].token, token) == 0)
+			return &st->slots[i];
+	return NULL;
+}
+
+/*
+ * The holders of a semaphore or a shared lock, from element 14 of an
+ * inspect reply, each once: a holder another server listed already gets
+ * its vote.  Returns how many of them r lists.
+ */
+static int
+add_slots(const struct redis_reply *r, struct lock_status *st)
+{
+	const struct redis_reply	*s, *list;
+	struct redis_reply *const	*f;
+	struct lock_slot		*ls;
+	size_t				 i;
+	int				 listed = 0;
+
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 14 ||
+	    (s = r->element[13])->type != REDIS_T_ARRAY || s->elements < 2 ||
+	    (list = s->element[1])->type != REDIS_T_ARRAY)
+		return 0;
+	st->limit = (int)lock_to_ll(s->element[0]);
+	st->shared = st->limit == 0;
+	for (i = 0; i < list->elements; i++) {
+		if (list->element[i]->type != REDIS_T_ARRAY ||
+		    list->element[i]->elements < 9 ||
+		    list->element[i]->element[0]->type != REDIS_T_STRING)
+			continue;
+		f = list->element[i]->element;
+		listed++;
+		if ((ls = find_slot(st, f[0]->str)) != NULL) {
+			ls->votes++;
+			continue;
+		}
+		st->slots = xrealloc(st->slots, (st->nslots + 1) *
+		    sizeof *st->slots);
+		ls = &st->slots[st->nslots++];
+		ls->token = xstrdup(f[0]->str);
+		ls->votes = 1;
+		ls->host = dup_str(f[1]);
+		ls->pid = lock_to_ll(f[2]);
+		ls->user = dup_str(f[3]);
+		ls->command = dup_str(f[4]);
+		ls->acquired_ms = lock_to_ll(f[5]);
+		ls->ttl_ms = lock_to_ll(f[6]);
+		ls->fence = lock_to_ll(f[7]);
+		ls->pttl_ms = lock_to_ll(f[8]);
+	}
+	return listed;
+}
+
+static void
+free_slot(struct lock_slot *ls)
+{
+	free(ls->token);
+	free(ls->host);
+	free(ls->user);
+	free(ls->command);
+}
+
+/*
+ * In quorum mode a reader holds the lock only where a majority list it
+ * (one that lost keeps its entries on a minority until they expire).
+ */
+static void
+keep_majority_slots(struct lock_status *st, int majority)
+{
+	int	i, k;
+
+	for (i = k = 0; i < st->nslots; i++)
+		if (st->slots[i].votes >= majority)
+			st->slots[k++] = st->slots[i];
+		else
+			free_slot(&st->slots[i]);
+	st->nslots = k;
+	if (st->shared)
+		st->held = k > 0;
+}
+
+/* In line first, by place; then the others, longest waiting first. */
+static int
+cmp_waiters(const void *a, const void *b)
+{
+	const struct lock_waiter	*x = a, *y = b;
+
+	if ((x->place > 0) != (y->place > 0))
+		return x->place > 0 ? -1 : 1;
+	if (x->place != y->place)
+		return x->place < y->place ? -1 : 1;
+	return (x->waiting_ms < y->waiting_ms) - (x->waiting_ms > y->waiting_ms);
+}
+
+/*
+ * Add the waiters of an inspect reply (element 13: {token, host, pid,
+ * user, command, waiting_ms} each) to st, once per token, leaving out the
+ * holder (in quorum mode a holder may still be listed where it lost).
+ */
+static void
+add_waiters(const struct redis_reply *r, struct lock_status *st,
+    const char *holder)
+{
+	const struct redis_reply	*w;
+	struct redis_reply *const	*f;
+	struct lock_waiter		*lw;
+	size_t				 i;
+	int				 k, seen;
+
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 13 ||
+	    (w = r->element[12])->type != REDIS_T_ARRAY)
+		return;
+	for (i = 0; i < w->elements; i++) {
+		if (w->element[i]->type != REDIS_T_ARRAY ||
+		    w->element[i]->elements < 6 ||
+		    w->element[i]->element[0]->type != REDIS_T_STRING)
+			continue;
+		f = w->element[i]->element;
+		if ((holder != NULL && strcmp(f[0]->str, holder) == 0) ||
+		    find_slot(st, f[0]->str) != NULL)
+			continue;
+		for (seen = 0, k = 0; k < st->nwaiters && !seen; k++)
+			seen = strcmp(st->waiters[k].token, f[0]->str) == 0;
+		if (seen)
+			continue;
+		st->waiters = xrealloc(st->waiters, (st->nwaiters + 1) *
+		    sizeof *st->waiters);
+		lw = &st->waiters[st->nwaiters++];
+		lw->token = xstrdup(f[0]->str);
+		lw->host = dup_str(f[1]);
+		lw->pid = lock_to_ll(f[2]);
+		lw->user = dup_str(f[3]);
+		lw->command = dup_str(f[4]);
+		lw->waiting_ms = lock_to_ll(f[5]);
+		lw->place = w->element[i]->elements >= 7 ? lock_to_ll(f[6]) : 0;
+	}
+}
+
+/* Fill st from the reply shape inspect.lua and force.lua share. */
+void
+lock_reply_status(const struct redis_reply *r, struct lock_status *st)
+{
+	struct redis_reply	*const *el = r->element;
+
+	if (r->elements < 4)
+		return;
+	st->held = lock_to_ll(el[0]) == 1;
+	st->pttl_ms = lock_to_ll(el[1]);
+	st->last_fence = lock_to_ll(el[2]);
+	st->now_ms = lock_to_ll(el[3]);
+	if (!st->held || r->elements < 11)
+		return;
+	st->host = dup_str(el[4]);
+	st->pid = lock_to_ll(el[5]);
+	st->user = dup_str(el[6]);
+	st->command = dup_str(el[7]);
+	st->acquired_ms = lock_to_ll(el[8]);
+	st->ttl_ms = lock_to_ll(el[9]);
+	st->fence = lock_to_ll(el[10]);
+}
+
+static void	lock_status_clear_holder(struct lock_status *);
+
+static const char *
+token_of(const struct redis_reply *r)
+{
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 12 ||
+	    r->element[11]->type != REDIS_T_STRING)
+		return NULL;
+	return r->element[11]->str;
+}
+
+/*
+ * What the servers' replies (rep[i], NULL where one failed) say about l:
+ * with one server, its answer is the lock.  With several, the lock is
+ * held when a majority hold the same token, and is described by one of
+ * them; each server's view is kept for status to show.
+ */
+static void
+status_merge(struct lock *l, struct redis_reply **rep, struct lock_status *st)
+{
+	const char	*tok, *best = NULL;
+	int		 i, j, n = l->q->n, votes, most = 0, pick = -1;
+	int		*listed;
+
+	memset(st, 0, sizeof *st);
+	st->name = xstrdup(l->name);
+	listed = xcalloc(n, sizeof *listed);
+	for (i = 0; i < n; i++) {
+		if ((tok = token_of(rep[i])) == NULL)
+			continue;
+		for (votes = 0, j = 0; j < n; j++)
+			votes += token_of(rep[j]) != NULL &&
+			    strcmp(token_of(rep[j]), tok) == 0;
+		if (votes > most) {
+			most = votes;
+			best = tok;
+			pick = i;
+		}
+	}
+	if (n == 1 || most >= quorum_majority(l->q)) {
+		for (i = 0; pick == -1 && i < n; i++)
+			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY)
+				pick = i;
+		if (pick >= 0)
+			lock_reply_status(rep[pick], st);
+	} else {
+		/* No majority: free, whatever a minority says. */
+		for (i = 0; i < n; i++)
+			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY) {
+				lock_reply_status(rep[i], st);
+				break;
+			}
+		lock_status_clear_holder(st);
+		best = NULL;
+	}
+	for (i = 0; i < n; i++)
+		listed[i] = add_slots(rep[i], st);
+	keep_majority_slots(st, quorum_majority(l->q));
+	for (i = 0; i < n; i++)
+		add_waiters(rep[i], st, best != NULL ? best :
+		    pick >= 0 ? token_of(rep[pick]) : NULL);
+	if (st->nwaiters > 1)
+		qsort(st->waiters, st->nwaiters, sizeof *st->waiters,
+		    cmp_waiters);
+	if (n > 1) {
+		st->nservers = n;
+		st->nodes = xcalloc(n, sizeof *st->nodes);
+		for (i = 0; i < n; i++) {
+			st->nodes[i].url = l->q->urls[i].display;
+			if (rep[i] == NULL || rep[i]->type != REDIS_T_ARRAY) {
+				st->nodes[i].state = NODE_UNREACHABLE;
+				st->nodes[i].error = xstrdup(l->q->errs[i].msg);
+			} else if (st->shared)
+				st->nodes[i].state = listed[i] > 0 ? NODE_HOLDS :
+				    NODE_FREE;
+			else if ((tok = token_of(rep[i])) == NULL)
+				st->nodes[i].state = NODE_FREE;
+			else if (best != NULL && strcmp(tok, best) == 0)
+				st->nodes[i].state = NODE_HOLDS;
+			else
+				st->nodes[i].state = NODE_OTHER;
+			st->nholding += st->nodes[i].state == NODE_HOLDS;
+			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY &&
+			    rep[i]->elements >= 3 &&
+			    lock_to_ll(rep[i]->element[2]) > st->last_fence)
+				st->last_fence = lock_to_ll(rep[i]->element[2]);
+		}
+	}
+	free(listed);
+}
+
+/* force on every server: st describes what it removed. */
+static int
+force_script(struct lock *l, struct lock_status *st, struct err *e)
+{
+	struct redis_reply	**rep;
+	struct history_args	  h;
+	const char		 *keys[4], *args[5];
+	char			  pid[24];
+	int			  ok;
+
+	/* Who forces it, for the history. */
+	lock_history_args(l, &h);
+	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
+	args[0] = lock_or_empty(l->meta.host);
+	args[1] = pid;
+	args[2] = lock_or_empty(l->meta.user);
+	args[3] = h.len;
+	args[4] = h.ttl;
+	keys[0] = l->key;
+	keys[1] = l->info_key;
+	keys[2] = l->fence_key;
+	keys[3] = l->wake_key;
+	rep = xcalloc(l->q->n, sizeof *rep);
+	ok = quorum_script(l->q, NULL, &script_force, 4, keys, 5, args, rep, e);
+	status_merge(l, rep, st);
+	quorum_free_replies(l->q, rep);
+	free(rep);
+	return ok < quorum_majority(l->q) ? -1 : 0;
+}
+
+/* The keys inspect.lua takes for locks l[0..n): five a lock (to free). */
+static const char **
+inspect_keys(const struct lock *l, size_t n)
+{
+	const char	**keys;
+	size_t		  j;
+
+	keys = xcalloc(5 * n, sizeof *keys);
+	for (j = 0; j < n; j++) {
+		keys[5 * j] = l[j].key;
+		keys[5 * j + 1] = l[j].info_key;
+		keys[5 * j + 2] = l[j].fence_key;
+		keys[5 * j + 3] = l[j].waiters_key;
+		keys[5 * j + 4] = l[j].queue_key;
+	}
+	return keys;
+}
+
+/*
+ * Inspect n locks in one script call on each server (keys[5 * j ...] are
+ * lock j's).  0 with st[0..n) filled; -1 with e filled, st untouched.
+ * *crossslot is set when a Cluster refused keys of several slots.
+ */
+static int
+inspect_batch(struct lock *l, size_t n, struct lock_status *st,
+    int *crossslot, struct err *e)
+{
+	struct redis_reply	**rep, **one;
+	const char		**keys;
+	size_t			  j;
+	int			  i, ok, q = l[0].q->n, cross = 0;
+
+	memset(st, 0, n * sizeof *st);
+	keys = inspect_keys(l, n);
+	rep = xcalloc(q, sizeof *rep);
+	one = xcalloc(q, sizeof *one);
+	ok = quorum_script(l[0].q, NULL, &script_inspect, (int)(5 * n), keys, 0,
+	    NULL, rep, e);
+	/* A server's last error stays after a success: only failures count. */
+	for (i = 0; i < q; i++)
+		if (rep[i] == NULL &&
+		    strstr(l[0].q->errs[i].msg, "CROSSSLOT") != NULL)
+			cross = 1;
+	*crossslot |= cross;
+	if (ok >= quorum_majority(l[0].q) && !cross)
+		for (j = 0; j < n; j++) {
+			/* Each server's answer for lock j. */
+			for (i = 0; i < q; i++)
+				one[i] = rep[i] != NULL &&
+				    rep[i]->type == REDIS_T_ARRAY &&
+				    j < rep[i]->elements ? rep[i]->element[j] :
+				    NULL;
+			status_merge(&l[j], one, &st[j]);
+		}
+	quorum_free_replies(l[0].q, rep);
+	free(rep);
+	free(one);
+	free(keys);
+	return ok >= quorum_majority(l[0].q) && !cross ? 0 : -1;
+}
+
+/*
+ * Redis Cluster: every master at once, each inspecting the locks it serves
+ * in one call (see quorum_cluster_script; inspect.lua answers false for a
+ * lock another master serves).  0 with st[0..n) filled, or -1 with nothing
+ * to free (then one lock a call).
+ */
+static int
+inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
+    struct err *e)
+{
+	struct redis_reply	**rep, *el;
+	const char		**keys;
+	size_t			  j;
+	int			  nm, k, rc = 0;
+
+	keys = inspect_keys(l, n);
+	nm = quorum_cluster_script(l[0].q, &script_inspect, (int)(5 * n), keys,
+	    0, NULL, &rep, e);
+	free(keys);
+	if (nm == -1)
+		return -1;
+	memset(st, 0, n * sizeof *st);
+	for (k = 0; k < nm; k++)
+		if (rep[k]->type != REDIS_T_ARRAY || rep[k]->elements != n)
+			rc = -1;
+	/* Each lock from the master that serves it. */
+	for (j = 0; rc == 0 && j < n; j++) {
+		for (el = NULL, k = 0; k < nm && el == NULL; k++)
+			if (rep[k]->element[j]->type == REDIS_T_ARRAY)
+				el = rep[k]->element[j];
+		if (el == NULL)
+			rc = -1;	/* no master said it serves it */
+		else
+			status_merge(&l[j], &el, &st[j]);
+	}
+	if (rc == -1)
+		for (j = 0; j < n; j++)
+			lock_status_free(&st[j]);
+	quorum_cluster_free(rep, nm);
+	return rc;
+}
+
+int
+lock_inspect_many(struct quorum *q, const char *prefix, char *const *names,
+    size_t n, struct lock_status *st, struct err *e)
+{
+	struct lock	*l;
+	size_t		 j, k, m;
+	int		 crossslot = 0, rc = 0;
+
+	l = xcalloc(n > 0 ? n : 1, sizeof *l);
+	for (j = 0; j < n; j++)
+		lock_init(&l[j], q, prefix, names[j], NULL);
+	/*
+	 * INSPECT_BATCH locks a round trip.  A Cluster refuses keys of
+	 * several slots in one call: there, one lock a call.
+	 */
+	for (j = 0; j < n && rc == 0; j += m) {
+		m = n - j < INSPECT_BATCH ? n - j : INSPECT_BATCH;
+		if (crossslot)
+			m = 1;
+		if (inspect_batch(&l[j], m, &st[j], &crossslot, e) == 0)
+			continue;
+		if (!crossslot || m == 1) {
+			rc = -1;
+			break;
+		}
+		/* A Cluster: a call per master, else one lock a call. */
+		if (inspect_cluster(&l[j], n - j, &st[j], e) == 0) {
+			m = n - j;
+			continue;
+		}
+		m = 0;	/* the same locks again, one at a time */
+	}
+	if (rc == -1)
+		for (k = 0; k < j; k++)
+			lock_status_free(&st[k]);
+	for (j = 0; j < n; j++)
+		lock_free(&l[j]);
+	free(l);
+	return rc;
+}
+
+int
+lock_inspect(struct lock *l, struct lock_status *st, struct err *e)
+{
+	int	crossslot = 0;
+
+	return inspect_batch(l, 1, st, &crossslot, e);
+}
+
+int
+lock_force_release(struct lock *l, struct lock_status *st, struct err *e)
+{
+	if (force_script(l, st, e) == -1)
+		return -1;
+	return st->held;
+}
+
+/* Forget who holds it: the lock is free. */
+static void
+lock_status_clear_holder(struct lock_status *st)
+{
+	free(st->host);
+	free(st->user);
+	free(st->command);
+	st->host = st->user = st->command = NULL;
+	st->held = 0;
+	st->pid = st->acquired_ms = st->ttl_ms = st->fence = 0;
+}
+
+void
+lock_status_free(struct lock_status *st)
+{
+	int	i;
+
+	lock_status_clear_holder(st);
+	free(st->name);
+	for (i = 0; i < st->nslots; i++)
+		free_slot(&st->slots[i]);
+	free(st->slots);
+	for (i = 0; i < st->nwaiters; i++) {
+		free(st->waiters[i].token);
+		free(st->waiters[i].host);
+		free(st->waiters[i].user);
+		free(st->waiters[i].command);
+	}
+	free(st->waiters);
+	for (i = 0; i < st->nservers; i++)
+		free(st->nodes[i].error);
+	free(st->nodes);
+	memset(st, 0, sizeof *st);
+}
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* SCAN's MATCH is a glob: the prefix and suffix are taken literally. */
+static char *
+scan_pattern(const char *prefix, const char *suffix)
+{
+	struct buf	b;
+
+	buf_init(&b);
+	for (; *prefix != '\0'; prefix++) {
+		if (strchr("*?[]\\", *prefix) != NULL)
+			buf_add(&b, "\\", 1);
+		buf_add(&b, prefix, 1);
+	}
+	buf_adds(&b, "{*}");
+	buf_adds(&b, suffix);
+	return b.p;
+}
+
+/* Names that look like locks: PREFIX{NAME}SUFFIX with no brace in NAME. */
+struct names {
+	char	**v;
+	size_t	  n, cap;
+	size_t	  plen, slen;
+};
+
+static void
+add_name(void *arg, const char *key, size_t len)
+{
+	struct names	*nm = arg;
+
+	if (len < nm->plen + nm->slen + 3)
+		return;
+	len -= nm->slen;
+	if (key[len - 1] != '}' ||
+	    memchr(key + nm->plen + 1, '}', len - nm->plen - 2) != NULL)
+		return;
+	if (nm->n == nm->cap)
+		nm->v = xrealloc(nm->v, (nm->cap = nm->cap ? 2 * nm->cap : 16) *
+		    sizeof *nm->v);
+	nm->v[nm->n++] = xstrndup(key + nm->plen + 1, len - nm->plen - 2);
+}
+
+/*
+ * Every server is asked (a lock may live on any majority of a quorum),
+ * and the names are merged.
+ */
+int
+lock_list(struct quorum *q, const char *prefix, const char *suffix,
+    char ***names, size_t *count, struct err *e)
+{
+	struct names	 nm;
+	char		*pattern;
+	size_t		 i, k;
+	int		 j, reached;
+
+	memset(&nm, 0, sizeof nm);
+	nm.plen = strlen(prefix);
+	nm.slen = strlen(suffix);
+	pattern = scan_pattern(prefix, suffix);
+	reached = quorum_scan(q, pattern, add_name, &nm);
+	free(pattern);
+	if (reached < quorum_majority(q)) {
+		for (j = 0; j < q->n && q->errs[j].kind == ERR_NONE; j++)
+			;
+		*e = q->errs[j < q->n ? j : 0];
+		for (i = 0; i < nm.n; i++)
+			free(nm.v[i]);
+		free(nm.v);
+		return -1;
+	}
+	if (nm.n > 1)
+		qsort(nm.v, nm.n, sizeof *nm.v, cmp_names);
+	/* SCAN may return a key twice, and servers share names: one each. */
+	for (i = 1, k = nm.n ? 1 : 0; i < nm.n; i++) {
+		if (strcmp(nm.v[i], nm.v[k - 1]) == 0)
+			free(nm.v[i]);
+		else
+			nm.v[k++] = nm.v[i];
+	}
+	*names = nm.v;
+	*count = k;
+	return 0;
+}
