@@ -160,3 +160,20 @@ EOF
 	echo "$output"
 	assert_success
 }
+
+@test "handover: a semaphore's freed slot goes to the waiter, not to one who asks after the release" {
+	local a
+	a=$(rlock acquire --limit 2 -t 60s sem)
+	rlock acquire --limit 2 -t 60s sem >/dev/null
+	bg_start W "$RLOCK" acquire --limit 2 -w 30s -t 30s sem
+	until_waiters sem 1
+	rlock release --token "$a" sem
+	run --separate-stderr rlock acquire --limit 2 -n sem
+	assert_failure 1
+	bg_wait "$W" 10000 || fail "the waiter did not get the slot"
+	assert_equal "$BG_STATUS" 0
+	run rlock status sem
+	assert_line --index 0 "sem: 2 of 2 held"
+	run rlock log sem
+	[[ "${lines[0]}" == *" acquired by "*", waited "* ]] || fail "$output"
+}

@@ -182,7 +182,8 @@ end
 -- waits, the release's own script gives it to the next: the head of the
 -- line with --fifo; else, after a writer, every reader waiting (they go
 -- in together: a phase), and after the readers, or when no reader waits,
--- the writer that has waited longest.  The releaser cannot barge back in
+-- the writer that has waited longest; a semaphore's freed slot, to the
+-- oldest waiter.  The releaser cannot barge back in
 -- ahead of them, and a crowd of readers cannot starve a writer nor a
 -- stream of writers the readers.  The grant lasts what is left of the
 -- waiter's lease (see acquire.lua): the waiter's next attempt, which its
@@ -239,6 +240,23 @@ local function grant_readers(K, hist, list, now, t)
 	end
 	redis.call('SET', K[1], SHARED, 'PX', longest)
 	redis.call('PEXPIRE', rk, longest)
+end
+
+-- Give a semaphore's freed slot (its key) to the oldest waiter.
+local function hand_over_slot(K, hist, slot, kind)
+	local now, t = clock()
+	local e = waiting(K[5], now)[1]
+	if not e then
+		return false
+	end
+	local lease = math.max(1, tonumber(e.u) - now)
+	redis.call('SET', slot, e.token, 'PX', lease)
+	grant_info(K, hist, slot .. ':info', e, new_fence(K[3], t, 0), now,
+		lease, kind)
+	if redis.call('PTTL', K[1]) < lease then
+		redis.call('PEXPIRE', K[1], lease)
+	end
+	return true
 end
 
 -- Hand the lock just freed to whoever's turn it is; after a writer

@@ -72,6 +72,9 @@ if cur ~= ARGV[1] then
 		if redis.call('GET', slot) == ARGV[1] then
 			released(slot .. ':info', cur)
 			redis.call('DEL', slot, slot .. ':info')
+			if direct and hand_over_slot(K, hist, slot, cur) then
+				return 1
+			end
 			redis.call('RPUSH', KEYS[3], '1')
 			redis.call('PEXPIRE', KEYS[3], 10000)
 			-- The last one out takes the mark with it.
