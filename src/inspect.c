@@ -7,8 +7,6 @@
  * this file only reads them (and force removes one).
  */
 
-#include "config.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
