@@ -199,23 +199,33 @@ local function waiting(waiters, now)
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if ok and type(e) == 'table' and (tonumber(e.u) or 0) > now and
 		    tonumber(e.s) then
-			e.token = all[i]
-			list[#list + 1] = e
+			-- As numbers and strings, whatever a stray writer put.
+			list[#list + 1] = {token = all[i], u = tonumber(e.u),
+				s = tonumber(e.s), x = e.x == 1 and 1 or nil,
+				h = tostring(e.h or ''), p = tostring(e.p or ''),
+				n = tostring(e.n or ''), c = tostring(e.c or '')}
 		end
 	end
 	table.sort(list, function(a, b) return a.s < b.s end)
 	return list
 end
 
+-- How long a grant to waiter e lasts before its own attempt extends it:
+-- what is left of its lease, and never more than a minute, whatever an
+-- entry that rlock did not write says.
+local function grant_ms(e, now)
+	return math.max(1, math.min(e.u - now, 60000))
+end
+
 -- The metadata and the hash of a grant to waiter e, and the history.
 local function grant_info(K, hist, info, e, fence, now, lease, kind)
 	redis.call('DEL', info)
 	redis.call('HSET', info, 'token', e.token, 'fence', fence,
-		'acquired_ms', now, 'host', e.h or '', 'pid', e.p or '',
-		'user', e.n or '', 'command', e.c or '', 'ttl_ms', lease)
+		'acquired_ms', now, 'host', e.h, 'pid', e.p, 'user', e.n,
+		'command', e.c, 'ttl_ms', lease)
 	redis.call('PEXPIRE', info, lease)
-	record_acquired(K[1], hist[1], hist[2], {e.h or '', e.p or '',
-		e.n or '', e.c or ''}, fence, now - tonumber(e.s), e.token, kind)
+	record_acquired(K[1], hist[1], hist[2], {e.h, e.p, e.n, e.c}, fence,
+		now - e.s, e.token, kind)
 	redis.call('HDEL', K[5], e.token)
 	redis.call('ZREM', K[6], e.token)
 	wake_each(K[4], {e.token})
@@ -223,7 +233,7 @@ end
 
 -- Give the free lock to writer e.
 local function grant_writer(K, hist, e, now, t)
-	local lease = math.max(1, tonumber(e.u) - now)
+	local lease = grant_ms(e, now)
 	redis.call('SET', K[1], e.token, 'PX', lease)
 	grant_info(K, hist, K[2], e, new_fence(K[3], t, 0), now, lease, '')
 end
@@ -232,7 +242,7 @@ end
 local function grant_readers(K, hist, list, now, t)
 	local rk, longest = K[1] .. ':readers', 1
 	for _, e in ipairs(list) do
-		local lease = math.max(1, tonumber(e.u) - now)
+		local lease = grant_ms(e, now)
 		longest = math.max(longest, lease)
 		redis.call('ZADD', rk, now + lease, e.token)
 		grant_info(K, hist, K[1] .. ':reader:' .. e.token, e,
@@ -249,7 +259,7 @@ local function hand_over_slot(K, hist, slot, kind)
 	if not e then
 		return false
 	end
-	local lease = math.max(1, tonumber(e.u) - now)
+	local lease = grant_ms(e, now)
 	redis.call('SET', slot, e.token, 'PX', lease)
 	grant_info(K, hist, slot .. ':info', e, new_fence(K[3], t, 0), now,
 		lease, kind)
