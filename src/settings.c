@@ -84,13 +84,17 @@ warn_if_readable(const char *path, const char *what)
 static int
 unreadable(const char *what, const char *path, int e)
 {
+	char	shown[256];
+
+	/* A path is the user's, but may hold any byte: shown escaped. */
+	options_printable(path, shown, sizeof shown);
 	if (e != EACCES && e != EPERM)
 		return options_usage_error(NULL, "cannot read %s %s: %s", what,
-		    path, strerror(e));
+		    shown, strerror(e));
 	log_error("cannot read %s %s: %s (rlock runs as uid %u): let this "
 	    "user read it, e.g. with the group rlock (chgrp rlock %s; chmod "
-	    "640 %s; usermod -aG rlock USER), see rlock(1) FILES", what, path,
-	    strerror(e), (unsigned)geteuid(), path, path);
+	    "640 %s; usermod -aG rlock USER), see rlock(1) FILES", what, shown,
+	    strerror(e), (unsigned)geteuid(), shown, shown);
 	return EXIT_NOPERM;
 }
 

@@ -177,3 +177,17 @@ EOF
 	run rlock log sem
 	[[ "${lines[0]}" == *" acquired by "*", waited "* ]] || fail "$output"
 }
+
+@test "handover: a fence key rlock did not write leaves the release whole: it exits 0 and the lock is free" {
+	local holder
+	holder=$(rlock acquire -t 60s job)
+	bg_start W "$RLOCK" acquire -w 30s job
+	until_waiters job 1
+	rcli SET 'rlock:{job}:fence' not-a-number >/dev/null
+	run --separate-stderr rlock release --token "$holder" job
+	assert_success
+	[[ "$(rcli GET 'rlock:{job}')" != "$holder" ]]
+	# The waiter, woken, finds the fence key broken too: it ends (69).
+	kill -TERM "$W" 2>/dev/null || true
+	bg_wait "$W" 10000 || fail "the waiter did not end"
+}

@@ -192,10 +192,13 @@ end
 -- longer than its lease.
 -- K: {lock, info, fence, wake, waiters, queue}; hist: {len, ttl}.
 
--- The live entries of the waiters hash, decoded, oldest first.
+-- The live entries of the waiters hash, decoded, oldest first: of the
+-- first WAITERS_READ of them, so that a release's work is bounded whatever
+-- the hash holds (rlock's waiters are far fewer).
+local WAITERS_READ = 1000
 local function waiting(waiters, now)
 	local all, list = redis.call('HGETALL', waiters), {}
-	for i = 1, #all, 2 do
+	for i = 1, math.min(#all, 2 * WAITERS_READ), 2 do
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if ok and type(e) == 'table' and (tonumber(e.u) or 0) > now and
 		    tonumber(e.s) then
@@ -232,37 +235,54 @@ local function grant_info(K, hist, info, e, fence, now, lease, kind)
 end
 
 -- Give the free lock to writer e.
+-- (The fence first: its INCR is the one call that a key rlock did not
+-- write can fail, and then the script stops before the lock is touched.)
 local function grant_writer(K, hist, e, now, t)
-	local lease = grant_ms(e, now)
+	local lease, fence = grant_ms(e, now), new_fence(K[3], t, 0)
 	redis.call('SET', K[1], e.token, 'PX', lease)
-	grant_info(K, hist, K[2], e, new_fence(K[3], t, 0), now, lease, '')
+	grant_info(K, hist, K[2], e, fence, now, lease, '')
 end
 
 -- Let the waiting readers in together.
 local function grant_readers(K, hist, list, now, t)
-	local rk, longest = K[1] .. ':readers', 1
-	for _, e in ipairs(list) do
-		local lease = grant_ms(e, now)
-		longest = math.max(longest, lease)
-		redis.call('ZADD', rk, now + lease, e.token)
-		grant_info(K, hist, K[1] .. ':reader:' .. e.token, e,
-			new_fence(K[3], t, 0), now, lease, SHARED)
+	local rk, longest, fences = K[1] .. ':readers', 1, {}
+	for i, e in ipairs(list) do
+		longest = math.max(longest, grant_ms(e, now))
+		fences[i] = new_fence(K[3], t, 0)
 	end
+	-- The lock's own state first, then each reader's.
 	redis.call('SET', K[1], SHARED, 'PX', longest)
+	for i, e in ipairs(list) do
+		local lease = grant_ms(e, now)
+		redis.call('ZADD', rk, now + lease, e.token)
+		grant_info(K, hist, K[1] .. ':reader:' .. e.token, e, fences[i],
+			now, lease, SHARED)
+	end
 	redis.call('PEXPIRE', rk, longest)
+end
+
+-- Can a grant take a fence?  A fence key that rlock did not write (a
+-- string that is not a number, another type) would fail the grant's INCR
+-- after the release's own writes: then nobody is handed the lock, and the
+-- release wakes the waiters as without a hand-over.
+local function fence_usable(fkey)
+	local f = redis.pcall('GET', fkey)
+	return type(f) ~= 'table' and (not f or tonumber(f) ~= nil)
 end
 
 -- Give a semaphore's freed slot (its key) to the oldest waiter.
 local function hand_over_slot(K, hist, slot, kind)
+	if not fence_usable(K[3]) then
+		return false
+	end
 	local now, t = clock()
 	local e = waiting(K[5], now)[1]
 	if not e then
 		return false
 	end
-	local lease = grant_ms(e, now)
+	local lease, fence = grant_ms(e, now), new_fence(K[3], t, 0)
 	redis.call('SET', slot, e.token, 'PX', lease)
-	grant_info(K, hist, slot .. ':info', e, new_fence(K[3], t, 0), now,
-		lease, kind)
+	grant_info(K, hist, slot .. ':info', e, fence, now, lease, kind)
 	if redis.call('PTTL', K[1]) < lease then
 		redis.call('PEXPIRE', K[1], lease)
 	end
@@ -272,6 +292,9 @@ end
 -- Hand the lock just freed to whoever's turn it is; after a writer
 -- (after_writer), readers first.  Whether anyone got it.
 local function hand_over(K, hist, after_writer, fifo_line)
+	if not fence_usable(K[3]) then
+		return false
+	end
 	local now, t = clock()
 	local list = waiting(K[5], now)
 	if #list == 0 then
