@@ -272,7 +272,8 @@ end
 
 -- Give a semaphore's freed slot (its key) to the oldest waiter.
 local function hand_over_slot(K, hist, slot, kind)
-	if not fence_usable(K[3]) then
+	-- Nobody waits (the common release): nothing more to read.
+	if redis.call('EXISTS', K[5]) == 0 or not fence_usable(K[3]) then
 		return false
 	end
 	local now, t = clock()
@@ -292,7 +293,8 @@ end
 -- Hand the lock just freed to whoever's turn it is; after a writer
 -- (after_writer), readers first.  Whether anyone got it.
 local function hand_over(K, hist, after_writer, fifo_line)
-	if not fence_usable(K[3]) then
+	-- Nobody waits (the common release): nothing more to read.
+	if redis.call('EXISTS', K[5]) == 0 or not fence_usable(K[3]) then
 		return false
 	end
 	local now, t = clock()
