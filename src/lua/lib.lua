@@ -159,13 +159,14 @@ end
 -- Record a new holder in the history (kind: '' plain, 'shared', 'limit:N';
 -- who: {host, pid, user, command}).  Taken afresh, a lock whose newest
 -- event is a plain holder's 'acquired' (or its 'leftovers', said before
--- the release) was not released by it: it expired.
+-- the release) was not released by it: it expired.  (A hand-over knows
+-- the newest event, the release it follows: handed set, nothing to read.)
 local function record_acquired(lock, len, ttl, who, fence, waited, token,
-    kind)
+    kind, handed)
 	if (tonumber(len) or 0) <= 0 then
 		return
 	end
-	local last = last_event(lock)
+	local last = not handed and last_event(lock)
 	if last and (last.e == 'acquired' or last.e == 'leftovers') and
 		(last.k or '') == '' then
 		record(lock, len, ttl, 'expired', {'h', last.h or '',
@@ -221,14 +222,17 @@ local function grant_ms(e, now)
 end
 
 -- The metadata and the hash of a grant to waiter e, and the history.
+-- (A lock's or a slot's hash went with the release; a reader's is its own.)
 local function grant_info(K, hist, info, e, fence, now, lease, kind)
-	redis.call('DEL', info)
+	if kind == SHARED then
+		redis.call('DEL', info)
+	end
 	redis.call('HSET', info, 'token', e.token, 'fence', fence,
 		'acquired_ms', now, 'host', e.h, 'pid', e.p, 'user', e.n,
 		'command', e.c, 'ttl_ms', lease)
 	redis.call('PEXPIRE', info, lease)
 	record_acquired(K[1], hist[1], hist[2], {e.h, e.p, e.n, e.c}, fence,
-		now - e.s, e.token, kind)
+		now - e.s, e.token, kind, true)
 	redis.call('HDEL', K[5], e.token)
 	redis.call('ZREM', K[6], e.token)
 	wake_each(K[4], {e.token})

@@ -55,7 +55,8 @@ if cur == SHARED then
 	end
 	redis.call('DEL', KEYS[1] .. ':reader:' .. ARGV[1])
 	if held == 1 and #readers(KEYS[1], now, false) == 0 then
-		redis.call('DEL', KEYS[1], rk)
+		-- (An exclusive holder's hash is stale while it is shared.)
+		redis.call('DEL', KEYS[1], rk, KEYS[2])
 		if direct and hand_over(K, hist, false, false) then
 			return 1
 		end
