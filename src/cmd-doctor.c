@@ -348,6 +348,7 @@ static const struct probe probes[] = {
 	{ "incr", IN_SCRIPT, { "INCR", "$" } },
 	{ "del", IN_SCRIPT, { "DEL", "$" } },
 	{ "exists", IN_SCRIPT, { "EXISTS", "$" } },
+	{ "type", IN_SCRIPT, { "TYPE", "$" } },
 	{ "pttl", IN_SCRIPT, { "PTTL", "$" } },
 	{ "pexpire", IN_SCRIPT, { "PEXPIRE", "$", "10000" } },
 	{ "time", IN_SCRIPT, { "TIME" } },

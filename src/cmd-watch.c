@@ -111,6 +111,11 @@ redraw(struct watch *w)
 		buf_printf(&out, "(%s)\n", w->ctx->err.msg);
 	else
 		for (i = 0; i < n; i++) {
+			if (st[i].damage != NULL) {
+				buf_printf(&out, "%s\n", st[i].damage);
+				lock_status_free(&st[i]);
+				continue;
+			}
 			cmd_status_view(&st[i], &v);
 			output_status_text(&out, &v);
 			free(v.servers);

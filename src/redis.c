@@ -283,6 +283,55 @@ fail(struct redis *r, struct err *e, int connecting)
 }
 
 /*
+ * A script's error in words (see run() in lib.lua): the damage it found,
+ * or the server's refusal without the script's name and line.  0 when
+ * text is not a script's error.
+ */
+int
+redis_script_words(const char *text, char *out, size_t len)
+{
+	const char	*p, *b, *k;
+	char		 why[256];
+	size_t		 n;
+
+	if (strncmp(text, "RLOCK_DAMAGED ", 14) == 0) {
+		/* "KEY holds ...": the lock's name is inside KEY's braces. */
+		p = text + 14;
+		b = strchr(p, '{');
+		k = b != NULL ? strchr(b, '}') : NULL;
+		n = b != NULL && k != NULL && k < p + strcspn(p, " ") ?
+		    (size_t)(k - b - 1) : 0;
+		snprintf(out, len, "the lock %.*s%s is damaged: %s, which "
+		    "rlock never writes (another program or a person did); "
+		    "`rlock release --force %.*s` removes what its keys hold",
+		    (int)n, n > 0 ? b + 1 : "", n > 0 ? "" : "(?)", p, (int)n,
+		    n > 0 ? b + 1 : "NAME");
+		return 1;
+	}
+	if (strncmp(text, "RLOCK_FAILED ", 13) == 0)
+		text += 13;
+	else if (strstr(text, "@user_script") == NULL &&
+	    strncmp(text, "OOM ", 4) != 0)
+		return 0;
+	/* Redis 6: "ERR Error running script (...): @user_script:N: X". */
+	if ((p = strstr(text, "@user_script:")) != NULL &&
+	    (p = strstr(p, ": ")) != NULL)
+		text = p + 2;
+	snprintf(why, sizeof why, "%s", text);
+	/* Redis 7: "X script: SHA, on @user_script:N." */
+	if ((p = strstr(why, " script: ")) != NULL)
+		why[p - why] = '\0';
+	if (strncmp(why, "OOM ", 4) == 0)
+		snprintf(out, len, "the server is out of memory: its used "
+		    "memory is above maxmemory, and its policy (noeviction, "
+		    "or nothing left to evict) refuses new writes; nothing was "
+		    "taken: free memory on the server or raise its maxmemory");
+	else
+		snprintf(out, len, "a script failed: %s", why);
+	return 1;
+}
+
+/*
  * An error reply as a message: "URL: WHAT TEXT".  Servers do not echo the
  * password back, but a message is only ever printed, so make sure.
  */
@@ -293,10 +342,14 @@ redis_reply_error(struct redis *r, const struct redis_reply *rr,
 	const char	*pw = r->url->password ? r->url->password :
 			    r->opts->password;
 	enum err_kind	 kind = ERR_REPLY;
-	char		 text[256], *p;
+	char		 text[512], words[640], *p;
 	size_t		 n;
 
 	snprintf(text, sizeof text, "%s", rr->str != NULL ? rr->str : "");
+	if (redis_script_words(text, words, sizeof words)) {
+		err_set(e, kind, "%s: %s%s", r->url->display, what, words);
+		return;
+	}
 	if (pw != NULL && (n = strlen(pw)) > 0)
 		while ((p = strstr(text, pw)) != NULL) {
 			memmove(p + 3, p + n, strlen(p + n) + 1);
