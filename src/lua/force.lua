@@ -19,47 +19,56 @@ local function remove(key, what)
 	redis.call('DEL', key)
 end
 
--- Each key and what rlock keeps in it.
+-- First, what does not hold what rlock keeps goes: each key of the lock,
+-- the mark's limit, the fence's number, the slots, the readers' hashes.
 local kinds = {lock, 'string', KEYS[2], 'hash', KEYS[3], 'string', KEYS[4],
 	'list', lock .. ':waiters', 'hash', lock .. ':queue', 'zset',
 	lock .. ':readers', 'zset', lock .. ':log', 'stream'}
-local found = {}
-for i = 1, #kinds, 2 do
-	found[i] = type_of(kinds[i])
-end
--- Who held it, as far as the keys can tell, read before anything goes.
-local cur = found[1] == 'string' and redis.call('GET', lock)
-local marked = cur and pcall(limit_of, lock, cur)
-local s = {}
-if cur and marked and (cur == SHARED or limit_of(lock, cur)) then
-	local ok, r = pcall(holders, lock, now, false)
-	s = ok and r or {}
-end
-local h, pttl = {}, redis.call('PTTL', lock)
-if cur and not (cur == SHARED or string.sub(cur, 1, 6) == 'limit:') and
-    found[3] == 'hash' then
-	h = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command',
-		'acquired_ms', 'ttl_ms', 'fence')
-end
-
--- What does not hold what rlock keeps goes.
-for i = 1, #kinds, 2 do
-	if found[i] ~= 'none' and found[i] ~= kinds[i + 1] then
-		remove(kinds[i], 'a ' .. found[i] .. ', not a ' .. kinds[i + 1])
+local function check(list)
+	for i = 1, #list, 2 do
+		local t = type_of(list[i])
+		if t ~= 'none' and t ~= list[i + 1] then
+			remove(list[i], 'a ' .. t .. ', not a ' .. list[i + 1])
+		end
 	end
 end
-if cur and not marked then
-	remove(lock, shown(cur) .. ', not a limit of 1 to ' .. LIMIT_MAX)
+check(kinds)
+local cur = not bad[lock] and redis.call('GET', lock)
+local marked, limit = true, nil
+if cur then
+	marked, limit = pcall(limit_of, lock, cur)
+	if not marked then
+		remove(lock, shown(cur) .. ', not a limit of 1 to ' .. LIMIT_MAX)
+		limit = nil
+	end
 end
 local f = not bad[KEYS[3]] and redis.call('GET', KEYS[3])
 if f and not (string.match(f, '^%d+$') and #f <= 18) then
 	remove(KEYS[3], shown(f) .. ', not a fence number')
+	f = false
+end
+for i = 1, limit or 0 do
+	check({lock .. ':slot:' .. i, 'string',
+		lock .. ':slot:' .. i .. ':info', 'hash'})
+end
+if cur == SHARED and not bad[lock .. ':readers'] then
+	for _, tok in ipairs(redis.call('ZRANGE', lock .. ':readers', 0, -1)) do
+		check({lock .. ':reader:' .. tok, 'hash'})
+	end
+end
+
+-- Who held it, read before it goes.
+local s, h, pttl = {}, {}, redis.call('PTTL', lock)
+if cur and marked and (cur == SHARED or limit) then
+	s = holders(lock, now, false)
+elseif cur and marked and not bad[KEYS[2]] then
+	h = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command',
+		'acquired_ms', 'ttl_ms', 'fence')
 end
 
 -- Every holder goes: a semaphore's slots (all that a mark could name,
 -- when it is damaged), the readers and their hashes, the lock's own.
-local slots = cur and string.sub(cur, 1, 6) == 'limit:' and
-	(marked and limit_of(lock, cur) or LIMIT_MAX) or 0
+local slots = limit or (not marked and LIMIT_MAX) or 0
 for i = 1, slots, 50 do
 	local batch = {}
 	for j = i, math.min(i + 49, slots) do
@@ -75,7 +84,7 @@ if not bad[lock .. ':readers'] then
 end
 redis.call('DEL', lock, KEYS[2], lock .. ':readers')
 -- A plain lock's holder: a token in the lock key.
-local held = cur and cur ~= SHARED and string.sub(cur, 1, 6) ~= 'limit:'
+local held = cur and marked and cur ~= SHARED and not limit
 
 local function forced(who, n)
 	record(lock, ARGV[4], ARGV[5], 'forced', {'bh', ARGV[1], 'bp',

@@ -92,12 +92,24 @@ end
 -- when a read of them failed with err; else err as a failure.
 local function damage_of(lock, err)
 	local ok, why = pcall(function()
+		expect({lock, 'string'})
 		local cur = redis.call('GET', lock)
-		limit_of(lock, cur)
+		local limit = limit_of(lock, cur)
 		expect({lock .. ':info', 'hash', lock .. ':waiters', 'hash',
 			lock .. ':queue', 'zset', lock .. ':readers', 'zset',
 			lock .. ':log', 'stream'})
 		expect_fence(lock .. ':fence')
+		-- A semaphore's slots, a shared lock's readers.
+		for i = 1, limit or 0 do
+			expect({lock .. ':slot:' .. i, 'string',
+				lock .. ':slot:' .. i .. ':info', 'hash'})
+		end
+		if cur == SHARED then
+			for _, tok in ipairs(redis.call('ZRANGE', lock .. ':readers',
+			    0, -1)) do
+				expect({lock .. ':reader:' .. tok, 'hash'})
+			end
+		end
 	end)
 	if not ok then
 		if type(why) == 'table' then
@@ -107,9 +119,7 @@ local function damage_of(lock, err)
 		if string.sub(why, 1, 6) == 'RLOCK_' then
 			return why
 		end
-		-- The lock key itself.
-		return 'RLOCK_DAMAGED ' .. lock .. ' holds a ' .. type_of(lock) ..
-			', not a string'
+		return 'RLOCK_FAILED ' .. why
 	end
 	if type(err) == 'table' then
 		err = err.err
@@ -129,7 +139,10 @@ local function run(main)
 		r = r.err
 	end
 	r = string.gsub(tostring(r), '^@?[%w_]+:%d+: ', '')
-	if string.sub(r, 1, 6) ~= 'RLOCK_' then
+	if string.sub(r, 1, 9) == 'WRONGTYPE' and KEYS[1] then
+		-- One of the lock's keys that no check named: which one.
+		r = damage_of(KEYS[1], r)
+	elseif string.sub(r, 1, 6) ~= 'RLOCK_' then
 		r = 'RLOCK_FAILED ' .. r
 	end
 	return redis.error_reply(r)
