@@ -337,13 +337,40 @@ removed_keys(struct redis_reply **rep, int n)
 	return NULL;
 }
 
-static int	damage_seen;
+static int	  damage_seen;
+static int	  damage_keeping;
+static char	**damage_kept;
+static size_t	  ndamage_kept;
 
 void
 lock_damage_report(const char *words)
 {
+	size_t	i;
+
+	if (damage_keeping) {
+		for (i = 0; i < ndamage_kept; i++)
+			if (strcmp(damage_kept[i], words) == 0)
+				return;
+		damage_kept = xrealloc(damage_kept, (ndamage_kept + 1) *
+		    sizeof *damage_kept);
+		damage_kept[ndamage_kept++] = xstrdup(words);
+		return;
+	}
 	log_error("%s", words);
 	damage_seen++;
+}
+
+size_t
+lock_damage_keep(int on, char ***kept)
+{
+	size_t	n = ndamage_kept;
+
+	damage_keeping = on;
+	if (kept != NULL)
+		*kept = damage_kept;
+	damage_kept = NULL;
+	ndamage_kept = 0;
+	return n;
 }
 
 int

@@ -171,6 +171,11 @@ struct lock_status {
 char	*lock_damage_words(const char *reply);
 void	 lock_damage_report(const char *words);
 int	 lock_damage_count(void);
+/*
+ * Keep the reports instead (on), for doctor; off hands over those kept,
+ * each once (malloc'ed, as the array), and how many.
+ */
+size_t	 lock_damage_keep(int on, char ***kept);
 
 /* The drift margin for a TTL: 1% plus 2ms, as Redlock. */
 int64_t	lock_drift(int64_t ttl_ms);

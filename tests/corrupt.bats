@@ -313,3 +313,15 @@ list(p(sys.stdin.read()))' <<<"$output"
 	assert_equal "$(rcli EXISTS 'rlock:{fx}')" 0
 	rcli CONFIG SET maxmemory 0 >/dev/null
 }
+
+@test "corrupt: doctor names each damaged lock, and says none when none is" {
+	rlock acquire -t 60s fine >/dev/null
+	run rlock doctor
+	assert_line --regexp "^ok +$RLOCK_URL: locks: 1 lock, none damaged$"
+	rcli HSET 'rlock:{m}' a b >/dev/null
+	rcli SET 'rlock:{k3}:log' x >/dev/null
+	run rlock doctor
+	assert_equal "$status" 1
+	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock m is damaged: rlock:\{m\} holds a hash, not a string"
+	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock k3 is damaged: rlock:\{k3\}:log holds a string, not a stream"
+}
