@@ -16,6 +16,7 @@
 #include "cmd.h"
 #include "history.h"
 #include "duration.h"
+#include "escape.h"
 #include "log.h"
 #include "json.h"
 #include "output.h"
@@ -80,10 +81,16 @@ finding(struct report *rp, const char *server, const char *check,
 		json_object_end(&rp->j);
 		return;
 	}
-	buf_printf(&rp->out, "%-8s %s: %s: %s", sev_name[sev], server, check,
-	    msg);
-	if (remedy != NULL)
-		buf_printf(&rp->out, " (%s)", remedy);
+	/* The message may quote a server, a key or a URL: escaped. */
+	buf_printf(&rp->out, "%-8s ", sev_name[sev]);
+	escape_adds(&rp->out, server);
+	buf_printf(&rp->out, ": %s: ", check);
+	escape_adds(&rp->out, msg);
+	if (remedy != NULL) {
+		buf_adds(&rp->out, " (");
+		escape_adds(&rp->out, remedy);
+		buf_adds(&rp->out, ")");
+	}
 	buf_adds(&rp->out, "\n");
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "escape.h"
 #include "log.h"
 #include "output.h"
 #include "util.h"
@@ -57,7 +58,9 @@ force(struct cmd_ctx *ctx, struct lock *l)
 	/* Keys that held what rlock never writes: each said, a line. */
 	for (p = st.damage; p != NULL && *p != '\0'; p += n + 1) {
 		n = strcspn(p, "\n");
-		buf_printf(&out, "removed %.*s\n", (int)n, p);
+		buf_adds(&out, "removed ");
+		escape_add(&out, p, n);
+		buf_adds(&out, "\n");
 		log_notice("release --force %s: removed %.*s", l->name, (int)n,
 		    p);
 		if (p[n] == '\0')

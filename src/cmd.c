@@ -270,7 +270,8 @@ cmd_check_name(const char *name)
 	if (name_check(name, why, sizeof why) == 0)
 		return 0;
 	cmd_usage_error("invalid lock name '%s': %s; names are 1-255 bytes "
-	    "of printable UTF-8 without whitespace, '{' or '}'",
+	    "of printable UTF-8 without whitespace, invisible characters, "
+	    "'{' or '}'",
 	    options_printable(name, shown, sizeof shown), why);
 	return -1;
 }

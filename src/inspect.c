@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "lock.h"
 #include "log.h"
 #include "lock-private.h"
@@ -648,10 +649,43 @@ struct names {
 	size_t	  plen, slen;
 };
 
+/*
+ * A key under a name rlock refuses (a newline, an escape, bytes that are
+ * not UTF-8, an invisible character...) was not written by rlock: it is
+ * said in one line, escaped, once a run (watch scans again and again),
+ * and left out, like a damaged lock.
+ */
+static void
+refuse_key(const char *key, size_t len, const char *why)
+{
+	static char	**said;
+	static size_t	  nsaid;
+	struct buf	  b;
+	size_t		  i;
+
+	buf_init(&b);
+	buf_adds(&b, "the key ");
+	escape_add(&b, key, len);
+	buf_printf(&b, " is not a lock rlock wrote: its name is not one "
+	    "(%s); left out", why);
+	for (i = 0; i < nsaid; i++)
+		if (strcmp(said[i], b.p) == 0) {
+			buf_free(&b);
+			return;
+		}
+	said = xrealloc(said, (nsaid + 1) * sizeof *said);
+	said[nsaid++] = xstrdup(b.p);
+	lock_damage_report(b.p);
+	buf_free(&b);
+}
+
 static void
 add_name(void *arg, const char *key, size_t len)
 {
 	struct names	*nm = arg;
+	const char	*nul;
+	char		*name, why[256];
+	size_t		 klen = len;
 
 	if (len < nm->plen + nm->slen + 3)
 		return;
@@ -659,10 +693,21 @@ add_name(void *arg, const char *key, size_t len)
 	if (key[len - 1] != '}' ||
 	    memchr(key + nm->plen + 1, '}', len - nm->plen - 2) != NULL)
 		return;
+	name = xstrndup(key + nm->plen + 1, len - nm->plen - 2);
+	/* (A NUL would cut the name short: another lock's name.) */
+	if ((nul = memchr(key + nm->plen + 1, '\0', len - nm->plen - 2)) !=
+	    NULL)
+		snprintf(why, sizeof why, "byte %zu is a control character "
+		    "(0x00)", (size_t)(nul - key - nm->plen));
+	if (nul != NULL || name_check(name, why, sizeof why) == -1) {
+		refuse_key(key, klen, why);
+		free(name);
+		return;
+	}
 	if (nm->n == nm->cap)
 		nm->v = xrealloc(nm->v, (nm->cap = nm->cap ? 2 * nm->cap : 16) *
 		    sizeof *nm->v);
-	nm->v[nm->n++] = xstrndup(key + nm->plen + 1, len - nm->plen - 2);
+	nm->v[nm->n++] = name;
 }
 
 /*

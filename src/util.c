@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "util.h"
 
 #define BUF_INITIAL	64
@@ -289,10 +290,30 @@ refuse_ascii(unsigned char c, size_t pos, char *why, size_t whylen)
 	return -1;
 }
 
+/*
+ * Say which invisible or bidirectional code point (n bytes at s, from
+ * 1-based byte pos) a name holds: "byte 7 is U+200B, an invisible format
+ * character (0xe2 0x80 0x8b)".
+ */
+static void
+refuse_invisible(const unsigned char *s, size_t n, size_t pos, uint32_t cp,
+    const char *what, char *why, size_t whylen)
+{
+	char	bytes[24];
+	size_t	i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += (size_t)snprintf(bytes + k, sizeof bytes - k, "%s0x%02x",
+		    i > 0 ? " " : "", s[i]);
+	snprintf(why, whylen, "byte %zu is U+%04X, %s (%s)", pos, (unsigned)cp,
+	    what, bytes);
+}
+
 int
 name_check(const char *name, char *why, size_t whylen)
 {
 	const unsigned char	*u = (const unsigned char *)name;
+	const char		*what;
 	char			 dummy[1];
 	size_t			 len, i, n;
 	uint32_t		 cp;
@@ -340,6 +361,11 @@ name_check(const char *name, char *why, size_t whylen)
 				snprintf(why, whylen, "byte %zu is U+%04X, a "
 				    "space (0x%02x 0x%02x 0x%02x)", i + 1,
 				    (unsigned)cp, u[i], u[i + 1], u[i + 2]);
+			return -1;
+		}
+		if ((what = escape_invisible(cp)) != NULL) {
+			refuse_invisible(u + i, n, i + 1, cp, what, why,
+			    whylen);
 			return -1;
 		}
 	}
