@@ -203,6 +203,7 @@ add_stream(struct watch *w, const char *name, int from_start)
 	st->name = xstrdup(name);
 	xasprintf(&st->key, "%s{%s}:log", w->ctx->o.prefix, name);
 	snprintf(st->id, sizeof st->id, "0-0");
+	st->damaged = 0;	/* (xrealloc's new memory is not zeroed) */
 	return from_start ? 0 : newest_id(w, st);
 }
 
