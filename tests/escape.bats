@@ -117,7 +117,6 @@ hold_evil() {
 	tty_wrapper watch esc
 	tmux_start "./run.sh"
 	tmux_wait_screen 'rlock watch: 1 lock' 8000 || fail "no view: $TMUX_SCREEN"
-	rlock exec esc2 -- true
 	tmux_wait_screen 'EVIL' 8000 || fail "no holder line: $TMUX_SCREEN"
 	# Raw, the sequence clears the screen and leaves only a red EVIL.
 	[[ "$TMUX_SCREEN" == *"$SHOWN"* ]] || fail "not escaped on screen: $TMUX_SCREEN"
@@ -133,7 +132,6 @@ hold_evil() {
 	chmod +x run.sh
 	tmux_start "./run.sh"
 	tmux_wait_screen 'waiting for esc: held by' 8000 || fail "no waiting line: $TMUX_SCREEN"
-	tmux_wait_screen 'waited [1-9]' 8000 || true
 	[[ "$TMUX_SCREEN" == *'\x1b[2J'* ]] || fail "not escaped on screen: $TMUX_SCREEN"
 }
 
@@ -160,7 +158,6 @@ hold_evil() {
 	port=$(free_port)
 	: >"$msgs"
 	run --separate-stderr with_private_devlog \
-		env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 		"$RLOCK" --syslog -u "redis://%1B%5B2J:pw@127.0.0.1:$port/" status
 	[[ $status -ne 90 && $status -ne 91 ]] || fail "no private /dev/log"
 	assert_equal "$status" 69
@@ -181,7 +178,7 @@ BAD_KEY=$'rlock:{a"b\\c\nrlock_held 1\r\xff\e[2J}'
 
 @test "escape: a key whose name rlock refuses is reported in one line, and openmetrics stays valid" {
 	rlock exec good -- true
-	t=$(rlock acquire -t 30s good)
+	rlock acquire -t 30s good >/dev/null
 	rcli EVAL 'redis.call("SET", ARGV[1], "x")' 0 "$BAD_KEY" >/dev/null
 	assert_equal "$(rcli --raw EXISTS "$BAD_KEY")" 1
 
@@ -201,6 +198,8 @@ assert names == {"good"}, names
 	[[ "$stderr" == *'\x0arlock_held 1\x0d\xff\x1b[2J'* ]] || fail "key not named: $stderr"
 
 	run --separate-stderr rlock status
+	# Left out, as a damaged lock is: the listing is not whole.
+	assert_equal "$status" 69
 	refute_raw "$output" stdout
 	refute_line --regexp '^rlock_held'
 	assert_line --regexp '^good: held by '
