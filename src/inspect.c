@@ -666,8 +666,8 @@ refuse_key(const char *key, size_t len, const char *why)
 	buf_init(&b);
 	buf_adds(&b, "the key ");
 	escape_add(&b, key, len);
-	buf_printf(&b, " is not a lock rlock wrote: its name is not one "
-	    "(%s); left out", why);
+	buf_printf(&b, " is not rlock's: its name breaks the rules for lock "
+	    "names (%s); left out", why);
 	for (i = 0; i < nsaid; i++)
 		if (strcmp(said[i], b.p) == 0) {
 			buf_free(&b);
