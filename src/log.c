@@ -8,7 +8,9 @@
  * cron has no terminal, and a quiet success should not fill the log.
  * With --json, each progress or event line (-v) is a JSON object instead,
  * for programs that follow an exec's events; errors and warnings stay the
- * one "rlock: ..." line they always are.
+ * one "rlock: ..." line they always are.  Whatever a message quotes (a
+ * server's error, a URL, a key, a name) reaches the terminal and syslog
+ * escaped (escape.c): one line, and nothing in it that steers a terminal.
  */
 #include <pthread.h>
 #include <stdarg.h>
