@@ -178,3 +178,79 @@ holders() {
 		assert_usage_error
 	done
 }
+
+# ---------------------------------------------------------------------------
+# An error reply to the blocking read
+# ---------------------------------------------------------------------------
+
+# A lock held by someone else whose wake list is a string.
+break_wake() {
+	rcli SET "rlock:{$1}" tok PX "$2" >/dev/null
+	rcli SET "rlock:{$1}:wake" x >/dev/null
+}
+
+@test "inputs: a wrong-typed wake list backs off (under 50 BLPOPs in 2 s) and ends in one line naming the key and the remedy, 69" {
+	break_wake w 4000
+	local blpops scripts
+	run --separate-stderr rlock -u "unix://$REDIS_SOCK" acquire -w 2s w
+	blpops=$(cmd_calls blpop)
+	scripts=$(cmd_calls evalsha eval)
+	assert_equal "$status" 69
+	assert_equal "$output" ""
+	assert_one_error_line
+	[[ "$stderr" == *"rlock:{w}:wake"* ]] || fail "the line should name the key: $stderr"
+	[[ "$stderr" == *"holds a string, not a list"* ]] || fail "the line should say what is wrong: $stderr"
+	[[ "$stderr" == *"rlock release --force w"* && "$stderr" == *"DEL"* ]] || fail "the line should give the remedy: $stderr"
+	refute_contains WRONGTYPE "$stderr"
+	refute_contains user_script "$stderr"
+	assert_between "$blpops" 1 49 "BLPOPs in 2 s"
+	assert_between "$scripts" 1 60 "scripts in 2 s"
+	# The lock is still the holder's, the wake list untouched.
+	assert_equal "$(rcli GET 'rlock:{w}')" tok
+	assert_equal "$(rcli TYPE 'rlock:{w}:wake')" string
+}
+
+@test "inputs: with -v the blocking read's error is said once, with the backoff" {
+	break_wake w 4000
+	run --separate-stderr rlock -v acquire -w 1500ms w
+	assert_equal "$status" 69
+	local said
+	said=$(grep -c 'rlock:{w}:wake' <<<"$stderr" || true)
+	# Once as it happens (verbose), once as the final error.
+	assert_equal "$said" 2
+	refute_contains WRONGTYPE "$stderr"
+}
+
+@test "inputs: a waiter on a wrong-typed wake list still gets the lock when it expires" {
+	break_wake w 300
+	run --separate-stderr rlock acquire -w 5s w
+	assert_success
+	assert_output --regexp "$UUID_RE"
+	assert_equal "$(rcli GET 'rlock:{w}')" "$output"
+}
+
+@test "inputs: a wrong-typed own wake list (wake:TOKEN) is named the same way" {
+	rcli SET 'rlock:{w}' tok PX 4000 >/dev/null
+	rcli HSET 'rlock:{w}:wake:mine' a b >/dev/null
+	run --separate-stderr rlock acquire --token mine -w 1s w
+	assert_equal "$status" 69
+	assert_one_error_line
+	[[ "$stderr" == *"rlock:{w}:wake:mine"*"holds a hash, not a list"* ]] || fail "the line should name the key and its type: $stderr"
+	assert_between "$(cmd_calls blpop)" 1 49 "BLPOPs in 1 s"
+}
+
+@test "inputs: in quorum mode a wrong-typed wake list backs off too and ends in the same line" {
+	start_redis_as Q2
+	start_redis_as Q3
+	local u
+	for u in "$REDIS_SOCK" "$Q2_SOCK" "$Q3_SOCK"; do
+		redis-cli -s "$u" SET 'rlock:{w}' tok PX 4000 >/dev/null
+		redis-cli -s "$u" SET 'rlock:{w}:wake' x >/dev/null
+	done
+	run --separate-stderr rlock -u "$RLOCK_URL" -u "$Q2_URL" -u "$Q3_URL" acquire -w 2s w
+	assert_equal "$status" 69
+	assert_one_error_line
+	[[ "$stderr" == *"rlock:{w}:wake"*"holds a string, not a list"* ]] || fail "the line should name the key: $stderr"
+	refute_contains WRONGTYPE "$stderr"
+	assert_between "$(cmd_calls blpop)" 1 49 "BLPOPs in 2 s"
+}
