@@ -709,30 +709,26 @@ check_busy(struct report *rp, struct quorum *q, const char *server)
 	if (known && ms <= 0)
 		finding(rp, server, "busy-scripts", SEV_WARN, "set "
 		    "busy-reply-threshold 5000 (CONFIG SET, and in redis.conf)",
-		    "%s %lld: a script that loops (one over a malformed lock's "
-		    "keys) is never interrupted; the server hangs for every "
-		    "client, SCRIPT KILL included, until it is restarted", name,
+		    "%s %lld: a script that loops (one on a malformed lock) is "
+		    "never interrupted: the server hangs for every client, "
+		    "SCRIPT KILL included, until it is restarted", name,
 		    ms);
 	else if (!known)
-		finding(rp, server, "busy-scripts", SEV_INFO, "should commands "
-		    "time out or answer BUSY: redis-cli SCRIPT KILL, then rlock "
-		    "status to find the malformed lock",
-		    "%s unknown (CONFIG GET refused): a script that runs past it "
-		    "(one looping over a malformed lock's keys) blocks the "
-		    "server, and every client gets BUSY until SCRIPT KILL", name);
+		finding(rp, server, "busy-scripts", SEV_INFO, "on BUSY or "
+		    "time-outs: redis-cli SCRIPT KILL, then rlock status to find "
+		    "the malformed lock", "%s unknown (CONFIG GET refused): a "
+		    "script that runs past it (one looping on a malformed lock) "
+		    "blocks the server: clients get BUSY until SCRIPT KILL", name);
 	else
-		finding(rp, server, "busy-scripts", SEV_INFO, "should commands "
-		    "time out or answer BUSY: redis-cli SCRIPT KILL, then rlock "
-		    "status to find the malformed lock and rlock release "
-		    "--force it",
-		    "%s %s: a script that runs longer (one looping over a "
-		    "malformed lock's keys) blocks the server, and every client "
-		    "gets BUSY until it ends or SCRIPT KILL stops it%s%s%s", name,
+		finding(rp, server, "busy-scripts", SEV_INFO, "on BUSY or "
+		    "time-outs: redis-cli SCRIPT KILL, then rlock status to find "
+		    "the malformed lock", "%s %s: a script that runs longer (one "
+		    "looping on a malformed lock) blocks the server: clients get "
+		    "BUSY until SCRIPT KILL%s%s%s", name,
 		    duration_format(ms, d, sizeof d), ms > q->opts->timeout_ms ?
-		    "; rlock stops waiting after --timeout " : "",
+		    ", and rlock times out first (--timeout " : "",
 		    ms > q->opts->timeout_ms ? t : "",
-		    ms > q->opts->timeout_ms ? ", before the server says BUSY" :
-		    "");
+		    ms > q->opts->timeout_ms ? ")" : "");
 }
 
 /* 0, or -1 when the server cannot be used at all (refused, NOAUTH). */

@@ -961,7 +961,7 @@ note_wait_error(struct redis *r, const struct redis_reply *rr)
 	    (n == 3 && strncmp(rr->str, "ASK", 3) == 0))
 		return;
 	if (n == 0 || n >= sizeof r->wait_err)
-		n = snprintf(r->wait_err, sizeof r->wait_err, "ERR");
+		snprintf(r->wait_err, sizeof r->wait_err, "ERR");
 	else {
 		memcpy(r->wait_err, rr->str, n);
 		r->wait_err[n] = '\0';
