@@ -17,6 +17,7 @@
  * sentinel URL).
  */
 
+#include <ctype.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -413,11 +414,17 @@ quorum_script_until(struct quorum *q, const int *only,
 	return round_trip(q, only, &rq, settled, arg, 0, replies, e);
 }
 
+/* Server i's BLPOP answered the error code (n bytes): kept, printable. */
 static void
 note_wait_error(struct quorum *q, int i, const char *code, size_t n)
 {
+	char	*p;
+
 	q->wait_err = i + 1;
 	snprintf(q->wait_code, sizeof q->wait_code, "%.*s", (int)n, code);
+	for (p = q->wait_code; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
+			*p = '?';
 }
 
 int
