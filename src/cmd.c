@@ -161,6 +161,20 @@ check_limit(struct cmd_ctx *ctx)
 	return 0;
 }
 
+/*
+ * release and extend act for the owner, whose token is --token, else
+ * RLOCK_TOKEN: the variable gets --token's checks (a semaphore's mark,
+ * "limit:N", or 256 bytes are refused, not used or cut), before anything
+ * is sent.  acquire and exec make their own token and never read it.
+ */
+static int
+owner_token(const struct cmd_entry *ce, struct opts *o)
+{
+	if (ce != &cmd_release_entry && ce != &cmd_extend_entry)
+		return 0;
+	return settings_apply_env(o, "token", "RLOCK_TOKEN");
+}
+
 /* rlock help [COMMAND] */
 static int
 help(const struct opts *o)
@@ -225,6 +239,7 @@ cmd_main(int argc, char **argv)
 	if (o->syslog)
 		log_open_syslog();
 	if ((rc = settings_settle(&ctx.set, &ctx.o)) != 0 ||
+	    (rc = owner_token(ce, &ctx.o)) != 0 ||
 	    (rc = check_limit(&ctx)) != 0)
 		goto out;
 	signals_catch();
@@ -278,11 +293,8 @@ cmd_check_name(const char *name)
 const char *
 cmd_token(struct cmd_ctx *ctx)
 {
-	const char	*t = ctx->o.token;
-
-	if (t == NULL && (t = getenv("RLOCK_TOKEN")) != NULL && *t == '\0')
-		t = NULL;
-	return t;
+	/* --token, else RLOCK_TOKEN, both checked by now: see owner_token. */
+	return ctx->o.token;
 }
 
 /*

@@ -42,8 +42,10 @@ options_usage_verror(const struct opt_where *w, const char *fmt, va_list ap)
 	char	msg[512], where[300] = "";
 
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	if (w != NULL)
+	if (w != NULL && w->line > 0)
 		snprintf(where, sizeof where, "%s:%d: ", w->file, w->line);
+	else if (w != NULL)
+		snprintf(where, sizeof where, "%s: ", w->file);	/* a variable */
 	log_error("%s%s", where, msg);
 	return EXIT_USAGE;
 }
@@ -468,12 +470,28 @@ static const struct opt_def opt_defs[] = {
 #undef DURATION
 #undef PARSE
 
+/*
+ * An empty value is the same as none, wherever it comes from: the next
+ * source in line (flag > environment > config file > default) decides.
+ * Not for a duration or a number, where empty is a usage error as 5x is,
+ * nor for -c, whose empty command is a command.
+ */
+int
+options_empty_is_unset(const struct opt_def *d, const char *v)
+{
+	return v != NULL && *v == '\0' && d->id != O_COMMAND &&
+	    (d->arg == NULL || (strcmp(d->arg, "DUR") != 0 &&
+	    strcmp(d->arg, "N") != 0));
+}
+
 int
 options_apply(struct opts *o, const struct opt_def *d, const char *v,
     const struct opt_where *w)
 {
 	char	*field = (char *)o + d->field;
 
+	if (options_empty_is_unset(d, v))
+		return 0;
 	o->given |= 1ULL << d->id;
 	switch (d->kind) {
 	case OPT_KIND_NONE:

@@ -118,7 +118,10 @@ struct opts {
 	int		 nchild;
 };
 
-/* Where a value comes from: a config file's line; NULL: the command line. */
+/*
+ * Where a value comes from: a config file's line, or with line 0 the
+ * environment variable named file; NULL: the command line.
+ */
 struct opt_where {
 	const char	*file;
 	int		 line;
@@ -173,6 +176,8 @@ int	options_add_urls(struct opts *, const char *v, const struct opt_where *);
 void	options_clear_urls(struct opts *);
 /* Is p a key prefix rlock can use?  0, or the exit status of a usage error. */
 int	options_check_prefix(const char *p, const struct opt_where *);
+/* Is v, empty, the same as not giving d at all (see rlock(1))? */
+int	options_empty_is_unset(const struct opt_def *d, const char *v);
 
 /* Help for ce, or with ce NULL for rlock itself and every command of table. */
 void	options_help(FILE *, const struct cmd_entry *ce,
