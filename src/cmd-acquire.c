@@ -1,5 +1,12 @@
 /* cmd-acquire.c: rlock acquire NAME: take the lock and print its token. */
 
+/*
+ * With --hold, a keeper (keeper.c) is forked once the lock is taken and
+ * before the token is printed: the token reaches the caller only when the
+ * lock is kept, and a keeper that cannot start costs the lock, not a lock
+ * left to its TTL.
+ */
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,6 +14,7 @@
 
 #include "cmd.h"
 #include "duration.h"
+#include "keeper.h"
 #include "log.h"
 #include "output.h"
 #include "signals.h"
@@ -21,11 +29,57 @@ const struct cmd_entry cmd_acquire_entry = {
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) |
-	    OPT(SHARED) | OPTS_HISTORY,
+	    OPT(SHARED) | OPT(HOLD) | OPT(PID) | OPT(ON_LOST) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
+	.opt_help = {
+		[O_ON_LOST] = "with --hold: signal for the owner if the lock is "
+		    "lost (default TERM)",
+	},
 	.exec = cmd_acquire_exec,
 };
+
+/*
+ * --hold: who the lock is kept for, watched from now on (before anything
+ * is taken), and its command line for status.  0, or an exit status.
+ */
+static int
+ready_hold(struct cmd_ctx *ctx, struct keeper *k, char *command, size_t len)
+{
+	const struct opts	*o = &ctx->o;
+
+	k->pidfd = -1;
+	k->pid = -1;
+	if (!o->hold) {
+		if (o->given & (OPT(PID) | OPT(ON_LOST)))
+			return cmd_usage_error("--%s needs --hold: rlock acquire "
+			    "--hold [--pid PID] NAME", o->given & OPT(PID) ?
+			    "pid" : "on-lost");
+		return 0;
+	}
+	k->owner = o->pid > 0 ? (pid_t)o->pid : getppid();
+	k->on_lost = o->on_lost;
+	k->prefix = o->prefix;
+	k->urls = ctx->set.urls;
+	k->nurls = ctx->set.nurls;
+	k->ropts = &ctx->set.ropts;
+	if (keeper_watch(k, &ctx->err) == -1) {
+		if (o->pid > 0)
+			return cmd_usage_error("--pid %d: %s", o->pid,
+			    "no such process");
+		return cmd_fail(ctx);
+	}
+	/* The caller ended already, and we were handed on to another. */
+	if (o->pid <= 0 && getppid() != k->owner) {
+		close(k->pidfd);
+		k->pidfd = -1;
+		err_set(&ctx->err, ERR_SOFTWARE, "acquire --hold: the caller "
+		    "(pid %d) has ended; nothing was taken", (int)k->owner);
+		return cmd_fail(ctx);
+	}
+	keeper_owner_command(k->owner, command, len);
+	return 0;
+}
 
 static int
 cmd_acquire_exec(struct cmd_ctx *ctx)
@@ -33,18 +87,26 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	struct lock_meta	 meta;
 	struct lock		 l;
 	struct buf		 out;
+	struct keeper		 k;
 	char			 token[TOKEN_MAX + 1], d[32], t[32];
+	char			 command[256];
 	int64_t			 start;
 	int			 rc;
 
+	if ((rc = ready_hold(ctx, &k, command, sizeof command)) != 0)
+		return rc;
 	if (ctx->o.token != NULL)
 		snprintf(token, sizeof token, "%s", ctx->o.token);
 	else
 		lock_new_token(token, sizeof token);
 	/* rlock exits at once: the holder is the script that ran it. */
 	cmd_meta(&meta, (long long)getppid(), "");
-	if (cmd_connect(ctx) == -1)
-		return cmd_fail(ctx);
+	if (ctx->o.hold)
+		cmd_meta(&meta, (long long)k.owner, command);
+	if (cmd_connect(ctx) == -1) {
+		rc = cmd_fail(ctx);
+		goto out_keeper;
+	}
 	buf_init(&out);
 	cmd_lock_init(ctx, &l, token);
 	start = now_mono_ms();
@@ -71,12 +133,18 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	(l.waited ? log_notice : log_verbose)("acquired %s in %s (fence %lld, "
 	    "ttl %s)", l.name, duration_format(now_mono_ms() - start, d,
 	    sizeof d), l.fence, duration_format(l.ttl_ms, t, sizeof t));
+	if (ctx->o.hold && keeper_start(&k, &l, &ctx->err) == -1) {
+		cmd_give_back(&l);
+		rc = cmd_fail(ctx);
+		goto out;
+	}
 	if (ctx->o.json)
 		output_acquire_json(&out, l.name, l.token, l.fence, l.ttl_ms);
 	else
 		buf_printf(&out, "%s\n", l.token);
 	if (output_flush(&out) == -1) {
 		rc = errno;
+		keeper_abort(&k);
 		cmd_give_back(&l);
 		log_error("cannot write the token of %s to stdout: %s; the "
 		    "lock was released", l.name, strerror(rc));
@@ -87,5 +155,8 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 out:
 	buf_free(&out);
 	lock_free(&l);
+out_keeper:
+	if (k.pidfd != -1)
+		close(k.pidfd);
 	return rc;
 }
