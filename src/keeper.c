@@ -179,7 +179,7 @@ keeper_owner_command(pid_t pid, char *buf, size_t len)
 	for (i = 0; i < n; i++)
 		if (argv[i] == '\0')
 			argv[i] = ' ';
-	snprintf(buf, len, "(rlock --hold) %s", n > 0 ? argv : "?");
+	snprintf(buf, len, "[rlock --hold] %s", n > 0 ? argv : "?");
 }
 
 /* Send the owner sig: its group if it leads one, else the owner itself. */
@@ -556,7 +556,11 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 		if (signal_caught)
 			lost(&kp, "its keeper was stopped by SIG%s; the lock "
 			    "expires with its TTL", sigabbrev_np(signal_caught));
-		if (k->pidfd == -1 && !owner_alive(k))
+		/*
+		 * An owner that ends while its release is under way leaves
+		 * the lock to that release: waited for, not raced.
+		 */
+		if (k->pidfd == -1 && !kp.releasing && !owner_alive(k))
 			owner_ended(&kp);
 		now = now_mono_ms();
 		if (now >= kp.l.valid_until) {
@@ -578,11 +582,11 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 		    kp.next < kp.l.valid_until ? kp.next : kp.l.valid_until;
 		if (kp.conn != -1 && !kp.releasing && kp.conn_until < until)
 			until = kp.conn_until;
-		if (k->pidfd == -1 && now + OWNER_POLL_MS < until)
+		if (k->pidfd == -1 && !kp.releasing && now + OWNER_POLL_MS < until)
 			until = now + OWNER_POLL_MS;
 		n = 0;
 		ipid = ilsock = iconn = -1;
-		if (k->pidfd != -1) {
+		if (k->pidfd != -1 && !kp.releasing) {
 			pfd[n] = (struct pollfd){ .fd = k->pidfd, .events = POLLIN };
 			ipid = n++;
 		}

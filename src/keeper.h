@@ -33,7 +33,7 @@ struct keeper {
  * no such process).
  */
 int	keeper_watch(struct keeper *, struct err *e);
-/* The owner's command line for status, as "(rlock --hold) ARGV...". */
+/* The owner's command line for status, as "[rlock --hold] ARGV...". */
 void	keeper_owner_command(pid_t, char *buf, size_t len);
 /*
  * Fork the keeper for l, which is held: it leaves the caller's session
