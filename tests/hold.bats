@@ -10,6 +10,7 @@
 load helpers
 load exec-helpers
 load dist-helpers
+load tls-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
@@ -393,4 +394,48 @@ EOF
 	touch stop
 	bg_wait "$S" 10000
 	assert_equal "$BG_STATUS" 0
+}
+
+@test "hold: over TLS the keeper connects afresh, keeps the lock past its TTL, and gives it back when the owner ends" {
+	make_test_pki
+	start_tls_redis_as TLS optional
+	local tls=(-u "$TLS_URL" --tls-ca "$TLS_CA") tok i
+	bg_start P sleep 30
+	tok=$(rlock "${tls[@]}" acquire --hold --pid "$P" -t 2s "$N")
+	for ((i = 0; i < 4; i++)); do
+		sleep 1
+		assert_equal "$(tcli TLS GET "rlock:{$N}")" "$tok"
+	done
+	# The release path too: a second holder, released by its token.
+	bg_start P2 sleep 30
+	local tok2
+	tok2=$(rlock "${tls[@]}" acquire --hold --pid "$P2" -t 2s "$N-2")
+	rlock "${tls[@]}" release --token "$tok2" "$N-2"
+	kill -KILL "$P"
+	for ((i = 0; i < 100; i++)); do
+		[[ "$(tcli TLS EXISTS "rlock:{$N}")" == 0 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(tcli TLS EXISTS "rlock:{$N}")" 0
+	wait_no_keeper 1000
+	N=$N-2 wait_no_keeper 1000
+}
+
+@test "hold: a keeper stopped by SIGTERM signals its owner and leaves the lock to expire with its TTL" {
+	HOLD_OPTS="-t 2s" hold_script s.sh /bin/bash "trap 'echo TERM >got; exit 3' TERM
+$RUN_ON"
+	bg_start S "$BATS_TEST_TMPDIR/s.sh"
+	wait_file ready 10000 || fail "no lock: $(cat s.sh.err)"
+	local k
+	k=$(keeper_pids)
+	[[ -n "$k" ]] || fail "no keeper"
+	kill -TERM "$k"
+	wait_file got 3000 || fail "the owner was not signalled"
+	wait_no_keeper 1000
+	bg_wait "$S" 10000
+	grep -q "stopped by SIGTERM" s.sh.err || fail "nothing on the owner's stderr: $(cat s.sh.err)"
+	# Not released: it expires with its TTL.
+	wait_key_gone 3000 >/dev/null || fail "the lock did not expire"
+	run rlock log "$N"
+	assert_line --index 0 --regexp " $N (expired|lost)"
 }
