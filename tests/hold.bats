@@ -439,3 +439,35 @@ $RUN_ON"
 	run rlock log "$N"
 	assert_line --index 0 --regexp " $N (expired|lost)"
 }
+
+# kept_then_freed URL-ARGS...: a --hold lock with -t 2s, held for a sleeper,
+# is still held 4 s later (status), and free within 2 s of the sleeper's
+# SIGKILL; no keeper is left.
+kept_then_freed() {
+	local i
+	bg_start P sleep 30
+	run --separate-stderr rlock "$@" acquire --hold --pid "$P" -t 2s "$N"
+	assert_success
+	for ((i = 0; i < 4; i++)); do
+		sleep 1
+		rlock "$@" status "$N" >/dev/null || fail "the lock was not kept past its TTL"
+	done
+	kill -KILL "$P"
+	for ((i = 0; i < 100; i++)); do
+		rlock "$@" status "$N" >/dev/null || break
+		sleep 0.02
+	done
+	run rlock "$@" status "$N"
+	assert_equal "$status" 1
+	wait_no_keeper 1000
+}
+
+@test "hold: in a Redis Cluster the keeper keeps the lock past its TTL and frees it when the owner ends" {
+	start_cluster
+	kept_then_freed -u "redis://127.0.0.1:$C1_PORT"
+}
+
+@test "hold: through Sentinel the keeper keeps the lock past its TTL and frees it when the owner ends" {
+	start_sentinel_group
+	kept_then_freed -u "$SENT_URL"
+}
