@@ -518,7 +518,7 @@ extend(struct keep *kp)
 }
 
 static void
-keep(struct keeper *k, const struct lock *src, int lsock)
+keep(struct keeper *k, const struct lock *src, int lsock, int ready)
 {
 	struct keep	 kp;
 	struct pollfd	 pfd[3];
@@ -551,8 +551,21 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 	sigdelset(&waitmask, SIGTERM);
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGQUIT);
+	/*
+	 * rlock died before it could print the token (killed while the keeper
+	 * started): no one can use the lock or give it back but us.
+	 */
+	if (write(ready, "r", 1) != 1) {
+		struct err	e;
+
+		lock_release(&kp.l, NULL, &e);
+		done(&kp, EXIT_SOFTWARE);
+	}
+	close(ready);
 
 	for (;;) {
+		if (signal_caught && !kp.releasing && !owner_alive(k))
+			owner_ended(&kp);
 		if (signal_caught)
 			lost(&kp, "its keeper was stopped by SIG%s; the lock "
 			    "expires with its TTL", sigabbrev_np(signal_caught));
@@ -644,10 +657,7 @@ run(struct keeper *k, const struct lock *l, int ready)
 		/* Only so as not to hold a directory busy. */
 	}
 	lsock = listen_on(l, k->prefix);
-	if (write(ready, "r", 1) != 1)
-		_exit(EXIT_SOFTWARE);
-	close(ready);
-	keep(k, l, lsock);
+	keep(k, l, lsock, ready);
 	_exit(0);
 }
 

@@ -471,3 +471,15 @@ kept_then_freed() {
 	start_sentinel_group
 	kept_then_freed -u "$SENT_URL"
 }
+
+@test "hold: an owner that execs another program keeps the lock until that program ends" {
+	hold_script s.sh /bin/dash 'exec /bin/sh -c "echo \$\$ >exec-pid; i=0; while [ \$i -lt 300 ] && [ ! -e stop ]; do sleep 0.1; i=\$((i + 1)); done"'
+	bg_start S "$BATS_TEST_TMPDIR/s.sh"
+	wait_file exec-pid 10000 || fail "no exec: $(cat s.sh.err)"
+	assert_equal "$(cat exec-pid)" "$(cat ready)"
+	assert_equal "$(rcli GET "$(lock_key "$N")")" "$(cat token)"
+	touch stop
+	bg_wait "$S" 10000
+	wait_key_gone 1000 >/dev/null || fail "the lock outlived the exec'd program"
+	wait_no_keeper 1000
+}
