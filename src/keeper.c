@@ -199,20 +199,25 @@ signal_owner(const struct keeper *k, int sig)
 }
 
 /*
- * One line on the owner's standard error, if it is still open: reopened
- * through /proc, appending, never blocking.
+ * The owner's standard error, if it is still open: reopened through /proc,
+ * appending, never blocking; -1 if it cannot be.  Opened before the owner
+ * is signalled, so that an owner the signal kills still gets the line.
  */
-static void
-tell_owner(const struct keeper *k, const char *line)
+static int
+owner_stderr(const struct keeper *k)
 {
 	char	path[64];
-	int	fd;
 
 	if (!owner_alive(k))
-		return;
+		return -1;
 	snprintf(path, sizeof path, "/proc/%d/fd/2", (int)k->owner);
-	fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK |
+	return open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK |
 	    O_CLOEXEC);
+}
+
+static void
+tell_owner(int fd, const char *line)
+{
 	if (fd == -1)
 		return;
 	if (write(fd, line, strlen(line)) == -1) {
@@ -461,6 +466,7 @@ lost(struct keep *kp, const char *fmt, ...)
 	const struct keeper	*k = kp->k;
 	char			 why[512], when[64], sent[64], line[1024];
 	va_list			 ap;
+	int			 fd = owner_stderr(k);
 
 	signal_owner(k, k->on_lost);
 	va_start(ap, fmt);
@@ -475,7 +481,7 @@ lost(struct keep *kp, const char *fmt, ...)
 	snprintf(line, sizeof line, "rlock: lock '%s' held by acquire --hold "
 	    "was lost at %s: %s; %s\n", kp->l.name,
 	    format_time(now_wall_ms(), when, sizeof when), why, sent);
-	tell_owner(k, line);
+	tell_owner(fd, line);
 	/* stderr is /dev/null: this is for syslog. */
 	log_error("%.*s", (int)strlen(line) - 8, line + 7);
 	lock_note(&kp->l, "lost", why, "");
