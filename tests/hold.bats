@@ -483,3 +483,15 @@ kept_then_freed() {
 	wait_key_gone 1000 >/dev/null || fail "the lock outlived the exec'd program"
 	wait_no_keeper 1000
 }
+
+@test "hold: an owner that the loss signal kills still gets the line on its stderr" {
+	HOLD_OPTS="-t 2s" hold_script s.sh /bin/bash "$RUN_ON"
+	bg_start S "$BATS_TEST_TMPDIR/s.sh"
+	wait_file ready 10000 || fail "no lock: $(cat s.sh.err)"
+	rcli DEL "$(lock_key "$N")" >/dev/null
+	bg_wait "$S" 5000 || fail "the owner was not signalled"
+	assert_equal "$BG_STATUS" 143
+	wait_no_keeper 1000
+	grep -q "^rlock: lock '$N' held by acquire --hold was lost at .*: the lock's key is gone or holds another token; pid $(cat ready) was sent SIGTERM$" s.sh.err ||
+		fail "no loss line on the owner's stderr: $(cat s.sh.err)"
+}
