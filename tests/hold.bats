@@ -57,6 +57,20 @@ wait_no_keeper() {
 	fail "a keeper of $N is still running after ${max_ms}ms: $(keeper_pids)"
 }
 
+# wait_reaped PID...: bounded (5 s) wait until each PID is gone entirely,
+# not even a zombie: the keeper's parent is init (or a subreaper), which
+# may reap it a second or so later.
+wait_reaped() {
+	local pid i
+	for pid in "$@"; do
+		for ((i = 0; i < 250; i++)); do
+			[[ -e /proc/$pid ]] || break
+			sleep 0.02
+		done
+		[[ ! -e /proc/$pid ]] || fail "keeper $pid is still there (state $(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null))"
+	done
+}
+
 # wait_key_gone [MAX_MS]: bounded wait until lock $N's key is gone; prints
 # how long it took (ms).
 wait_key_gone() {
@@ -143,17 +157,19 @@ i=0; while [ \$i -lt 120 ]; do sleep 0.1; i=\$((i + 1)); done
 }
 
 @test "hold: SIGKILL of the script frees the lock within 2 s, with a 60 s TTL (bash and dash)" {
-	local sh took
+	local sh took k
 	for sh in bash dash; do
 		rm -f ready
 		HOLD_OPTS="-t 60s" hold_script "$sh.sh" "/bin/$sh" "$RUN_ON"
 		bg_start S "$BATS_TEST_TMPDIR/$sh.sh"
 		wait_file ready 10000 || fail "no lock: $(cat "$sh.sh.err")"
-		[[ -n "$(keeper_pids)" ]] || fail "no keeper"
+		k=$(keeper_pids)
+		[[ -n "$k" ]] || fail "no keeper"
 		kill -KILL "$S"
 		took=$(wait_key_gone 2000) || fail "$sh: the lock was still held 2 s after SIGKILL"
 		assert_between "$took" 0 2000 "$sh: freed after (ms)"
 		wait_no_keeper 1000
+		wait_reaped $k
 		bg_wait "$S" 1000 || true
 	done
 	run rlock log "$N"
@@ -269,9 +285,12 @@ $RUN_ON"
 		sleep 1
 		assert_equal "$(rcli EXISTS "$(lock_key "$N")")" 1
 	done
+	local k
+	k=$(keeper_pids)
 	kill -KILL "$P"
 	wait_key_gone 2000 >/dev/null || fail "the lock outlived its owner"
 	wait_no_keeper 1000
+	wait_reaped $k
 }
 
 @test "hold: bad input is one line and exit 64, with nothing held: --pid without --hold, a dead or malformed --pid" {
