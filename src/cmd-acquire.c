@@ -1,13 +1,13 @@
 /* cmd-acquire.c: rlock acquire NAME: take the lock and print its token. */
 
 /*
- * With --hold, a keeper (keeper.c) is forked once the lock is taken and
- * before the token is printed: the token reaches the caller only when the
- * lock is kept, and a keeper that cannot start costs the lock, not a lock
- * left to its TTL.
+ * With --hold, a keeper (keeper.c) is forked once the token is printed:
+ * a keeper that cannot be forked costs the lock (and exit 70), and an
+ * rlock killed before it has printed the token leaves no keeper.
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,6 +81,29 @@ ready_hold(struct cmd_ctx *ctx, struct keeper *k, char *command, size_t len)
 	return 0;
 }
 
+/*
+ * Fork the keeper once the token is out, with /dev/null for standard
+ * output first: the keeper would otherwise hold the caller's $(...) pipe
+ * open until it is scheduled and closes it, a delay on the caller's path.
+ * 0, or -1 with the lock given back and said so.
+ */
+static int
+start_keeper(struct cmd_ctx *ctx, struct keeper *k, struct lock *l)
+{
+	int	fd;
+
+	fflush(stdout);
+	if ((fd = open("/dev/null", O_WRONLY | O_CLOEXEC)) != -1) {
+		dup2(fd, STDOUT_FILENO);
+		close(fd);
+	}
+	if (keeper_start(k, l, &ctx->err) == 0)
+		return 0;
+	cmd_give_back(l);
+	log_error("%s; the lock %s was released", ctx->err.msg, l->name);
+	return -1;
+}
+
 static int
 cmd_acquire_exec(struct cmd_ctx *ctx)
 {
@@ -133,21 +156,19 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	(l.waited ? log_notice : log_verbose)("acquired %s in %s (fence %lld, "
 	    "ttl %s)", l.name, duration_format(now_mono_ms() - start, d,
 	    sizeof d), l.fence, duration_format(l.ttl_ms, t, sizeof t));
-	if (ctx->o.hold && keeper_start(&k, &l, &ctx->err) == -1) {
-		cmd_give_back(&l);
-		rc = cmd_fail(ctx);
-		goto out;
-	}
 	if (ctx->o.json)
 		output_acquire_json(&out, l.name, l.token, l.fence, l.ttl_ms);
 	else
 		buf_printf(&out, "%s\n", l.token);
 	if (output_flush(&out) == -1) {
 		rc = errno;
-		keeper_abort(&k);
 		cmd_give_back(&l);
 		log_error("cannot write the token of %s to stdout: %s; the "
 		    "lock was released", l.name, strerror(rc));
+		rc = EXIT_SOFTWARE;
+		goto out;
+	}
+	if (ctx->o.hold && start_keeper(ctx, &k, &l) == -1) {
 		rc = EXIT_SOFTWARE;
 		goto out;
 	}

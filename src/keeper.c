@@ -69,8 +69,6 @@
 
 /* Without a pidfd, look at the owner this often. */
 #define OWNER_POLL_MS		100
-/* How long rlock waits for its keeper to be ready. */
-#define READY_MAX_MS		5000
 /* How long an announcing connection may stay silent. */
 #define SILENT_MAX_MS		1000
 #define BACKOFF_FIRST_MS	50
@@ -524,7 +522,7 @@ extend(struct keep *kp)
 }
 
 static void
-keep(struct keeper *k, const struct lock *src, int lsock, int ready)
+keep(struct keeper *k, const struct lock *src, int lsock)
 {
 	struct keep	 kp;
 	struct pollfd	 pfd[3];
@@ -557,17 +555,6 @@ keep(struct keeper *k, const struct lock *src, int lsock, int ready)
 	sigdelset(&waitmask, SIGTERM);
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGQUIT);
-	/*
-	 * rlock died before it could print the token (killed while the keeper
-	 * started): no one can use the lock or give it back but us.
-	 */
-	if (write(ready, "r", 1) != 1) {
-		struct err	e;
-
-		lock_release(&kp.l, NULL, &e);
-		done(&kp, EXIT_SOFTWARE);
-	}
-	close(ready);
 
 	for (;;) {
 		if (signal_caught && !kp.releasing && !owner_alive(k))
@@ -635,7 +622,7 @@ keep(struct keeper *k, const struct lock *src, int lsock, int ready)
 
 /* In the keeper, from the fork on. */
 static void
-run(struct keeper *k, const struct lock *l, int ready)
+run(struct keeper *k, const struct lock *l)
 {
 	sigset_t	block;
 	int		fd, lsock;
@@ -651,72 +638,40 @@ run(struct keeper *k, const struct lock *l, int ready)
 	signal_caught = 0;
 	/* Its descriptor goes below; syslog() opens a new one when needed. */
 	closelog();
-	close_all_but(k->pidfd, ready);
-	if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
-		_exit(EXIT_SOFTWARE);
-	dup2(fd, 0);
-	dup2(fd, 1);
-	dup2(fd, 2);
-	if (fd > 2)
-		close(fd);
+	close_all_but(k->pidfd, -1);
+	if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) != -1) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	} else {
+		/* Not the caller's, whatever happens. */
+		close(0);
+		close(1);
+		close(2);
+	}
 	if (chdir("/") == -1) {
 		/* Only so as not to hold a directory busy. */
 	}
 	lsock = listen_on(l, k->prefix);
-	keep(k, l, lsock, ready);
+	keep(k, l, lsock);
 	_exit(0);
 }
 
 int
 keeper_start(struct keeper *k, const struct lock *l, struct err *e)
 {
-	struct pollfd	pfd;
-	char		c = 0;
-	pid_t		pid;
-	int		p[2], rc;
+	pid_t	pid;
 
-	if (pipe2(p, O_CLOEXEC) == -1) {
-		err_set(e, ERR_SOFTWARE, "cannot start the keeper: pipe: %s",
-		    strerror(errno));
-		return -1;
-	}
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "cannot start the keeper: fork: %s",
 		    strerror(errno));
-		close(p[0]);
-		close(p[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		close(p[0]);
-		run(k, l, p[1]);
-	}
-	close(p[1]);
-	pfd.fd = p[0];
-	pfd.events = POLLIN;
-	do
-		rc = poll(&pfd, 1, READY_MAX_MS);
-	while (rc == -1 && errno == EINTR);
-	if (rc == 1 && read(p[0], &c, 1) == 1 && c == 'r') {
-		close(p[0]);
-		k->pid = pid;
-		return 0;
-	}
-	close(p[0]);
+	if (pid == 0)
+		run(k, l);
 	k->pid = pid;
-	keeper_abort(k);
-	err_set(e, ERR_SOFTWARE, "the keeper did not start");
-	return -1;
-}
-
-void
-keeper_abort(struct keeper *k)
-{
-	if (k->pid <= 0)
-		return;
-	kill(k->pid, SIGKILL);
-	while (waitpid(k->pid, NULL, 0) == -1 && errno == EINTR)
-		;
-	k->pid = -1;
+	return 0;
 }

@@ -36,15 +36,13 @@ int	keeper_watch(struct keeper *, struct err *e);
 /* The owner's command line for status, as "[rlock --hold] ARGV...". */
 void	keeper_owner_command(pid_t, char *buf, size_t len);
 /*
- * Fork the keeper for l, which is held: it leaves the caller's session
- * and descriptors behind, and keeps l on connections of its own until
- * the owner ends, a release is announced, or the lock is lost.  0 once the
- * keeper is ready (k->pid), or -1 with e filled and no keeper left.
- * Never returns in the keeper.
+ * Fork the keeper for l, which is held and whose token is out: it leaves
+ * the caller's session and descriptors behind, and keeps l on connections
+ * of its own until the owner ends, a release is announced, or the lock is
+ * lost.  0 once forked (k->pid), or -1 with e filled and no keeper.  Never
+ * returns in the keeper.
  */
 int	keeper_start(struct keeper *, const struct lock *l, struct err *e);
-/* Stop a keeper that keeper_start started, before its lock is given back. */
-void	keeper_abort(struct keeper *);
 
 /*
  * `rlock release`'s side: tell the keeper of this lock and token, if one
