@@ -521,41 +521,90 @@ extend(struct keep *kp)
 		kp->backoff = BACKOFF_MAX_MS;
 }
 
+/* The keeper's own copy of the lock, on connections of its own. */
+static void
+keep_init(struct keep *kp, struct keeper *k, const struct lock *src,
+    int lsock)
+{
+	memset(kp, 0, sizeof *kp);
+	kp->k = k;
+	kp->lsock = lsock;
+	kp->conn = -1;
+	kp->backoff = BACKOFF_FIRST_MS;
+	quorum_init(&kp->q, k->urls, k->nurls, k->ropts);
+	lock_init(&kp->l, &kp->q, k->prefix, src->name, src->token);
+	kp->l.ttl_ms = src->ttl_ms;
+	kp->l.fence = src->fence;
+	kp->l.valid_until = src->valid_until;
+	kp->l.acquired_at = src->acquired_at;
+	kp->l.taken_at = src->taken_at;
+	kp->l.wait_replicas = src->wait_replicas;
+	kp->l.wait_timeout_ms = src->wait_timeout_ms;
+	kp->l.history_len = src->history_len;
+	kp->l.history_ttl_ms = src->history_ttl_ms;
+	kp->l.shared = src->shared;
+	kp->l.limit = src->limit;
+	kp->l.meta = src->meta;
+	kp->next = src->acquired_at + src->ttl_ms / 3;
+}
+
+/*
+ * Sleep until the next thing to do (now: when), or until the owner ends,
+ * a release is announced, or a signal comes; act on what woke us.
+ */
+static void
+wait_events(struct keep *kp, int64_t now, const sigset_t *waitmask)
+{
+	const struct keeper	*k = kp->k;
+	struct pollfd		 pfd[3];
+	struct timespec		 ts;
+	int64_t			 until;
+	int			 n = 0, ipid = -1, ilsock = -1, iconn = -1;
+
+	until = kp->releasing ? kp->l.valid_until :
+	    kp->next < kp->l.valid_until ? kp->next : kp->l.valid_until;
+	if (kp->conn != -1 && !kp->releasing && kp->conn_until < until)
+		until = kp->conn_until;
+	if (k->pidfd == -1 && !kp->releasing && now + OWNER_POLL_MS < until)
+		until = now + OWNER_POLL_MS;
+	if (k->pidfd != -1 && !kp->releasing) {
+		pfd[n] = (struct pollfd){ .fd = k->pidfd, .events = POLLIN };
+		ipid = n++;
+	}
+	if (kp->conn != -1) {
+		pfd[n] = (struct pollfd){ .fd = kp->conn, .events = POLLIN };
+		iconn = n++;
+	} else if (kp->lsock != -1) {
+		pfd[n] = (struct pollfd){ .fd = kp->lsock, .events = POLLIN };
+		ilsock = n++;
+	}
+	if ((until -= now) < 0)
+		until = 0;
+	ts.tv_sec = until / 1000;
+	ts.tv_nsec = until % 1000 * 1000000;
+	if (ppoll(pfd, (nfds_t)n, &ts, waitmask) <= 0)
+		return;
+	if (ipid != -1 && pfd[ipid].revents != 0)
+		owner_ended(kp);
+	if ((iconn != -1 && pfd[iconn].revents != 0 && read_conn(kp)) ||
+	    (ilsock != -1 && pfd[ilsock].revents != 0 && accept_conn(kp))) {
+		log_verbose("%s: released by rlock release", kp->l.name);
+		done(kp, 0);
+	}
+}
+
 static void
 keep(struct keeper *k, const struct lock *src, int lsock)
 {
 	struct keep	 kp;
-	struct pollfd	 pfd[3];
 	sigset_t	 waitmask;
-	struct timespec	 ts;
-	int64_t		 now, until;
-	int		 n, ipid, ilsock, iconn;
+	int64_t		 now;
 
-	memset(&kp, 0, sizeof kp);
-	kp.k = k;
-	kp.lsock = lsock;
-	kp.conn = -1;
-	kp.backoff = BACKOFF_FIRST_MS;
-	quorum_init(&kp.q, k->urls, k->nurls, k->ropts);
-	lock_init(&kp.l, &kp.q, k->prefix, src->name, src->token);
-	kp.l.ttl_ms = src->ttl_ms;
-	kp.l.fence = src->fence;
-	kp.l.valid_until = src->valid_until;
-	kp.l.acquired_at = src->acquired_at;
-	kp.l.taken_at = src->taken_at;
-	kp.l.wait_replicas = src->wait_replicas;
-	kp.l.wait_timeout_ms = src->wait_timeout_ms;
-	kp.l.history_len = src->history_len;
-	kp.l.history_ttl_ms = src->history_ttl_ms;
-	kp.l.shared = src->shared;
-	kp.l.limit = src->limit;
-	kp.l.meta = src->meta;
-	kp.next = src->acquired_at + src->ttl_ms / 3;
+	keep_init(&kp, k, src, lsock);
 	sigprocmask(SIG_SETMASK, NULL, &waitmask);
 	sigdelset(&waitmask, SIGTERM);
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGQUIT);
-
 	for (;;) {
 		if (signal_caught && !kp.releasing && !owner_alive(k))
 			owner_ended(&kp);
@@ -583,40 +632,7 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 		}
 		if (kp.conn != -1 && !kp.releasing && now >= kp.conn_until)
 			drop_conn(&kp);
-
-		until = kp.releasing ? kp.l.valid_until :
-		    kp.next < kp.l.valid_until ? kp.next : kp.l.valid_until;
-		if (kp.conn != -1 && !kp.releasing && kp.conn_until < until)
-			until = kp.conn_until;
-		if (k->pidfd == -1 && !kp.releasing && now + OWNER_POLL_MS < until)
-			until = now + OWNER_POLL_MS;
-		n = 0;
-		ipid = ilsock = iconn = -1;
-		if (k->pidfd != -1 && !kp.releasing) {
-			pfd[n] = (struct pollfd){ .fd = k->pidfd, .events = POLLIN };
-			ipid = n++;
-		}
-		if (kp.conn != -1) {
-			pfd[n] = (struct pollfd){ .fd = kp.conn, .events = POLLIN };
-			iconn = n++;
-		} else if (kp.lsock != -1) {
-			pfd[n] = (struct pollfd){ .fd = kp.lsock, .events = POLLIN };
-			ilsock = n++;
-		}
-		if ((until -= now) < 0)
-			until = 0;
-		ts.tv_sec = until / 1000;
-		ts.tv_nsec = until % 1000 * 1000000;
-		if (ppoll(pfd, (nfds_t)n, &ts, &waitmask) <= 0)
-			continue;
-		if (ipid != -1 && pfd[ipid].revents != 0)
-			owner_ended(&kp);
-		if ((iconn != -1 && pfd[iconn].revents != 0 && read_conn(&kp)) ||
-		    (ilsock != -1 && pfd[ilsock].revents != 0 &&
-		    accept_conn(&kp))) {
-			log_verbose("%s: released by rlock release", kp.l.name);
-			done(&kp, 0);
-		}
+		wait_events(&kp, now, &waitmask);
 	}
 }
 
