@@ -11,6 +11,7 @@ load helpers
 load exec-helpers
 load dist-helpers
 load tls-helpers
+load extra-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
@@ -517,4 +518,20 @@ kept_then_freed() {
 	wait_no_keeper 1000
 	grep -q "^rlock: lock '$N' held by acquire --hold was lost at .*: the lock's key is gone or holds another token; pid $(cat ready) was sent SIGTERM$" s.sh.err ||
 		fail "no loss line on the owner's stderr: $(cat s.sh.err)"
+}
+
+@test "hold: with --syslog a loss goes to syslog too" {
+	devlog_available || skip "cannot make a private /dev/log (needs unshare -m and python3)"
+	# The whole script runs beside a private /dev/log, and waits (bounded)
+	# for its keeper to be gone before it ends, which ends the listener.
+	HOLD_OPTS="--syslog -t 2s" hold_script s.sh /bin/bash "trap 'echo TERM >got' TERM
+redis-cli -p $REDIS_PORT DEL 'rlock:{'\$N'}' >/dev/null
+i=0; while [ \$i -lt 100 ] && [ ! -e got ]; do sleep 0.05; i=\$((i + 1)); done
+i=0; while [ \$i -lt 100 ] && pgrep -f -- \"--hold.* \$N\\$\" >/dev/null; do sleep 0.02; i=\$((i + 1)); done"
+	run with_private_devlog "$BATS_TEST_TMPDIR/s.sh"
+	assert_success
+	[[ -e got ]] || fail "the owner got no SIGTERM: $(cat s.sh.err)"
+	grep -Eq "rlock\[[0-9]+\]: lock '$N' held by acquire --hold was lost at .*: the lock's key is gone or holds another token; pid [0-9]+ was sent SIGTERM" syslog.msgs ||
+		fail "no loss in syslog: $(cat syslog.msgs)"
+	wait_no_keeper 1000
 }
