@@ -15,6 +15,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,6 +169,13 @@ parse_limit(struct opts *o, const char *v, const struct opt_where *w)
 {
 	return parse_count(v, 1, 10000, &o->limit, "limit",
 	    "a number of holders", w);
+}
+
+/* acquire --hold --pid PID: the process the lock is kept for. */
+static int
+parse_pid(struct opts *o, const char *v, const struct opt_where *w)
+{
+	return parse_count(v, 1, INT_MAX, &o->pid, "pid", "a process id", w);
 }
 
 static int
@@ -406,6 +414,12 @@ static const struct opt_def opt_defs[] = {
 	{ O_REASON, 0, "reason", "TEXT",
 	  "what the history says of this release (default: by rlock release)",
 	  STRING(reason), .flags = OPTF_ARGV_ONLY },
+	{ O_HOLD, 0, "hold", NULL,
+	  "leave a keeper that holds the lock while the caller (or --pid) lives",
+	  SET(hold, 1), .flags = OPTF_ARGV_ONLY },
+	{ O_PID, 0, "pid", "PID",
+	  "with --hold: keep the lock while process PID lives, not the caller",
+	  PARSE(parse_pid), .flags = OPTF_ARGV_ONLY },
 	{ O_MIN_HOLD, 0, "min-hold", "DUR",
 	  "keep the lock at least DUR after acquiring; let it expire then",
 	  DURATION(min_hold_ms, MAX_TTL_MS), .flags = OPTF_ZERO_OK },

@@ -60,6 +60,8 @@ enum opt_id {
 	O_FORMAT,
 	O_LEFTOVERS,
 	O_REASON,
+	O_HOLD,
+	O_PID,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -111,6 +113,8 @@ struct opts {
 	const char	*format;	/* status --format */
 	const char	*reason;	/* release --reason */
 	int		 leftovers;	/* exec: enum leftovers (supervise.h) */
+	int		 hold;		/* acquire --hold: leave a keeper */
+	int		 pid;		/* acquire --hold --pid: the owner; 0: caller */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;
