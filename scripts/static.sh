@@ -92,34 +92,33 @@ fi
 
 mkdir -p "$cache/src"
 
-# fetch PACKAGE: the newest version of Debian's source package that the
-# archive serves (a security update's may be listed before the mirror has
-# it: the next is tried), unpacked with Debian's patches into
-# $cache/src/PACKAGE-VERSION; sets src to that directory and ver to the
-# Debian version.
+# fetch PACKAGE: Debian's source package, unpacked with Debian's patches
+# into $cache/src/PACKAGE-VERSION; sets src to that directory and ver to
+# the Debian version.  The newest version the archive lists is taken, or,
+# if the mirror does not serve it yet (a security update's may be listed
+# first), the next; one already unpacked is not fetched again, nor for a
+# day one the mirror did not serve.
 fetch() {
 	pkg=$1
-	if [ -f "$cache/src/$pkg.version" ]; then
-		ver=$(cat "$cache/src/$pkg.version")
-		src=$cache/src/$pkg-$ver
-		[ -f "$src/.unpacked" ] && return 0
-	fi
 	for ver in $(apt-cache showsrc "$pkg" | sed -n 's/^Version: //p' |
 	    sort -r -V | head -n 5); do
+		src=$cache/src/$pkg-$ver
+		[ -f "$src/.unpacked" ] && return 0
+		[ -n "$(find "$src.unserved" -mmin -1440 2>/dev/null)" ] && continue
 		dl=$cache/src/dl-$pkg
 		rm -rf "$dl" && mkdir -p "$dl"
 		if (cd "$dl" && apt-get source --download-only -qq \
 		    "$pkg=$ver" >download.log 2>&1); then
-			src=$cache/src/$pkg-$ver
 			rm -rf "$src"
 			dpkg-source --no-check -x "$dl/${pkg}_"*.dsc "$src" \
 			    >"$dl/unpack.log" 2>&1 ||
 			    { cat "$dl/unpack.log" >&2; exit 1; }
-			rm -rf "$dl"
+			rm -rf "$dl" "$cache/src/${pkg}_"*
 			touch "$src/.unpacked"
-			echo "$ver" >"$cache/src/$pkg.version"
 			return 0
 		fi
+		rm -rf "$dl"
+		touch "$src.unserved"
 		echo "static.sh: $pkg $ver is not served; trying an older one" >&2
 	done
 	echo "static.sh: cannot fetch Debian's source of $pkg" >&2
