@@ -32,6 +32,13 @@ for a in $arches; do
 	esac
 done
 
+# musl-gcc builds for the machine it runs on: x86_64 natively, aarch64
+# with the cross compiler.
+if [ "$(dpkg --print-architecture)" != amd64 ]; then
+	echo "static.sh: builds on Debian amd64 only (this is $(dpkg --print-architecture))" >&2
+	exit 1
+fi
+
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 apt_get() {
