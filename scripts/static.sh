@@ -141,18 +141,23 @@ fetch util-linux; ul_src=$src; ul_ver=$ver
 # The libraries of one architecture, each in $cache/ARCH/NAME-VERSION with a
 # .done stamp: a run with the same Debian versions does nothing here.
 
+# Only what a TLS client needs: no engines, modules, legacy ciphers, DTLS
+# or SSLv3, no secure heap (musl has no kernel headers).  The certificate
+# store is looked for in /etc/ssl (see src/tls.c).  A change here builds
+# OpenSSL afresh: the options are part of the cache's name.
+openssl_opts="no-shared no-module no-engine no-legacy no-tests no-afalgeng
+no-dso no-async no-comp no-ssl3 no-dtls no-secure-memory --prefix=/nonexistent
+--openssldir=/etc/ssl --libdir=lib"
+openssl_key=$(echo "$openssl_opts" | cksum | cut -d' ' -f1)
+
 build_openssl() {	# $1 arch, $2 OpenSSL target, $3 CC
-	o=$cache/$1/openssl-$openssl_ver
+	o=$cache/$1/openssl-$openssl_ver-$openssl_key
 	[ -f "$o/.done" ] && return 0
 	echo "static.sh: building OpenSSL $openssl_ver for $1" >&2
 	rm -rf "$o" && mkdir -p "$o"
-	# Only what a TLS client needs: no engines, modules, legacy ciphers,
-	# DTLS or SSLv3, no secure heap (musl has no kernel headers).  The
-	# certificate store is looked for in /etc/ssl (see src/tls.c).
-	(cd "$o" && CC=$3 "$openssl_src/Configure" "$2" no-shared no-module \
-	    no-engine no-legacy no-tests no-afalgeng no-dso no-async no-comp \
-	    no-ssl3 no-dtls no-secure-memory --prefix=/nonexistent \
-	    --openssldir=/etc/ssl --libdir=lib >configure.log 2>&1 &&
+	# shellcheck disable=SC2086
+	(cd "$o" && CC=$3 "$openssl_src/Configure" "$2" $openssl_opts \
+	    >configure.log 2>&1 &&
 	    make -j"$jobs" build_libs >make.log 2>&1) || {
 		tail -n 30 "$o/configure.log" "$o/make.log" >&2 2>/dev/null
 		exit 1
