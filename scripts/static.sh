@@ -67,7 +67,7 @@ add_deb_src() {
 	return 0
 }
 
-need="musl-tools musl-dev dpkg-dev make perl binutils
+need="musl-tools musl-dev:amd64 dpkg-dev make perl binutils
 build-essential autoconf automake pkg-config"
 case " $arches " in
 *" aarch64 "*)
@@ -116,6 +116,9 @@ fetch() {
 		rm -rf "$dl" && mkdir -p "$dl"
 		if (cd "$dl" && apt-get source --download-only -qq \
 		    "$pkg=$ver" >download.log 2>&1); then
+			# apt has checked each file against the archive's
+			# signed index; the .dsc's own signature would need
+			# the keyring of Debian's maintainers.
 			rm -rf "$src"
 			dpkg-source --no-check -x "$dl/${pkg}_"*.dsc "$src" \
 			    >"$dl/unpack.log" 2>&1 ||
@@ -233,7 +236,8 @@ build_uuid() {		# $1 arch, $2 CC, $3 AR
 
 # ---------------------------------------------------------------- rlock
 
-# A copy of what git tracks, as the work tree has it, configured once.
+# A copy of what git tracks, as the work tree has it, with its configure
+# script made once for both architectures.
 tree=$cache/tree
 rm -rf "$tree" && mkdir -p "$tree"
 git ls-files -z | xargs -0 tar -cf - | tar -xf - -C "$tree"
