@@ -5,8 +5,9 @@
 # its manual, the bash, zsh and fish completions, an example
 # /etc/rlock.conf (a configuration file rpm never overwrites) and the
 # README.  Then checks it: unpacks it with rpm2cpio and cpio into a scratch
-# root and runs what it installs against a throwaway redis-server on a Unix
-# socket.  rpmbuild comes from Debian's rpm package.
+# root, installs it with rpm -i into another, and runs what it installs
+# against a throwaway redis-server on a Unix socket.  rpmbuild comes from
+# Debian's rpm package.
 #
 # Usage: scripts/rpm.sh [x86_64|aarch64]          (default x86_64)
 #
@@ -146,6 +147,17 @@ for f in usr/bin/rlock usr/share/man/man1/rlock.1.gz \
 done
 cmp -s "$root/usr/bin/rlock" "$bin" ||
 	{ echo "rpm.sh: /usr/bin/rlock is not $bin" >&2; exit 1; }
+# And rpm itself installs it, into a scratch root of its own (Debian's
+# rpm says it should not: it is not this system's package manager), and
+# finds every file as the package says.
+rpmroot=$work/rpmroot
+mkdir -p "$rpmroot"
+{ rpm --root "$rpmroot" --initdb &&
+    rpm --root "$rpmroot" -i --ignorearch "$rpm" &&
+    rpm --root "$rpmroot" -V rlock; } >"$work/rpm-i.log" 2>&1 ||
+	{ cat "$work/rpm-i.log" >&2; exit 1; }
+cmp -s "$rpmroot/usr/bin/rlock" "$bin" ||
+	{ echo "rpm.sh: rpm -i did not install $bin as /usr/bin/rlock" >&2; exit 1; }
 MANPATH=$root/usr/share/man man -w rlock >/dev/null 2>&1 ||
 	zcat "$root/usr/share/man/man1/rlock.1.gz" | grep -q '^\.Dt RLOCK 1' ||
 	{ echo "rpm.sh: the manual does not read" >&2; exit 1; }
