@@ -26,9 +26,37 @@
 #include "output.h"
 #include "settings.h"
 #include "signals.h"
+#ifdef RLOCK_STATIC_TLS
+#include "tls.h"	/* only for --version: which TLS a static build carries */
+#endif
 #include "util.h"
 
 /* ----------------------------------------------------------- dispatch */
+
+/*
+ * rlock --version: the version alone, as every build has printed it; a
+ * static build (scripts/static.sh) also says so, for which machine, with
+ * which C library, and which TLS library it carries, since that TLS is
+ * updated only by a new rlock.
+ */
+static void
+print_version(void)
+{
+#ifdef RLOCK_STATIC_TLS
+#if defined(__x86_64__)
+	const char	*arch = " x86_64";
+#elif defined(__aarch64__)
+	const char	*arch = " aarch64";
+#else
+	const char	*arch = "";
+#endif
+
+	printf("rlock %s (static%s build, %s; TLS: %s)\n", PACKAGE_VERSION,
+	    arch, RLOCK_LIBC, tls_library());
+#else
+	printf("rlock %s\n", PACKAGE_VERSION);
+#endif
+}
 
 /*
  * rlock help [COMMAND]: what --help prints, for those who type it as git
@@ -213,7 +241,7 @@ cmd_main(int argc, char **argv)
 		goto out;
 	log_set_level(o->verbosity);
 	if (o->given & OPT(VERSION)) {
-		printf("rlock %s\n", PACKAGE_VERSION);
+		print_version();
 		goto out;
 	}
 	if (o->given & OPT(HELP)) {
