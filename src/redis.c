@@ -82,6 +82,7 @@ struct redis {
 	const struct redis_req	*req;
 	int			 pending;
 	int			 ask;		/* ASKING before it, once */
+	int			 asked;		/* it went with ASKING */
 	int			 waited;	/* its BLPOP is done (redirected) */
 	char			 wait_err[32];	/* its BLPOP's error code, or "" */
 	int			 holding;	/* until AUTH and SELECT answer */
@@ -289,6 +290,39 @@ fail(struct redis *r, struct err *e, int connecting)
  * or the server's refusal without the script's name and line.  0 when
  * text is not a script's error.
  */
+/*
+ * What a server says for a while during a failover, a restart or a
+ * reshard, in words (the code kept in brackets: the wait loop reads it,
+ * see passing() in lock.c).  0 when text is none of those.
+ */
+static int
+passing_words(const char *text, char *out, size_t len)
+{
+	static const struct {
+		const char	*code, *words;
+	} known[] = {
+		{ "CLUSTERDOWN", "the cluster is down" },
+		{ "TRYAGAIN", "the lock's slot is moving between nodes" },
+		{ "LOADING", "the server is loading its data" },
+		{ "MASTERDOWN", "the replica lost its master" },
+		{ "READONLY", "the server is a replica now" },
+		{ "BUSY ", "the server is busy running a script" },
+		{ "MOVED ", "the cluster kept redirecting the request" },
+		{ "ASK ", "the cluster kept redirecting the request" },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof known / sizeof *known; i++)
+		if (strncmp(text, known[i].code, strlen(known[i].code)) == 0) {
+			snprintf(out, len, "%s (%.*s): a failover, a restart or "
+			    "a reshard may be under way; try again, or give -w "
+			    "to wait through it", known[i].words,
+			    (int)strcspn(known[i].code, " "), known[i].code);
+			return 1;
+		}
+	return 0;
+}
+
 int
 redis_script_words(const char *text, char *out, size_t len)
 {
@@ -348,7 +382,8 @@ redis_reply_error(struct redis *r, const struct redis_reply *rr,
 	size_t		 n;
 
 	snprintf(text, sizeof text, "%s", rr->str != NULL ? rr->str : "");
-	if (redis_script_words(text, words, sizeof words)) {
+	if (redis_script_words(text, words, sizeof words) ||
+	    passing_words(text, words, sizeof words)) {
 		err_set(e, kind, "%s: %s%s", r->url->display, what, words);
 		return;
 	}
@@ -476,6 +511,7 @@ queue_body(struct redis *r, struct err *e)
 
 	r->holding = 0;
 	r->body_at = r->outlen;
+	r->asked = r->ask;
 	if (r->ask) {
 		argv[0] = "ASKING";
 		if (queue(r, DUE_ASKING, 1, argv, NULL, e) == -1)
@@ -825,8 +861,18 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 		 */
 		if (r->req->script != NULL &&
 		    strncmp(rr->str, "NOSCRIPT", 8) == 0) {
+			const char	*asking[1] = { "ASKING" };
+
 			redis_reply_free(rr);
 			r->deadline = now_mono_ms() + r->opts->timeout_ms;
+			/*
+			 * On an ASK target (a node importing the slot, which
+			 * may never have run rlock), the EVAL needs its
+			 * ASKING too, or it is sent back with MOVED.
+			 */
+			if (r->asked && queue(r, DUE_ASKING, 1, asking, NULL,
+			    e) == -1)
+				return -1;
 			return queue_script(r, 0, e) == -1 ? -1 : 0;
 		}
 		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||

@@ -139,9 +139,14 @@ local function run(main)
 		r = r.err
 	end
 	r = string.gsub(tostring(r), '^@?[%w_]+:%d+: ', '')
-	if string.sub(r, 1, 9) == 'WRONGTYPE' and KEYS[1] then
+	local code = string.match(r, '^(%u+) ')
+	if code == 'WRONGTYPE' and KEYS[1] then
 		-- One of the lock's keys that no check named: which one.
 		r = damage_of(KEYS[1], r)
+	elseif code and code ~= 'ERR' and code ~= 'WRONGTYPE' then
+		-- The server's own state (READONLY, LOADING, OOM, NOPERM...):
+		-- as it said it, for the client to act on.
+		return redis.error_reply(r)
 	elseif string.sub(r, 1, 6) ~= 'RLOCK_' then
 		r = 'RLOCK_FAILED ' .. r
 	end
