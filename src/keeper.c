@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "duration.h"
+#include "escape.h"
 #include "keeper.h"
 #include "log.h"
 #include "signals.h"
@@ -463,6 +464,7 @@ lost(struct keep *kp, const char *fmt, ...)
 {
 	const struct keeper	*k = kp->k;
 	char			 why[512], when[64], sent[64], line[1024];
+	struct buf		 shown;
 	va_list			 ap;
 	int			 fd = owner_stderr(k);
 
@@ -476,9 +478,13 @@ lost(struct keep *kp, const char *fmt, ...)
 	else
 		snprintf(sent, sizeof sent, "nothing was sent (--on-lost "
 		    "ignore)");
+	/* why may quote a server: escaped, as log.c does (see escape.c). */
+	buf_init(&shown);
+	escape_adds(&shown, why);
 	snprintf(line, sizeof line, "rlock: lock '%s' held by acquire --hold "
 	    "was lost at %s: %s; %s\n", kp->l.name,
-	    format_time(now_wall_ms(), when, sizeof when), why, sent);
+	    format_time(now_wall_ms(), when, sizeof when), shown.p, sent);
+	buf_free(&shown);
 	tell_owner(fd, line);
 	/* stderr is /dev/null: this is for syslog. */
 	log_error("%.*s", (int)strlen(line) - 8, line + 7);
