@@ -90,19 +90,21 @@ bound_item(struct bound *b)
 static int
 bound_number(const struct bound *b, long long *v)
 {
-	const char	*p = b->num;
-	int		 neg = *p == '-';
-	long long	 n = 0;
+	const char		*p = b->num;
+	int			 neg = *p == '-';
+	unsigned long long	 n = 0, max = LLONG_MAX;
 
 	p += neg;
+	max += (unsigned)neg;	/* LLONG_MIN's magnitude */
 	if (*p == '\0')
 		return -1;
 	for (; *p != '\0'; p++) {
-		if (*p < '0' || *p > '9' || n > (LLONG_MAX - (*p - '0')) / 10)
+		if (*p < '0' || *p > '9' ||
+		    n > (max - (unsigned)(*p - '0')) / 10)
 			return -1;
-		n = n * 10 + (*p - '0');
+		n = n * 10 + (unsigned)(*p - '0');
 	}
-	*v = neg ? -n : n;
+	*v = !neg ? (long long)n : n == max ? LLONG_MIN : -(long long)n;
 	return 0;
 }
 

@@ -19,7 +19,8 @@ start_hostile() {
 	local i
 	HOSTILE_SOCK=$BATS_TEST_TMPDIR/hostile.sock
 	HOSTILE_URL=unix://$HOSTILE_SOCK
-	rm -f "$HOSTILE_SOCK"
+	# A server started before in this test said "ready" there too.
+	rm -f "$HOSTILE_SOCK" "$BATS_TEST_TMPDIR/HOSTILE.out"
 	bg_start HOSTILE /usr/bin/python3 "$BATS_TEST_DIRNAME/hostileserver.py" \
 		--socket "$HOSTILE_SOCK" --mode "$1" --max-seconds 300
 	for ((i = 0; i < 750; i++)); do
@@ -96,4 +97,62 @@ MAX_KIB=131072
 	start_hostile badint
 	bounded 69 10 "$MAX_KIB" release --token t job
 	assert_equal "$stderr" "rlock: $HOSTILE_URL: protocol error: ':' followed by no number, or one out of range"
+}
+
+@test "bounded: a script answered +OK is a wrong shape: exit 69 naming the server, never busy or free, and -w does not spin" {
+	start_hostile ok
+	local what
+	bounded 69 10 "$MAX_KIB" -n acquire job
+	assert_equal "$stderr" "rlock: $HOSTILE_URL: the acquire script was answered with a status of a shape rlock's script never gives; is it a Redis server, with nothing in between?"
+	# Not "busy" (1) after waiting: at once.
+	bounded 69 1.5 "$MAX_KIB" -w 5s acquire job
+	bounded 69 10 "$MAX_KIB" exec -w 5s job -- touch "$BATS_TEST_TMPDIR/ran"
+	assert [ ! -e "$BATS_TEST_TMPDIR/ran" ]
+	# Not "free" (1), not "not the holder" (1).
+	for what in "status job" "--json status job" "release --token t job" \
+		"release --force job" "extend --token t job"; do
+		# shellcheck disable=SC2086
+		bounded 69 10 "$MAX_KIB" $what
+		[[ "$stderr" == *"script was answered with a status of a shape"* ]] ||
+			fail "rlock $what: $stderr"
+	done
+}
+
+@test "bounded: a SCAN whose cursor never comes back to 0 ends the listing (status, log) with 69" {
+	local what
+	start_hostile scanloop
+	for what in status log "--json status" "status --format openmetrics"; do
+		# shellcheck disable=SC2086
+		bounded 69 30 "$MAX_KIB" $what
+		assert_equal "$stderr" "rlock: $HOSTILE_URL: SCAN did not end within 10000 pages (10000 keys each); is it a Redis server, with nothing in between?"
+	done
+	# A new key on each page: the same bound, in bounded memory.
+	stop_all_bg
+	start_hostile scanmany
+	bounded 69 30 "$MAX_KIB" status
+	bounded 69 30 "$MAX_KIB" log
+}
+
+@test "bounded: extreme integers are bounded before any arithmetic" {
+	# Busy with a PTTL of 2^63-1: the wait still ends at -w (exit 1, no
+	# message), with no sanitizer report.
+	start_hostile busymax
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" -w 1s acquire job
+	assert_equal "$status" 1
+	assert_equal "$stderr" ""
+	assert_equal "$output" ""
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" -v -w 300ms acquire job
+	assert_equal "$status" 1
+	refute_contains "$stderr" "runtime error"
+	stop_all_bg
+	# An extend answered with a TTL of 2^63-1: not a TTL rlock gives.
+	start_hostile extendmax
+	bounded 69 10 "$MAX_KIB" extend --token t job
+	assert_equal "$stderr" "rlock: $HOSTILE_URL: the extend script was answered with an array of a shape rlock's script never gives; is it a Redis server, with nothing in between?"
+	stop_all_bg
+	# -2^63, the least integer RESP can carry: read, and refused as a fence.
+	start_hostile negative
+	bounded 69 10 "$MAX_KIB" -n acquire job
+	[[ "$stderr" == *"the acquire script was answered with an array of a shape"* ]] || fail "$stderr"
+	bounded 69 10 "$MAX_KIB" extend --token t job
 }
