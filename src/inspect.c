@@ -65,7 +65,7 @@ add_slots(const struct redis_reply *r, struct lock_status *st)
 	    (s = r->element[13])->type != REDIS_T_ARRAY || s->elements < 2 ||
 	    (list = s->element[1])->type != REDIS_T_ARRAY)
 		return 0;
-	st->limit = (int)lock_to_ll(s->element[0]);
+	st->limit = (int)lock_clamp(lock_to_ll(s->element[0]), 0, INT_MAX);
 	st->shared = st->limit == 0;
 	for (i = 0; i < list->elements; i++) {
 		if (list->element[i]->type != REDIS_T_ARRAY ||
@@ -87,10 +87,13 @@ add_slots(const struct redis_reply *r, struct lock_status *st)
 		ls->pid = lock_to_ll(f[2]);
 		ls->user = dup_str(f[3]);
 		ls->command = dup_str(f[4]);
-		ls->acquired_ms = lock_to_ll(f[5]);
-		ls->ttl_ms = lock_to_ll(f[6]);
+		ls->acquired_ms = lock_clamp(lock_to_ll(f[5]), 0,
+		    LOCK_REPLY_MAX_TIME);
+		ls->ttl_ms = lock_clamp(lock_to_ll(f[6]), 0,
+		    LOCK_REPLY_MAX_TIME);
 		ls->fence = lock_to_ll(f[7]);
-		ls->pttl_ms = lock_to_ll(f[8]);
+		ls->pttl_ms = lock_clamp(lock_to_ll(f[8]), -2,
+		    LOCK_REPLY_MAX_TIME);
 	}
 	return listed;
 }
@@ -175,7 +178,8 @@ add_waiters(const struct redis_reply *r, struct lock_status *st,
 		lw->pid = lock_to_ll(f[2]);
 		lw->user = dup_str(f[3]);
 		lw->command = dup_str(f[4]);
-		lw->waiting_ms = lock_to_ll(f[5]);
+		lw->waiting_ms = lock_clamp(lock_to_ll(f[5]), 0,
+		    LOCK_REPLY_MAX_TIME);
 		lw->place = w->element[i]->elements >= 7 ? lock_to_ll(f[6]) : 0;
 	}
 }
