@@ -841,6 +841,8 @@ sentinel_answer(struct redis *r, struct redis_reply *rr, struct err *e)
 	const char		*pw = u->password ? u->password :
 				    r->opts->password;
 	struct url		 master;
+	char			*end;
+	long			 port;
 
 	if (rr->type == REDIS_T_ERROR && strncmp(rr->str, "NOAUTH", 6) == 0 &&
 	    pw != NULL && r->sub_opts.password == NULL) {
@@ -849,10 +851,13 @@ sentinel_answer(struct redis *r, struct redis_reply *rr, struct err *e)
 		r->sub->handshaken = 0;
 		return redis_start(r->sub, &r->sub_req, e) == -1 ? -1 : 0;
 	}
+	/* {host, port}, the port a number in range. */
 	if (rr->type == REDIS_T_ARRAY && rr->elements == 2 &&
-	    rr->element[0]->type == REDIS_T_STRING) {
-		url_retarget(&master, u, rr->element[0]->str,
-		    atoi(rr->element[1]->str ? rr->element[1]->str : "0"));
+	    rr->element[0]->type == REDIS_T_STRING &&
+	    rr->element[1]->type == REDIS_T_STRING &&
+	    (port = strtol(rr->element[1]->str, &end, 10)) > 0 &&
+	    port <= 65535 && *end == '\0') {
+		url_retarget(&master, u, rr->element[0]->str, (int)port);
 		url_free(&r->target);
 		r->target = master;
 		r->url = &r->target;
