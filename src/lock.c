@@ -21,6 +21,7 @@
 
 #include <uuid/uuid.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,64 @@ jitter(void)
 	return (unsigned)rand_r(&seed) % (JITTER_MS + 1);
 }
 
+/* ------------------------------------------------------------ replies */
+
+/*
+ * What each script answers is checked before anything is read from it
+ * (see quorum_check), and a number is bounded before any arithmetic is
+ * done with it (see lock-private.h): a server may say anything.
+ */
+int
+lock_int_at(const struct redis_reply *r, size_t i, long long min,
+    long long max)
+{
+	return r->type == REDIS_T_ARRAY && i < r->elements &&
+	    r->element[i]->type == REDIS_T_INTEGER &&
+	    r->element[i]->integer >= min && r->element[i]->integer <= max;
+}
+
+long long
+lock_clamp(long long v, long long min, long long max)
+{
+	return v < min ? min : v > max ? max : v;
+}
+
+/*
+ * acquire.lua: {1, fence, ttl} granted, {0, pttl, holder...} busy (a PTTL
+ * of -1 or -2 included), {-1, limit} held with another --limit.
+ */
+static int
+acquire_shape(const struct redis_reply *r, void *arg)
+{
+	(void)arg;
+	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -1, 1))
+		return 0;
+	if (r->element[0]->integer == 0)
+		return lock_int_at(r, 1, -2, LLONG_MAX);
+	return lock_int_at(r, 1, 0, LLONG_MAX);
+}
+
+/* extend.lua: {0} not the holder, {1, fence, ttl} extended. */
+static int
+extend_shape(const struct redis_reply *r, void *arg)
+{
+	(void)arg;
+	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, 0, 1))
+		return 0;
+	return r->element[0]->integer == 0 ||
+	    (lock_int_at(r, 1, 0, LLONG_MAX) &&
+	    lock_int_at(r, 2, 1, LOCK_REPLY_MAX_TTL));
+}
+
+/* release.lua and fence.lua: 1 done, 0 not. */
+static int
+flag_shape(const struct redis_reply *r, void *arg)
+{
+	(void)arg;
+	return r->type == REDIS_T_INTEGER && (r->integer == 0 ||
+	    r->integer == 1);
+}
+
 /* Is r the array {1, fence, ttl} that acquire and extend answer with? */
 int
 lock_reply_granted(const struct redis_reply *r, long long *fence)
@@ -208,8 +267,9 @@ align_fences(struct lock *l, int *won, const long long *fences, long long f)
 		args[0] = l->token;
 		args[1] = fs;
 		rep = xcalloc(l->q->n, sizeof *rep);
-		quorum_script(l->q, low, &script_fence, 3, keys, 2, args, rep,
-		    &e);
+		quorum_check(l->q, rep, flag_shape, NULL, "the fence script",
+		    quorum_script(l->q, low, &script_fence, 3, keys, 2, args,
+		    rep, &e), &e);
 		for (i = 0; i < l->q->n; i++)
 			if (low[i] && (rep[i] == NULL ||
 			    rep[i]->type != REDIS_T_INTEGER ||
@@ -259,7 +319,7 @@ note_holder(struct lock *l, const struct redis_reply *r)
 
 	memset(h, 0, sizeof *h);
 	h->seen_at = now_mono_ms();
-	h->pttl_ms = el[1]->integer;
+	h->pttl_ms = lock_clamp(el[1]->integer, -2, LOCK_REPLY_MAX_TTL);
 	h->held_ms = -1;
 	if (r->elements < 7)
 		return;
@@ -269,7 +329,9 @@ note_holder(struct lock *l, const struct redis_reply *r)
 	if (el[4]->type == REDIS_T_STRING)
 		snprintf(h->command, sizeof h->command, "%s", el[4]->str);
 	if (lock_to_ll(el[5]) > 0)
-		h->held_ms = lock_to_ll(el[6]) - lock_to_ll(el[5]);
+		h->held_ms = lock_clamp(lock_to_ll(el[6]), 0,
+		    LOCK_REPLY_MAX_TIME) - lock_clamp(lock_to_ll(el[5]), 0,
+		    LOCK_REPLY_MAX_TIME);
 }
 
 /* Give back what a failed quorum acquire took; errors do not matter here. */
@@ -454,6 +516,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
 		    &script_acquire, 6, a.keys, 15, a.args, rep, e);
+	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
+	    ok, e);
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if (mixed_limit(l, rep[i], e)) {
@@ -466,9 +530,10 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		}
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
-		else if (rep[i] != NULL && rep[i]->elements >= 2 &&
+		else if (rep[i] != NULL && rep[i]->element[0]->integer == 0 &&
 		    rep[i]->element[1]->integer > *pttl_ms) {
-			*pttl_ms = rep[i]->element[1]->integer;
+			*pttl_ms = lock_clamp(rep[i]->element[1]->integer, -2,
+			    LOCK_REPLY_MAX_TTL);
 			note_holder(l, rep[i]);
 		}
 	}
@@ -894,7 +959,9 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	}
 	quorum_retry_now(l->q);
 	ok = quorum_script(l->q, ask, &script_release, 6, keys, 8, args, rep,
-	    e) + skipped;
+	    e);
+	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
+	    ok, e) + skipped;
 	free(ask);
 	for (i = 0; i < l->q->n; i++)
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
@@ -976,11 +1043,12 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	start = now_mono_ms();
 	ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
 	    &script_extend, 2, keys, 3, args, rep, e);
+	ok = quorum_check(l->q, rep, extend_shape, NULL, "the extend script",
+	    ok, e);
 	for (i = 0; i < n; i++) {
 		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
 			continue;
-		if (rep[i]->elements >= 3)
-			new_ttl = rep[i]->element[2]->integer;
+		new_ttl = rep[i]->element[2]->integer;	/* see extend_shape */
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);

@@ -608,6 +608,61 @@ quorum_free_replies(struct quorum *q, struct redis_reply **replies)
 	}
 }
 
+static const char *
+type_name(const struct redis_reply *r)
+{
+	switch (r->type) {
+	case REDIS_T_STRING:
+		return "string";
+	case REDIS_T_ARRAY:
+		return "array";
+	case REDIS_T_INTEGER:
+		return "integer";
+	case REDIS_T_NIL:
+		return "nil";
+	case REDIS_T_STATUS:
+		return "status";
+	default:
+		return "reply";
+	}
+}
+
+/*
+ * A reply of the wrong shape is no answer: read as one, a server that is
+ * not Redis, or something between, could pass for "busy" or "free".
+ */
+int
+quorum_check(struct quorum *q, struct redis_reply **rep, quorum_shape_fn shape,
+    void *arg, const char *what, int ok, struct err *e)
+{
+	int	i, bad = -1;
+
+	for (i = 0; i < q->n; i++) {
+		if (rep[i] == NULL || rep[i]->type == REDIS_T_ERROR ||
+		    shape(rep[i], arg))
+			continue;
+		err_set(&q->errs[i], ERR_PROTOCOL, "%s: %s was answered with "
+		    "%s %s of a shape rlock's script never gives; is it a "
+		    "Redis server, with nothing in between?",
+		    redis_display(q->conn[i]), what,
+		    rep[i]->type == REDIS_T_INTEGER ||
+		    rep[i]->type == REDIS_T_ARRAY ? "an" : "a",
+		    type_name(rep[i]));
+		redis_reply_free(rep[i]);
+		rep[i] = NULL;
+		ok--;
+		if (bad == -1)
+			bad = i;
+	}
+	if (bad >= 0 && ok < quorum_majority(q)) {
+		*e = q->errs[bad];
+		if (q->n > 1)
+			err_prefix(e, "only %d of %d servers answered, and a "
+			    "lock needs %d", ok, q->n, quorum_majority(q));
+	}
+	return ok;
+}
+
 /* ------------------------------------------------------------ listing */
 
 /*
@@ -615,6 +670,13 @@ quorum_free_replies(struct quorum *q, struct redis_reply **replies)
  * page of 10,000 keys keeps the server busy a millisecond or two.
  */
 #define SCAN_COUNT	"10000"
+
+/*
+ * A SCAN ends when its cursor comes back to 0, which a server that keeps
+ * answering another cursor never does.  10,000 pages look at 100 million
+ * keys, far more than a server that rlock shares holds.
+ */
+#define SCAN_MAX_PAGES	10000
 
 /*
  * Hand the keys of SCAN reply rr from server i to fn, and its cursor to
@@ -651,10 +713,18 @@ scan_from(struct quorum *q, int i, const char *from, int first,
 {
 	struct redis_reply	*rr;
 	char			*cursor = xstrdup(from), *next;
-	int			 rc = 0;
+	int			 rc = 0, pages = 1;
 
 	while (rc == 0 && (first || strcmp(cursor, "0") != 0)) {
 		first = 0;
+		if (++pages > SCAN_MAX_PAGES) {
+			err_set(e, ERR_PROTOCOL, "%s: SCAN did not end within "
+			    "%d pages (%s keys each); is it a Redis server, "
+			    "with nothing in between?", q->urls[i].display,
+			    SCAN_MAX_PAGES, SCAN_COUNT);
+			rc = -1;
+			break;
+		}
 		rr = quorum_callv(q, i, e, "SCAN", cursor, "MATCH", pattern,
 		    "COUNT", SCAN_COUNT, NULL);
 		if (rr == NULL || scan_page(q, i, rr, fn, arg, &next, e) == -1)

@@ -175,4 +175,19 @@ int	quorum_reached(const struct quorum *, int i);
 
 void	quorum_free_replies(struct quorum *, struct redis_reply **);
 
+/*
+ * A reply's shape: whether it is what the request's script or command
+ * answers (arg is the caller's).
+ */
+typedef int (*quorum_shape_fn)(const struct redis_reply *, void *arg);
+
+/*
+ * Drop the replies (error replies aside) that shape refuses: each such
+ * server counts as one that did not answer, its error naming it.  Returns
+ * ok, the number of answers, less those dropped; when that is under a
+ * majority and some were dropped, e says why.  what names the request.
+ */
+int	quorum_check(struct quorum *, struct redis_reply **, quorum_shape_fn,
+	    void *arg, const char *what, int ok, struct err *e);
+
 #endif

@@ -34,8 +34,9 @@ for t in $targets; do
 	work=$out/corpus-$t
 	mkdir -p "$work"
 	log=$out/fuzz-$t.log
-	# A reply may announce a huge array ("*1312611189"): hiredis then asks
-	# for that much memory at once.  Let such a request fail (as a ulimit
+	# A reply may announce a huge array ("*1312611189"): redis.c refuses
+	# one over its bound before hiredis sees it, but under it hiredis asks
+	# for the whole array at once.  Let such a request fail (as a ulimit
 	# would) instead of calling it a crash; what happens next is tested.
 	if (cd "$out" && ASAN_OPTIONS=allocator_may_return_null=1:max_allocation_size_mb=1024 \
 	    "./fuzz-$t" -max_total_time="$secs" -max_len=4096 -malloc_limit_mb=65536 \
