@@ -18,6 +18,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "url.h"
 
 static int		level = LOG_LEVEL_NORMAL;
 static int		to_syslog;
@@ -86,9 +87,11 @@ emit(const char *tag, int stamp, int tty, int prio, const char *fmt,
 {
 	struct timespec	ts;
 	struct tm	tm;
-	char		when[32] = "", msg[1024];
+	char		when[32] = "", raw[1024], msg[1024];
 
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	/* Whoever formatted it, a URL's password is neither shown nor logged. */
+	url_mask(raw, msg, sizeof msg);
 	if (to_syslog && prio >= 0)
 		syslog(prio, "%s%s", tag, msg);
 	if (!tty)

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "options.h"
 #include "supervise.h"
+#include "url.h"
 #include "util.h"
 
 #define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
@@ -543,30 +544,62 @@ options_first_name(uint64_t mask)
 
 /*
  * A password given in a URL on the command line shows in ps(1) for as
- * long as it stays in argv.  Once the URL is copied, overwrite the
- * password's bytes in place with '*': what /proc/PID/cmdline shows from
- * then on has none.  (The moment before this runs cannot be helped:
- * --password-file and RLOCK_PASSWORD are the ways never to show it.)
+ * long as it stays in argv.  Once the URL is copied, overwrite it in
+ * place with URL_MASK, the same whatever its length: what
+ * /proc/PID/cmdline shows from then on has neither the password nor its
+ * length.  The words after it move up, and the bytes freed at the end of
+ * argv's area become NULs.  (The moment before this runs cannot be
+ * helped, nor can a password shorter than the mask be masked without
+ * showing its length: --password-file and RLOCK_PASSWORD are the ways
+ * never to show it.)
  */
+static int	  scrub_argc;
+static char	**scrub_argv;
+
+/* The end of argv's strings, if they lie end to end after arg; else NULL. */
+static char *
+argv_area_end(const char *arg)
+{
+	char	*end = NULL;
+	int	 i;
+
+	for (i = 0; i < scrub_argc; i++) {
+		if (end != NULL && scrub_argv[i] != end)
+			return NULL;
+		if (end != NULL || (arg >= scrub_argv[i] &&
+		    arg <= scrub_argv[i] + strlen(scrub_argv[i])))
+			end = scrub_argv[i] + strlen(scrub_argv[i]) + 1;
+	}
+	return end;
+}
+
 static void
 scrub_password(char *arg)
 {
-	char	*w, *end, *scheme, *at, *colon;
+	const char	*p, *a;
+	char		*pw, *at, *end, *from = arg;
+	size_t		 len, shift;
+	int		 i;
 
-	for (w = arg; *w != '\0'; w = end) {
-		w += strspn(w, " \t\n");
-		end = w + strcspn(w, " \t\n");
-		if ((scheme = strstr(w, "://")) == NULL || scheme >= end)
+	while ((p = url_find_password(from, &a)) != NULL) {
+		pw = (char *)p;
+		at = (char *)a;
+		len = (size_t)(at - pw);
+		if (len < sizeof URL_MASK - 1) {
+			memset(pw, '*', len);
+			from = at;
 			continue;
-		scheme += 3;
-		for (at = NULL, colon = scheme; colon < end; colon++)
-			if (*colon == '@')
-				at = colon;
-		if (at == NULL ||
-		    (colon = memchr(scheme, ':', (size_t)(at - scheme))) == NULL)
-			continue;
-		for (colon++; colon < at; colon++)
-			*colon = '*';
+		}
+		shift = len - (sizeof URL_MASK - 1);
+		if ((end = argv_area_end(arg)) == NULL)
+			end = at + strlen(at) + 1;	/* this word only */
+		memcpy(pw, URL_MASK, sizeof URL_MASK - 1);
+		memmove(pw + sizeof URL_MASK - 1, at, (size_t)(end - at));
+		memset(end - shift, '\0', shift);
+		for (i = 0; i < scrub_argc; i++)
+			if (scrub_argv[i] > at && scrub_argv[i] < end)
+				scrub_argv[i] -= shift;
+		from = pw + sizeof URL_MASK - 1;
 	}
 }
 
@@ -658,6 +691,8 @@ options_parse(struct opts *o, int argc, char **argv,
 	int		 i, rc, dashdash = 0;
 
 	*cep = NULL;
+	scrub_argc = argc;
+	scrub_argv = argv;
 	o->args = xcalloc(argc + 1, sizeof *o->args);
 	for (i = 1; i < argc; i++) {
 		a = argv[i];

@@ -573,3 +573,70 @@ url_retarget(struct url *dst, const struct url *u, const char *host, int port)
 	dst->db = u->db;
 	url_build_display(dst);
 }
+
+/* ------------------------------------------------- secrets in text */
+
+/* Where a word of free text ends: it may sit in quotes or a message. */
+#define WORD_END	" \t\r\n\"'<>`"
+
+static int
+is_scheme_char(int c)
+{
+	return isalnum(c) || c == '+' || c == '-' || c == '.';
+}
+
+/*
+ * The userinfo is everything between "://" and the last '@' of the word
+ * (a password with an unencoded '@' or '/' must still be found), and the
+ * password what follows its first ':'.  A word without ':' before the '@'
+ * names a user only, and is left alone.
+ */
+const char *
+url_find_password(const char *s, const char **at)
+{
+	const char	*sep, *start, *end, *p, *last, *colon;
+
+	for (sep = strstr(s, "://"); sep != NULL; sep = strstr(sep + 3, "://")) {
+		if (sep == s || !is_scheme_char((unsigned char)sep[-1]))
+			continue;
+		start = sep + 3;
+		end = start + strcspn(start, WORD_END);
+		for (last = NULL, p = start; p < end; p++)
+			if (*p == '@')
+				last = p;
+		if (last == NULL)
+			continue;
+		if ((colon = memchr(start, ':', (size_t)(last - start))) == NULL)
+			continue;
+		*at = last;
+		return colon + 1;
+	}
+	return NULL;
+}
+
+char *
+url_mask(const char *s, char *buf, size_t len)
+{
+	char	*m = url_mask_dup(s);
+
+	if (len > 0)
+		snprintf(buf, len, "%s", m);
+	free(m);
+	return buf;
+}
+
+char *
+url_mask_dup(const char *s)
+{
+	struct buf	 b;
+	const char	*pw, *at;
+
+	buf_init(&b);
+	while ((pw = url_find_password(s, &at)) != NULL) {
+		buf_add(&b, s, (size_t)(pw - s));
+		buf_adds(&b, URL_MASK);
+		s = at;
+	}
+	buf_adds(&b, s);
+	return b.p != NULL ? b.p : xstrdup("");
+}
