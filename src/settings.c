@@ -17,11 +17,13 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "conffile.h"
 #include "err.h"
@@ -98,6 +100,36 @@ unreadable(const char *what, const char *path, int e)
 	return EXIT_NOPERM;
 }
 
+/* A file that must be a regular file is something else: say what. */
+static int
+not_regular(const char *what, const char *path)
+{
+	char	shown[256];
+
+	options_printable(path, shown, sizeof shown);
+	return options_usage_error(NULL, "%s %s is a %s, not a regular file",
+	    what, shown, file_kind(path));
+}
+
+/*
+ * The config file chooses the server and what a lost lock does
+ * (on-lost = ignore): whoever can write it can do both.
+ */
+static void
+warn_if_writable(const char *path)
+{
+	struct stat	st;
+	char		shown[256];
+
+	if (stat(path, &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		options_printable(path, shown, sizeof shown);
+		log_warn("the config file %s is writable by %s, who can point "
+		    "rlock at another server or set on-lost = ignore (chmod "
+		    "go-w %s)", shown, (st.st_mode & S_IWOTH) ? "anyone" :
+		    "its group", shown);
+	}
+}
+
 /* ------------------------------------------------------- config file */
 
 /* Does any URL of the list v carry a password? */
@@ -136,6 +168,8 @@ read_config(const char *path, int explicit, char **text)
 		return 0;
 	if (rc == -1)
 		return unreadable("the config file", path, errno);
+	if (rc == -3)
+		return not_regular("the config file", path);
 	if (rc == -2)
 		return options_usage_error(NULL, "the config file %s is larger "
 		    "than %d KiB; is it the right file?", path,
@@ -220,6 +254,7 @@ settings_read_config(struct settings *s, struct opts *o)
 	if ((rc = read_config(path, explicit, &s->config_text)) != 0 ||
 	    s->config_text == NULL)
 		return rc;
+	warn_if_writable(path);
 	w.file = path;
 	w.line = 0;
 	for (line = s->config_text; line != NULL; line = next) {
@@ -251,6 +286,8 @@ read_password_file(const char *path, char **out)
 
 	if ((rc = read_bounded(path, PASSWORD_FILE_MAX, &text, &len)) == -1)
 		return unreadable("--password-file", path, errno);
+	if (rc == -3)
+		return not_regular("--password-file", path);
 	if (rc == -2)
 		return options_usage_error(NULL, "--password-file %s is larger "
 		    "than %d bytes; it should hold the password on its first "
@@ -278,18 +315,23 @@ read_password_file(const char *path, char **out)
 	return 0;
 }
 
-/* A file option names a file we can read, or it is a usage error now. */
+/*
+ * A file option names a regular file we can read, or it is a usage error
+ * now (opened without blocking: OpenSSL would wait on a FIFO forever).
+ */
 static int
 check_readable(const char *opt, const char *path)
 {
-	FILE	*f;
+	struct stat	st;
+	int		fd, regular;
 
 	if (path == NULL)
 		return 0;
-	if ((f = fopen(path, "r")) == NULL)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
 		return unreadable(opt, path, errno);
-	fclose(f);
-	return 0;
+	regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	close(fd);
+	return regular ? 0 : not_regular(opt, path);
 }
 
 /*

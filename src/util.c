@@ -9,6 +9,9 @@
  * contain, and says which byte is wrong when it refuses one.
  */
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -387,16 +390,47 @@ std_fds_open(void)
 	return 0;
 }
 
+const char *
+file_kind(const char *path)
+{
+	struct stat	st;
+
+	if (stat(path, &st) == -1)
+		return "file";
+	if (S_ISFIFO(st.st_mode))
+		return "FIFO";
+	if (S_ISDIR(st.st_mode))
+		return "directory";
+	if (S_ISCHR(st.st_mode))
+		return "character device";
+	if (S_ISBLK(st.st_mode))
+		return "block device";
+	if (S_ISSOCK(st.st_mode))
+		return "socket";
+	return S_ISREG(st.st_mode) ? "regular file" : "special file";
+}
+
 int
 read_bounded(const char *path, size_t max, char **text, size_t *len)
 {
+	struct stat	 st;
 	char	*p;
 	size_t	 n = 0;
 	ssize_t	 got = 0;
 	int	 fd, saved;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	/*
+	 * Without blocking: a FIFO would wait for a writer forever.  Then
+	 * only a regular file: a device or a socket is never what was meant.
+	 */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
 		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -3;
+	}
 	p = xmalloc(max + 2);
 	/* One byte past the limit tells a file that is too big. */
 	while (n <= max) {

@@ -63,9 +63,12 @@ int	 std_fds_open(void);
 /*
  * Read the whole file at path, at most max bytes, NUL-terminated, into
  * *text (*len: its length).  0; -1 with errno set; -2 when it holds more
- * than max bytes (a device such as /dev/zero, or a mistake).
+ * than max bytes (a mistake); -3 when it is not a regular file (opened
+ * without blocking, so a FIFO does not hang).
  */
 int	 read_bounded(const char *path, size_t max, char **text, size_t *len);
+/* What path is, for a message: "FIFO", "directory", "socket"... */
+const char *file_kind(const char *path);
 
 /* Milliseconds on CLOCK_MONOTONIC and on the wall clock. */
 int64_t	 now_mono_ms(void);
