@@ -303,6 +303,42 @@ parse_leftovers(struct opts *o, const char *v, const struct opt_where *w)
 	return 0;
 }
 
+static int
+parse_record(struct opts *o, const char *v, const struct opt_where *w)
+{
+	char	shown[128];
+
+	if (strcmp(v, "name") == 0)
+		o->record = RECORD_NAME;
+	else if (strcmp(v, "full") == 0)
+		o->record = RECORD_FULL;
+	else if (strcmp(v, "none") == 0)
+		o->record = RECORD_NONE;
+	else
+		return options_usage_error(w, "invalid --record '%s': use "
+		    "full, name or none",
+		    options_printable(v, shown, sizeof shown));
+	return 0;
+}
+
+static int
+parse_label(struct opts *o, const char *v, const struct opt_where *w)
+{
+	const unsigned char	*p;
+
+	if (*v == '\0')
+		return options_usage_error(w, "--label needs a text; for no "
+		    "record of the command at all, use --record none");
+	for (p = (const unsigned char *)v; *p != '\0'; p++)
+		if (*p < ' ' || *p == 0x7f)
+			return options_usage_error(w, "--label: a control "
+			    "character (\\x%02x) at byte %d; the label is "
+			    "shown on one line", *p, (int)(p -
+			    (const unsigned char *)v) + 1);
+	o->label = v;
+	return 0;
+}
+
 int
 options_add_urls(struct opts *o, const char *v, const struct opt_where *w)
 {
@@ -405,6 +441,13 @@ static const struct opt_def opt_defs[] = {
 	{ O_REASON, 0, "reason", "TEXT",
 	  "what the history says of this release (default: by rlock release)",
 	  STRING(reason), .flags = OPTF_ARGV_ONLY },
+	{ O_RECORD, 0, "record", "WHAT",
+	  "what status and the history keep of the command: name (its first "
+	  "word, the default), full (its words, URL passwords masked) or none",
+	  PARSE(parse_record) },
+	{ O_LABEL, 0, "label", "TEXT",
+	  "record TEXT instead of the command (see --record)",
+	  PARSE(parse_label), .flags = OPTF_ARGV_ONLY },
 	{ O_MIN_HOLD, 0, "min-hold", "DUR",
 	  "keep the lock at least DUR after acquiring; let it expire then",
 	  DURATION(min_hold_ms, MAX_TTL_MS), .flags = OPTF_ZERO_OK },

@@ -60,6 +60,8 @@ enum opt_id {
 	O_FORMAT,
 	O_LEFTOVERS,
 	O_REASON,
+	O_RECORD,
+	O_LABEL,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -111,11 +113,20 @@ struct opts {
 	const char	*format;	/* status --format */
 	const char	*reason;	/* release --reason */
 	int		 leftovers;	/* exec: enum leftovers (supervise.h) */
+	int		 record;	/* exec --record: enum record */
+	const char	*label;		/* exec --label: recorded instead */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;
 	char		**child;	/* exec: the command's argv */
 	int		 nchild;
+};
+
+/* exec --record: what is stored of the command, with the lock and in its history. */
+enum record {
+	RECORD_NAME,		/* its first word (the default) */
+	RECORD_FULL,		/* its words, a URL's password masked */
+	RECORD_NONE		/* nothing */
 };
 
 /* Where a value comes from: a config file's line; NULL: the command line. */
