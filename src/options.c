@@ -351,7 +351,8 @@ options_add_urls(struct opts *o, const char *v, const struct opt_where *w)
 			return options_usage_error(w, "too many URLs (at most "
 			    "%d)", MAX_URLS);
 		n = strcspn(v, " \t\n");
-		o->url[o->nurl++] = xstrndup(v, n);
+		/* It may hold a password: kept out of core dumps. */
+		o->url[o->nurl++] = secret_strndup(v, n);
 		v += n;
 	}
 	return 0;
@@ -361,7 +362,7 @@ void
 options_clear_urls(struct opts *o)
 {
 	while (o->nurl > 0)
-		free(o->url[--o->nurl]);
+		secret_free(o->url[--o->nurl]);
 }
 
 /* -------------------------------------------------------------- table */

@@ -308,10 +308,11 @@ read_password_file(const char *path, char **out)
 		return options_usage_error(NULL, "--password-file %s holds no "
 		    "password on its first line", path);
 	}
-	/* Only the first line is kept: wipe whatever followed it. */
-	explicit_bzero(text + n, len - n);
+	/* Kept where a core dump does not look; the read buffer wiped. */
+	*out = secret_strndup(text, n);
+	explicit_bzero(text, len);
+	free(text);
 	warn_if_readable(path, "--password-file");
-	*out = text;
 	return 0;
 }
 
@@ -420,12 +421,12 @@ settle_password(struct settings *s, struct opts *o)
 		    &s->password)) != 0)
 			return rc;
 		for (i = 0; i < s->nurls; i++) {
-			free(s->urls[i].password);
+			secret_free(s->urls[i].password);
 			s->urls[i].password = NULL;
 		}
 	} else if ((v = env("RLOCK_PASSWORD")) != NULL ||
 	    (v = env("REDISCLI_AUTH")) != NULL)
-		s->password = xstrdup(v);
+		s->password = secret_strdup(v);
 	else if (o->password_file != NULL &&
 	    (rc = read_password_file(o->password_file, &s->password)) != 0)
 		return rc;

@@ -90,6 +90,20 @@ fail:
 	return NULL;
 }
 
+/* decode_percent, into memory a core dump leaves out (see util.h). */
+static char *
+decode_secret(const char *s, size_t len)
+{
+	char	*p, *q;
+
+	if ((p = decode_percent(s, len)) == NULL)
+		return NULL;
+	q = secret_strdup(p);
+	explicit_bzero(p, len);
+	free(p);
+	return q;
+}
+
 /*
  * Read a decimal in [min, max] from s up to end.  Returns -1 for empty,
  * non-digit or out-of-range text.
@@ -156,7 +170,7 @@ parse_userinfo(const char *s, size_t len, struct url *u, char *why,
 		return -1;
 	}
 	if (colon != NULL && len - ulen - 1 != 0) {
-		u->password = decode_percent(colon + 1, len - ulen - 1);
+		u->password = decode_secret(colon + 1, len - ulen - 1);
 		if (u->password == NULL) {
 			say(why, whylen, "bad percent-escape in the password");
 			return -1;
@@ -544,11 +558,7 @@ fail:
 void
 url_free(struct url *u)
 {
-	if (u->password != NULL) {
-		/* Do not leave the secret lying in freed heap memory. */
-		explicit_bzero(u->password, strlen(u->password));
-		free(u->password);
-	}
+	secret_free(u->password);	/* wiped */
 	free(u->host);
 	free(u->path);
 	free(u->user);
@@ -569,7 +579,7 @@ url_retarget(struct url *dst, const struct url *u, const char *host, int port)
 	dst->host = xstrdup(host);
 	dst->port = port;
 	dst->user = u->user ? xstrdup(u->user) : NULL;
-	dst->password = u->password ? xstrdup(u->password) : NULL;
+	dst->password = u->password ? secret_strdup(u->password) : NULL;
 	dst->db = u->db;
 	url_build_display(dst);
 }

@@ -48,6 +48,15 @@ void	*xcalloc(size_t, size_t);
 void	*xrealloc(void *, size_t);
 char	*xstrdup(const char *);
 char	*xstrndup(const char *, size_t);
+
+/*
+ * Memory for a secret (a password, a URL holding one): pages of its own,
+ * marked MADV_DONTDUMP so that a core dump leaves them out, and wiped
+ * when freed.  secret_free(NULL) does nothing.
+ */
+char	*secret_strndup(const char *, size_t);
+char	*secret_strdup(const char *);
+void	 secret_free(char *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 
