@@ -430,6 +430,7 @@ ready_release(struct cmd_ctx *ctx, const struct lock *l,
 		return -1;
 	rc = guard_release_init(rel, config, ctx->set.password,
 	    (ctx->o.given & OPT(PASSWORD_FILE)) != 0, extra, l->name, l->token);
+	explicit_bzero(config, strlen(config));	/* its URLs' passwords */
 	free(config);
 	return rc;
 }

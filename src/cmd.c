@@ -121,7 +121,7 @@ ctx_free(struct cmd_ctx *ctx)
 	secret_free(ctx->set.password);
 	free(ctx->o.args);
 	options_clear_urls(&ctx->o);
-	free(ctx->set.config_text);
+	secret_free(ctx->set.config_text);
 }
 
 /*

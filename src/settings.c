@@ -147,6 +147,7 @@ url_has_password(const char *v)
 			url_free(&u);
 		}
 	}
+	explicit_bzero(copy, strlen(v));
 	free(copy);
 	return found;
 }
@@ -174,6 +175,11 @@ read_config(const char *path, int explicit, char **text)
 		return options_usage_error(NULL, "the config file %s is larger "
 		    "than %d KiB; is it the right file?", path,
 		    CONFIG_MAX_BYTES / 1024);
+	/* Its URLs may hold a password: kept out of core dumps. */
+	p = *text;
+	*text = secret_strndup(p, len);
+	explicit_bzero((char *)p, len);
+	free((char *)p);
 	/* A NUL would end the text early and hide what follows it. */
 	if (memchr(*text, '\0', len) != NULL) {
 		w.file = path;

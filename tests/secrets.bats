@@ -144,6 +144,39 @@ PY
 	[[ $status -eq 1 ]] || fail "the password is in dumpable memory: $output"
 }
 
+@test "secrets: a config file's URL password is held only where a core dump does not look" {
+	local pw=Conf-Dump-Me-Not-24680 c=$BATS_TEST_TMPDIR/rlock.conf i
+	RCLI_AUTH=$pw
+	start_redis_auth_as AUTH "$pw"
+	rcli_as AUTH SET "rlock:{busy}" someone-else PX 60000 >/dev/null
+	printf 'url = redis://:%s@127.0.0.1:%s\n' "$pw" "$AUTH_PORT" >"$c"
+	bg_start WAITER "$RLOCK" --config "$c" acquire -w 30s busy
+	for ((i = 0; i < 500; i++)); do
+		(($(rcli_as AUTH CLIENT LIST | grep -vc 'cmd=client') >= 1)) && break
+		sleep 0.02
+	done
+	run mem_holds "$WAITER" "$pw"
+	[[ $status -eq 1 ]] || fail "the password is in dumpable memory: $output"
+}
+
+@test "secrets: exec holds a URL's password only where a core dump does not look while the command runs" {
+	local pw=Exec-Dump-Me-Not-13579 i
+	RCLI_AUTH=$pw
+	start_redis_auth_as AUTH "$pw"
+	bg_start JOB "$RLOCK" -u "redis://:$pw@127.0.0.1:$AUTH_PORT" exec job -- \
+		sh -c 'touch "$0.started"; while [ ! -e "$0" ]; do sleep 0.02; done' "$BATS_TEST_TMPDIR/go"
+	for ((i = 0; i < 500; i++)); do
+		[[ -e "$BATS_TEST_TMPDIR/go.started" ]] && break
+		sleep 0.02
+	done
+	[[ -e "$BATS_TEST_TMPDIR/go.started" ]] || fail "the command did not start: $(cat "$BATS_TEST_TMPDIR/JOB.err")"
+	run mem_holds "$JOB" "$pw"
+	touch "$BATS_TEST_TMPDIR/go"
+	bg_wait "$JOB" 15000 || fail "the job did not end"
+	[[ $status -eq 1 ]] || fail "the password is in dumpable memory: $output"
+	assert_equal "$BG_STATUS" 0
+}
+
 # ---------------------------------------------------------------- files
 
 @test "odd files: a FIFO as --password-file is refused at once, in one line" {
