@@ -490,9 +490,22 @@ char *
 settings_config_text(const struct opts *o)
 {
 	struct buf	b;
+	size_t		n = 1024;
 	int		i, bad = 0;
 
+	/*
+	 * The URLs may hold a password: all the room it needs at once, so
+	 * that no realloc leaves a copy behind (the caller wipes this one).
+	 */
+	for (i = 0; i < o->nurl; i++)
+		n += strlen(o->url[i]) + 1;
+	n += o->prefix ? strlen(o->prefix) : 0;
+	n += o->tls.ca ? strlen(o->tls.ca) : 0;
+	n += o->tls.cert ? strlen(o->tls.cert) : 0;
+	n += o->tls.key ? strlen(o->tls.key) : 0;
+	n += o->tls.server_name ? strlen(o->tls.server_name) : 0;
 	buf_init(&b);
+	buf_reserve(&b, n);
 	buf_adds(&b, "url =");
 	for (i = 0; i < o->nurl; i++) {
 		if (strpbrk(o->url[i], " \t\n") != NULL)

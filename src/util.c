@@ -147,6 +147,12 @@ grow(struct buf *b, size_t n)
 }
 
 void
+buf_reserve(struct buf *b, size_t n)
+{
+	grow(b, n);
+}
+
+void
 buf_add(struct buf *b, const void *data, size_t n)
 {
 	grow(b, n);

@@ -19,6 +19,9 @@ void	 buf_init(struct buf *);
 void	 buf_free(struct buf *);
 void	 buf_add(struct buf *, const void *, size_t);
 void	 buf_adds(struct buf *, const char *);
+/* Room for n more bytes at once: text that must not be left behind by a
+ * realloc (a password) is written into a buffer that never moves. */
+void	 buf_reserve(struct buf *, size_t);
 void	 buf_printf(struct buf *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 

@@ -314,3 +314,22 @@ WAITGO='while [ ! -e "$0" ]; do sleep 0.02; done'
 	assert_usage_error
 	[[ "$stderr" == *"full, name or none"* ]] || fail "$stderr"
 }
+
+@test "exec: a URL's password stored by an older rlock is masked in status and log" {
+	rlock acquire -t 60s job >/dev/null
+	rcli HSET "rlock:{job}:info" command "psql postgresql://u:SECRET@db/app" >/dev/null
+	rcli XADD "rlock:{job}:log" '*' e acquired h web1 p 42 u alice c "psql postgresql://u:SECRET@db/app" f 1 >/dev/null
+	run --separate-stderr rlock status job
+	assert_success
+	refute_contains SECRET "$output"
+	assert_output --partial "postgresql://u:****@db/app"
+	run --separate-stderr rlock --json status job
+	refute_contains SECRET "$output"
+	run --separate-stderr rlock log job
+	refute_contains SECRET "$output"
+	assert_output --partial "postgresql://u:****@db/app"
+	run --separate-stderr rlock --json log job
+	refute_contains SECRET "$output"
+	run --separate-stderr rlock acquire -n job
+	refute_contains SECRET "$stderr"
+}
