@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "keeper.h"
 #include "log.h"
 #include "output.h"
 #include "util.h"
@@ -74,7 +75,7 @@ cmd_release_exec(struct cmd_ctx *ctx)
 {
 	struct lock	 l;
 	const char	*token = cmd_token(ctx);
-	int		 rc;
+	int		 rc, kfd;
 
 	if (!ctx->o.force && token == NULL)
 		return cmd_usage_error("release needs the lock's token: pass "
@@ -84,9 +85,21 @@ cmd_release_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	if (ctx->o.force)
 		rc = force(ctx, &l);
-	else if ((rc = lock_release(&l, ctx->o.reason != NULL &&
-	    *ctx->o.reason != '\0' ? ctx->o.reason : "release",
-	    &ctx->err)) == -1)
+	else {
+		/*
+		 * A keeper of this lock on this host (acquire --hold) hears of
+		 * the release before it is sent, and of its outcome: it
+		 * extends no more, takes no refusal for a loss, and exits.
+		 */
+		kfd = keeper_announce(ctx->o.prefix, l.name, token);
+		rc = lock_release(&l, ctx->o.reason != NULL &&
+		    *ctx->o.reason != '\0' ? ctx->o.reason : "release",
+		    &ctx->err);
+		keeper_released(kfd, rc);
+	}
+	if (ctx->o.force)
+		;
+	else if (rc == -1)
 		rc = cmd_fail(ctx);
 	else if (rc == 0) {
 		log_error("release %s: not the holder (the lock expired, or "

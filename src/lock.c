@@ -48,6 +48,13 @@
  */
 #define LATE_PAUSE_MS		10
 #define LATE_MAX		6
+/*
+ * A blocking read answered with an error (the wake list is not a list)
+ * returns at once: the next round waits WAIT_ERR_PAUSE_MS first, doubled
+ * each time in a row, never past the round's own sleep or --wait, instead
+ * of sending the next BLPOP and script straight away.
+ */
+#define WAIT_ERR_PAUSE_MS	10
 /* A quorum's proposed fence floor is this far ahead of our clock. */
 #define FENCE_LEAD_MS		1000
 /* How long a history note of the client's own may take, at most. */
@@ -506,6 +513,69 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 }
 
 /*
+ * What is wrong when server i answered a waiter's BLPOP with the error
+ * code: for a wrong type, which of the two lists it is and what it holds
+ * (TYPE); into l->wait_why, never the server's own text.
+ */
+static void
+describe_wait_error(struct lock *l, int i, const char *code)
+{
+	struct redis_reply	*rr;
+	struct err		 e;
+	const char		*keys[2], *key = l->wake_key;
+	char			 type[32] = "";
+	int			 k;
+
+	keys[0] = l->wake_key;
+	keys[1] = own_wake(l);
+	for (k = 0; k < 2 && strcmp(code, "WRONGTYPE") == 0; k++) {
+		rr = quorum_callv(l->q, i, &e, "TYPE", keys[k], NULL);
+		/* A module's type name too, if it is a plain word. */
+		if (rr != NULL && rr->type == REDIS_T_STATUS &&
+		    strcmp(rr->str, "list") != 0 &&
+		    strcmp(rr->str, "none") != 0 && rr->len < 24 &&
+		    strspn(rr->str, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == rr->len) {
+			snprintf(type, sizeof type, "a %s", rr->str);
+			key = keys[k];
+			k = 2;
+		}
+		redis_reply_free(rr);
+	}
+	if (strcmp(code, "WRONGTYPE") == 0)
+		snprintf(l->wait_why, sizeof l->wait_why, "%s: %s holds %s, not "
+		    "a list, so a waiter cannot block on it for %s; delete it "
+		    "with rlock release --force %s (or redis-cli DEL '%s')",
+		    l->q->urls[i].display, key, type[0] != '\0' ? type :
+		    "a value of another type", l->name, l->name, key);
+	else
+		snprintf(l->wait_why, sizeof l->wait_why, "%s: BLPOP on %s was "
+		    "refused (%s), so a waiter cannot block on it for %s; run "
+		    "rlock doctor to see what this server allows",
+		    l->q->urls[i].display, key, code, l->name);
+}
+
+/*
+ * After a round that blocked on the wake lists: did the BLPOP answer an
+ * error?  Counted in a row, and said once (with -v) as it happens.
+ */
+static void
+note_wait(struct lock *l)
+{
+	const char	*code;
+	int		 i;
+
+	if ((i = quorum_wait_error(l->q, &code)) < 0) {
+		l->wait_errors = 0;
+		return;
+	}
+	if (l->wait_errors++ == 0 && l->wait_why[0] == '\0') {
+		describe_wait_error(l, i, code);
+		log_verbose("%s; waiting with a backoff instead", l->wait_why);
+	}
+}
+
+/*
  * Block on the wake list for sleep ms.  With a progress callback, wake
  * each second to call it (a person at a terminal sees the wait move); a
  * pop ends the sleep at once either way.  1 woken, 0 slept, -1 error.
@@ -530,7 +600,8 @@ sleep_on_wake(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
 		if ((rc = quorum_wait(l->q, l->wake_key, own_wake(l), chunk,
 		    e)) != 0)
 			return rc;
-		if (now_mono_ms() >= until)
+		/* An error reply did not wait: see note_wait. */
+		if (now_mono_ms() >= until || quorum_wait_error(l->q, NULL) >= 0)
 			return 0;
 	}
 }
@@ -576,6 +647,23 @@ pause_ms(int64_t ms, struct err *e)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The pause before the next round when the last blocking read answered an
+ * error: doubled each time in a row, never past --wait.
+ */
+static int
+wait_error_pause(struct lock *l, int64_t deadline, struct err *e)
+{
+	int64_t	ms = WAIT_ERR_PAUSE_MS << (l->wait_errors < 8 ?
+		    l->wait_errors - 1 : 7), left;
+
+	if (ms > WAITER_RENEW_MS)
+		ms = WAITER_RENEW_MS;
+	if (deadline >= 0 && ms > (left = deadline - now_mono_ms()))
+		ms = left > 0 ? left : 0;
+	return pause_ms(ms, e);
 }
 
 /*
@@ -657,6 +745,8 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 
 	deadline = wait_ms < 0 ? -1 : start + wait_ms;
 	l->late = 0;
+	l->wait_errors = 0;
+	l->wait_why[0] = '\0';
 	l->wait_ms = wait_ms;
 	l->wait_start = start;
 	l->meta = *m;
@@ -670,6 +760,8 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		}
 		if (rc != 0)
 			return rc;
+		if (sleep >= 0)
+			note_wait(l);	/* the attempt went behind a BLPOP */
 		answered = 1;
 		pause = RIDE_FIRST_MS;
 		if (l->late >= LATE_MAX) {
@@ -689,11 +781,17 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		}
 		if (wait_ms == 0)
 			return 0;
+		if (l->wait_errors > 0 && wait_error_pause(l, deadline, e) == -1)
+			return -1;
 		if (deadline < 0)
 			left = INT64_MAX;
 		else if ((left = deadline - now_mono_ms()) <= 0) {
 			lock_unlist(l);
-			return 0;
+			/* Busy, but what kept us from waiting is the news. */
+			if (l->wait_errors == 0)
+				return 0;
+			err_set(e, ERR_UNAVAILABLE, "%s", l->wait_why);
+			return -1;
 		}
 		/*
 		 * Sleep on the wake list: a release pushes to it, so we are
@@ -727,6 +825,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		}
 		if ((rc = sleep_on_wake(l, start, deadline, sleep, e)) == -1)
 			return -1;
+		note_wait(l);
 		sleep = -1;
 	}
 }

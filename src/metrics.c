@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "util.h"
 
 /* A family: its name, help, and how to get a lock's value (0: none). */
 struct family {

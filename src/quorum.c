@@ -17,6 +17,7 @@
  * sentinel URL).
  */
 
+#include <ctype.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -413,6 +414,29 @@ quorum_script_until(struct quorum *q, const int *only,
 	return round_trip(q, only, &rq, settled, arg, 0, replies, e);
 }
 
+/* Server i's BLPOP answered the error code (n bytes): kept, printable. */
+static void
+note_wait_error(struct quorum *q, int i, const char *code, size_t n)
+{
+	char	*p;
+
+	q->wait_err = i + 1;
+	snprintf(q->wait_code, sizeof q->wait_code, "%.*s", (int)n, code);
+	for (p = q->wait_code; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
+			*p = '?';
+}
+
+int
+quorum_wait_error(const struct quorum *q, const char **code)
+{
+	if (q->wait_err == 0)
+		return -1;
+	if (code != NULL)
+		*code = q->wait_code;
+	return q->wait_err - 1;
+}
+
 int
 quorum_wait_script(struct quorum *q, const char *key, const char *key2,
     int64_t wait_ms, quorum_settled_fn settled, void *arg, struct script *s,
@@ -424,8 +448,15 @@ quorum_wait_script(struct quorum *q, const char *key, const char *key2,
 		.args = args, .wait_key = key, .wait_key2 = key2,
 		.wait_ms = wait_ms,
 	};
+	const char		*code;
+	int			 i, ok;
 
-	return round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
+	ok = round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
+	q->wait_err = 0;
+	for (i = 0; i < q->n && q->wait_err == 0; i++)
+		if ((code = redis_wait_error(q->conn[i])) != NULL)
+			note_wait_error(q, i, code, strlen(code));
+	return ok;
 }
 
 int
@@ -539,11 +570,17 @@ quorum_wait(struct quorum *q, const char *key, const char *key2,
 	rq.argv = argv;
 	rq.extra_ms = timeout_ms;
 	rep = xcalloc(q->n, sizeof *rep);
-	round_trip(q, NULL, &rq, settled_woken, NULL, 0, rep, e);
+	/* Error replies kept: a key that is not a list is no failure to reach. */
+	round_trip(q, NULL, &rq, settled_woken, NULL, 1, rep, e);
+	q->wait_err = 0;
 	for (i = 0; i < q->n; i++) {
 		replied += rep[i] != NULL;
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY)
 			woken = 1;
+		if (rep[i] != NULL && rep[i]->type == REDIS_T_ERROR &&
+		    q->wait_err == 0)
+			note_wait_error(q, i, rep[i]->str,
+			    strcspn(rep[i]->str, " \r\n"));
 		if (q->errs[i].kind == ERR_INTERRUPTED) {
 			*e = q->errs[i];
 			woken = -1;

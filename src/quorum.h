@@ -25,6 +25,9 @@ struct quorum {
 	struct err		*cerrs;	/* last failure to connect */
 	int64_t			*retry_at; /* no new connect before */
 	int64_t			 limit;	/* no wait past it; 0: none */
+	/* The last wait's BLPOP answered an error: on server wait_err - 1. */
+	int			 wait_err;
+	char			 wait_code[32];	/* its code: "WRONGTYPE", ... */
 };
 
 /* The number of servers that must agree. */
@@ -132,10 +135,18 @@ struct redis_reply *quorum_ask(struct quorum *, int i, struct err *e,
 /*
  * Block for at most timeout_ms until key (a list), or key2 if not NULL,
  * has an element on any server, and pop it.  Returns 1 when woken by an element, 0 on timeout,
- * -1 when no server could be asked (or a signal came).
+ * -1 when no server could be asked (or a signal came).  An error reply
+ * (a key that is not a list) ends the wait at once, as 0: see
+ * quorum_wait_error.
  */
 int	quorum_wait(struct quorum *, const char *key, const char *key2,
 	    int64_t timeout_ms, struct err *e);
+/*
+ * After quorum_wait or quorum_wait_script: the server whose BLPOP got an
+ * error reply instead of waiting, with *code (if code is not NULL) its
+ * error code; -1 if none.
+ */
+int	quorum_wait_error(const struct quorum *, const char **code);
 
 /*
  * Every key matching pattern (a SCAN MATCH glob) on every server, each

@@ -84,6 +84,7 @@ struct redis {
 	int			 ask;		/* ASKING before it, once */
 	int			 asked;		/* it went with ASKING */
 	int			 waited;	/* its BLPOP is done (redirected) */
+	char			 wait_err[32];	/* its BLPOP's error code, or "" */
 	int			 holding;	/* until AUTH and SELECT answer */
 	size_t			 body_at;	/* where out's request starts */
 	int			 reached;	/* a request ever went out */
@@ -103,6 +104,7 @@ struct redis {
 };
 
 static int	step(struct redis *, struct err *);
+static void	note_wait_error(struct redis *, const struct redis_reply *);
 
 static struct redis_reply *
 convert(const redisReply *r)
@@ -926,9 +928,14 @@ step_ready(struct redis *r, struct err *e)
 			/*
 			 * Popped or timed out, the script ran right after it:
 			 * its reply is the one that counts, a round trip from
-			 * now.
+			 * now.  An error reply did not wait at all: it is kept
+			 * for the caller (redis_wait_error), who must not send
+			 * the next one at once.  A redirection is the script's
+			 * business.
 			 */
 			r->deadline = now_mono_ms() + r->opts->timeout_ms;
+			if (rr->type == REDIS_T_ERROR)
+				note_wait_error(r, rr);
 		} else if (handshake_reply(r, d, rr, e) == -1) {
 			redis_reply_free(rr);
 			/* Our credentials or db are wrong: no message prefix. */
@@ -1043,9 +1050,33 @@ redis_step(struct redis *r, struct err *e)
 	return step(r, e);
 }
 
+/* The error code (its first word) of a BLPOP's error reply. */
+static void
+note_wait_error(struct redis *r, const struct redis_reply *rr)
+{
+	size_t	n = rr->str != NULL ? strcspn(rr->str, " \r\n") : 0;
+
+	if ((n == 5 && strncmp(rr->str, "MOVED", 5) == 0) ||
+	    (n == 3 && strncmp(rr->str, "ASK", 3) == 0))
+		return;
+	if (n == 0 || n >= sizeof r->wait_err)
+		snprintf(r->wait_err, sizeof r->wait_err, "ERR");
+	else {
+		memcpy(r->wait_err, rr->str, n);
+		r->wait_err[n] = '\0';
+	}
+}
+
+const char *
+redis_wait_error(const struct redis *r)
+{
+	return r->wait_err[0] != '\0' ? r->wait_err : NULL;
+}
+
 int
 redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 {
+	r->wait_err[0] = '\0';
 	if (r->pending) {
 		err_set(e, ERR_SOFTWARE, "request already in flight");
 		return -1;

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -526,3 +527,34 @@ read_bounded(const char *path, size_t max, char **text, size_t *len)
 	*len = n;
 	return 0;
 }
+
+#ifndef __GLIBC__
+/* As glibc's sigabbrev_np: the name without "SIG", NULL if none. */
+const char *
+util_sigabbrev(int sig)
+{
+	static const char *const names[] = {
+		[SIGHUP] = "HUP", [SIGINT] = "INT", [SIGQUIT] = "QUIT",
+		[SIGILL] = "ILL", [SIGTRAP] = "TRAP", [SIGABRT] = "ABRT",
+		[SIGBUS] = "BUS", [SIGFPE] = "FPE", [SIGKILL] = "KILL",
+		[SIGUSR1] = "USR1", [SIGSEGV] = "SEGV", [SIGUSR2] = "USR2",
+		[SIGPIPE] = "PIPE", [SIGALRM] = "ALRM", [SIGTERM] = "TERM",
+#ifdef SIGSTKFLT
+		[SIGSTKFLT] = "STKFLT",
+#endif
+		[SIGCHLD] = "CHLD", [SIGCONT] = "CONT", [SIGSTOP] = "STOP",
+		[SIGTSTP] = "TSTP", [SIGTTIN] = "TTIN", [SIGTTOU] = "TTOU",
+		[SIGURG] = "URG", [SIGXCPU] = "XCPU", [SIGXFSZ] = "XFSZ",
+		[SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF",
+		[SIGWINCH] = "WINCH", [SIGPOLL] = "POLL",
+#ifdef SIGPWR
+		[SIGPWR] = "PWR",
+#endif
+		[SIGSYS] = "SYS",
+	};
+
+	if (sig <= 0 || (size_t)sig >= sizeof names / sizeof names[0])
+		return NULL;
+	return names[sig];
+}
+#endif

@@ -8,6 +8,15 @@
 
 #define NAME_MAX_BYTES	255
 
+/*
+ * sigabbrev_np is glibc's (2.32 on), and musl, which the static build
+ * (scripts/static.sh) uses, has none: there util.c gives the same answers.
+ */
+#ifndef __GLIBC__
+#define sigabbrev_np	util_sigabbrev
+const char	*util_sigabbrev(int sig);
+#endif
+
 /* A growable byte buffer, always NUL-terminated.  Aborts on out of memory. */
 struct buf {
 	char	*p;
