@@ -37,7 +37,7 @@ function __rlock_exec_argv
                 case -c --command '--command=*'
                     test "$cmd" = exec; and return 1
                     continue
-                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --pid --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
+                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --record --label --pid --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
                     set skip 1
                     continue
                 case '-*'
@@ -161,6 +161,8 @@ complete -c rlock -n $exec_opt -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR
 complete -c rlock -n $exec_opt -l kill-after -x -d 'Then SIGKILL if it is still running after DUR (default 10s)'
 complete -c rlock -n $exec_opt -l max-runtime -x -d "Stop the command after DUR (--on-lost's signal), release, exit 124"
 complete -c rlock -n $exec_opt -l leftovers -x -a 'wait kill leave' -d 'What the command left running: wait (keep the lock until it ends; the default), kill (stop it, then release) or leave (release)'
+complete -c rlock -n $exec_opt -l record -x -a 'name full none' -d 'What status and the history keep of the command: name (its first word, the default), full (its words, URL passwords masked) or none'
+complete -c rlock -n $exec_opt -l label -x -d 'Record TEXT instead of the command (see --record)'
 complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's process group (no guard, no terminal hand-over)"
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'

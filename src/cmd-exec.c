@@ -14,6 +14,7 @@
  *     to expire when the minimum is up), and exit with the command's status.
  */
 
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "settings.h"
 #include "supervise.h"
 #include "signals.h"
+#include "url.h"
 #include "util.h"
 
 /* How much of the command line is stored with the lock for status. */
@@ -44,28 +46,22 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |
 	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
-	    OPT(SHARED) | OPTS_HISTORY,
+	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
 	.exec = cmd_exec_exec,
 };
 
-/* The command line as status shows it: words joined, cut short if long. */
+/* s cut to COMMAND_SHOWN_MAX bytes, "..." marking the cut. */
 static char *
-command_line(char *const *argv)
+cut_short(char *s)
 {
 	struct buf	b;
-	size_t		i;
 
-	buf_init(&b);
-	for (i = 0; argv[i] != NULL; i++) {
-		if (i > 0)
-			buf_adds(&b, " ");
-		buf_adds(&b, argv[i]);
-		if (b.len > COMMAND_SHOWN_MAX)
-			break;
-	}
+	b.p = s;
+	b.len = strlen(s);
+	b.cap = b.len + 1;
 	if (b.len > COMMAND_SHOWN_MAX) {
 		b.len = COMMAND_SHOWN_MAX - 3;
 		/* Do not cut a UTF-8 sequence in half. */
@@ -75,6 +71,64 @@ command_line(char *const *argv)
 		buf_adds(&b, "...");
 	}
 	return b.p;
+}
+
+/* A shell's VAR=value word, which may hold a secret (PGPASSWORD=...). */
+static int
+is_assignment(const char *w, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || !(isalpha((unsigned char)w[0]) || w[0] == '_'))
+		return 0;
+	for (i = 1; i < len && (isalnum((unsigned char)w[i]) || w[i] == '_');
+	    i++)
+		;
+	return i < len && w[i] == '=';
+}
+
+/*
+ * What the lock and its history keep of the command, for everyone who can
+ * read the server, for as long as the history lasts (30 days by default).
+ * Arguments often carry secrets (a database URL, -pPASSWORD, a token), so
+ * by default only the first word is kept: the program, which is what an
+ * operator asks "who holds this?" about, with the host and pid to find the
+ * rest with ps on that host.  For -c it is the shell command's first word
+ * past any VAR=value.  --record full keeps every word (cut to 200 bytes),
+ * and --label a text of the user's instead.  A URL's password is masked
+ * in whatever is kept.
+ */
+static char *
+command_record(const struct opts *o, char *const *argv)
+{
+	struct buf	 b;
+	const char	*w;
+	char		*masked;
+	size_t		 i, len;
+
+	buf_init(&b);
+	if (o->label != NULL)
+		buf_adds(&b, o->label);
+	else if (o->record == RECORD_FULL) {
+		for (i = 0; argv[i] != NULL && b.len <= 4 * COMMAND_SHOWN_MAX;
+		    i++) {
+			if (i > 0)
+				buf_adds(&b, " ");
+			buf_adds(&b, argv[i]);
+		}
+	} else if (o->record == RECORD_NAME && o->command != NULL) {
+		for (w = o->command;; w += len) {
+			w += strspn(w, " \t\n");
+			len = strcspn(w, " \t\n");
+			if (!is_assignment(w, len))
+				break;
+		}
+		buf_add(&b, w, len);
+	} else if (o->record == RECORD_NAME)
+		buf_adds(&b, argv[0]);
+	masked = url_mask_dup(b.p);
+	buf_free(&b);
+	return cut_short(masked);
 }
 
 static int
@@ -376,6 +430,7 @@ ready_release(struct cmd_ctx *ctx, const struct lock *l,
 		return -1;
 	rc = guard_release_init(rel, config, ctx->set.password,
 	    (ctx->o.given & OPT(PASSWORD_FILE)) != 0, extra, l->name, l->token);
+	explicit_bzero(config, strlen(config));	/* its URLs' passwords */
 	free(config);
 	return rc;
 }
@@ -399,7 +454,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		snprintf(token, sizeof token, "%s", ctx->o.token);
 	else
 		lock_new_token(token, sizeof token);
-	cmdline = command_line(argv);
+	cmdline = command_record(&ctx->o, argv);
 	cmd_meta(&meta, (long long)getpid(), cmdline);
 	supervise_init(&sv);
 	memset(&rel, 0, sizeof rel);

@@ -146,13 +146,10 @@ ctx_free(struct cmd_ctx *ctx)
 		quorum_close(&ctx->q);
 	for (i = 0; i < ctx->set.nurls; i++)
 		url_free(&ctx->set.urls[i]);
-	if (ctx->set.password != NULL) {
-		explicit_bzero(ctx->set.password, strlen(ctx->set.password));
-		free(ctx->set.password);
-	}
+	secret_free(ctx->set.password);
 	free(ctx->o.args);
 	options_clear_urls(&ctx->o);
-	free(ctx->set.config_text);
+	secret_free(ctx->set.config_text);
 }
 
 /*

@@ -577,6 +577,7 @@ guard_release_init(struct guard_release *rel, const char *config,
 	else
 		text = xstrdup(config);
 	rel->config = text_pipe(text);
+	explicit_bzero(text, strlen(text));	/* URLs with passwords */
 	free(text);
 	if ((rel->exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) == -1 ||
 	    rel->config == -1 ||

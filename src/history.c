@@ -10,6 +10,7 @@
 #include "history.h"
 #include "lock.h"
 #include "scripts.h"
+#include "url.h"
 
 /* The scripts' field names, in enum hist_field's order. */
 static const char *const field_names[HF__COUNT] = {
@@ -47,7 +48,10 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 		for (k = 0; k < HF__COUNT; k++)
 			if (strcmp(fv->element[i]->str, field_names[k]) == 0 &&
 			    ev->v[k] == NULL)
-				ev->v[k] = xstrndup(fv->element[i + 1]->str,
+				/* Written by anyone: a URL's password masked. */
+				ev->v[k] = k == HF_COMMAND ?
+				    url_mask_dup(fv->element[i + 1]->str) :
+				    xstrndup(fv->element[i + 1]->str,
 				    fv->element[i + 1]->len);
 	}
 	return ev->v[HF_EVENT] != NULL ? 0 : -1;

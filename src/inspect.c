@@ -21,6 +21,7 @@
 #include "lock-private.h"
 #include "scripts.h"
 #include "signals.h"
+#include "url.h"
 #include "util.h"
 
 /*
@@ -35,6 +36,15 @@ dup_str(const struct redis_reply *r)
 	if (r == NULL || r->type != REDIS_T_STRING)
 		return NULL;
 	return xstrndup(r->str, r->len);
+}
+
+/* A command as stored, by anyone: a URL's password in it masked. */
+static char *
+dup_command(const struct redis_reply *r)
+{
+	if (r == NULL || r->type != REDIS_T_STRING)
+		return NULL;
+	return url_mask_dup(r->str);
 }
 
 static struct lock_slot *
@@ -87,7 +97,7 @@ add_slots(const struct redis_reply *r, struct lock_status *st)
 		ls->host = dup_str(f[1]);
 		ls->pid = lock_to_ll(f[2]);
 		ls->user = dup_str(f[3]);
-		ls->command = dup_str(f[4]);
+		ls->command = dup_command(f[4]);
 		ls->acquired_ms = lock_clamp(lock_to_ll(f[5]), 0,
 		    LOCK_REPLY_MAX_TIME);
 		ls->ttl_ms = lock_clamp(lock_to_ll(f[6]), 0,
@@ -178,7 +188,7 @@ add_waiters(const struct redis_reply *r, struct lock_status *st,
 		lw->host = dup_str(f[1]);
 		lw->pid = lock_to_ll(f[2]);
 		lw->user = dup_str(f[3]);
-		lw->command = dup_str(f[4]);
+		lw->command = dup_command(f[4]);
 		lw->waiting_ms = lock_clamp(lock_to_ll(f[5]), 0,
 		    LOCK_REPLY_MAX_TIME);
 		lw->place = w->element[i]->elements >= 7 ? lock_to_ll(f[6]) : 0;
@@ -231,7 +241,7 @@ lock_reply_status(const struct redis_reply *r, struct lock_status *st)
 	st->host = dup_str(el[4]);
 	st->pid = lock_to_ll(el[5]);
 	st->user = dup_str(el[6]);
-	st->command = dup_str(el[7]);
+	st->command = dup_command(el[7]);
 	st->acquired_ms = lock_clamp(lock_to_ll(el[8]), 0,
 	    LOCK_REPLY_MAX_TIME);
 	st->ttl_ms = lock_clamp(lock_to_ll(el[9]), 0, LOCK_REPLY_MAX_TIME);

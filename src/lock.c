@@ -34,6 +34,7 @@
 #include "log.h"
 #include "scripts.h"
 #include "signals.h"
+#include "url.h"
 #include "util.h"
 
 /* When a lock has no expiry (set by hand), look again this often. */
@@ -327,7 +328,7 @@ note_holder(struct lock *l, const struct redis_reply *r)
 		snprintf(h->host, sizeof h->host, "%s", el[2]->str);
 	h->pid = lock_to_ll(el[3]);
 	if (el[4]->type == REDIS_T_STRING)
-		snprintf(h->command, sizeof h->command, "%s", el[4]->str);
+		url_mask(el[4]->str, h->command, sizeof h->command);
 	if (lock_to_ll(el[5]) > 0)
 		h->held_ms = lock_clamp(lock_to_ll(el[6]), 0,
 		    LOCK_REPLY_MAX_TIME) - lock_clamp(lock_to_ll(el[5]), 0,

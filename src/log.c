@@ -21,6 +21,7 @@
 #include "escape.h"
 #include "json.h"
 #include "log.h"
+#include "url.h"
 
 static int		level = LOG_LEVEL_NORMAL;
 static int		to_syslog;
@@ -90,9 +91,11 @@ emit(const char *tag, int stamp, int tty, int prio, const char *fmt,
 	struct timespec	ts;
 	struct tm	tm;
 	struct buf	shown;
-	char		when[32] = "", msg[1024];
+	char		when[32] = "", raw[1024], msg[1024];
 
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vsnprintf(raw, sizeof raw, fmt, ap);
+	/* Whoever formatted it, a URL's password is neither shown nor logged. */
+	url_mask(raw, msg, sizeof msg);
 	/*
 	 * A message may quote what a server, a URL or a key said: shown with
 	 * its control characters and bad UTF-8 escaped, on the terminal and

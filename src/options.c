@@ -30,6 +30,7 @@
 #include "log.h"
 #include "options.h"
 #include "supervise.h"
+#include "url.h"
 #include "util.h"
 
 #define MAX_TTL_MS		(30LL * 24 * 3600 * 1000)
@@ -312,6 +313,42 @@ parse_leftovers(struct opts *o, const char *v, const struct opt_where *w)
 	return 0;
 }
 
+static int
+parse_record(struct opts *o, const char *v, const struct opt_where *w)
+{
+	char	shown[128];
+
+	if (strcmp(v, "name") == 0)
+		o->record = RECORD_NAME;
+	else if (strcmp(v, "full") == 0)
+		o->record = RECORD_FULL;
+	else if (strcmp(v, "none") == 0)
+		o->record = RECORD_NONE;
+	else
+		return options_usage_error(w, "invalid --record '%s': use "
+		    "full, name or none",
+		    options_printable(v, shown, sizeof shown));
+	return 0;
+}
+
+static int
+parse_label(struct opts *o, const char *v, const struct opt_where *w)
+{
+	const unsigned char	*p;
+
+	if (*v == '\0')
+		return options_usage_error(w, "--label needs a text; for no "
+		    "record of the command at all, use --record none");
+	for (p = (const unsigned char *)v; *p != '\0'; p++)
+		if (*p < ' ' || *p == 0x7f)
+			return options_usage_error(w, "--label: a control "
+			    "character (\\x%02x) at byte %d; the label is "
+			    "shown on one line", *p, (int)(p -
+			    (const unsigned char *)v) + 1);
+	o->label = v;
+	return 0;
+}
+
 int
 options_add_urls(struct opts *o, const char *v, const struct opt_where *w)
 {
@@ -324,7 +361,8 @@ options_add_urls(struct opts *o, const char *v, const struct opt_where *w)
 			return options_usage_error(w, "too many URLs (at most "
 			    "%d)", MAX_URLS);
 		n = strcspn(v, " \t\n");
-		o->url[o->nurl++] = xstrndup(v, n);
+		/* It may hold a password: kept out of core dumps. */
+		o->url[o->nurl++] = secret_strndup(v, n);
 		v += n;
 	}
 	return 0;
@@ -334,7 +372,7 @@ void
 options_clear_urls(struct opts *o)
 {
 	while (o->nurl > 0)
-		free(o->url[--o->nurl]);
+		secret_free(o->url[--o->nurl]);
 }
 
 /* -------------------------------------------------------------- table */
@@ -414,6 +452,13 @@ static const struct opt_def opt_defs[] = {
 	{ O_REASON, 0, "reason", "TEXT",
 	  "what the history says of this release (default: by rlock release)",
 	  STRING(reason), .flags = OPTF_ARGV_ONLY },
+	{ O_RECORD, 0, "record", "WHAT",
+	  "what status and the history keep of the command: name (its first "
+	  "word, the default), full (its words, URL passwords masked) or none",
+	  PARSE(parse_record) },
+	{ O_LABEL, 0, "label", "TEXT",
+	  "record TEXT instead of the command (see --record)",
+	  PARSE(parse_label), .flags = OPTF_ARGV_ONLY },
 	{ O_HOLD, 0, "hold", NULL,
 	  "leave a keeper that holds the lock while the caller (or --pid) lives",
 	  SET(hold, 1), .flags = OPTF_ARGV_ONLY },
@@ -575,30 +620,62 @@ options_first_name(uint64_t mask)
 
 /*
  * A password given in a URL on the command line shows in ps(1) for as
- * long as it stays in argv.  Once the URL is copied, overwrite the
- * password's bytes in place with '*': what /proc/PID/cmdline shows from
- * then on has none.  (The moment before this runs cannot be helped:
- * --password-file and RLOCK_PASSWORD are the ways never to show it.)
+ * long as it stays in argv.  Once the URL is copied, overwrite it in
+ * place with URL_MASK, the same whatever its length: what
+ * /proc/PID/cmdline shows from then on has neither the password nor its
+ * length.  The words after it move up, and the bytes freed at the end of
+ * argv's area become NULs.  (The moment before this runs cannot be
+ * helped, nor can a password shorter than the mask be masked without
+ * showing its length: --password-file and RLOCK_PASSWORD are the ways
+ * never to show it.)
  */
+static int	  scrub_argc;
+static char	**scrub_argv;
+
+/* The end of argv's strings, if they lie end to end after arg; else NULL. */
+static char *
+argv_area_end(const char *arg)
+{
+	char	*end = NULL;
+	int	 i;
+
+	for (i = 0; i < scrub_argc; i++) {
+		if (end != NULL && scrub_argv[i] != end)
+			return NULL;
+		if (end != NULL || (arg >= scrub_argv[i] &&
+		    arg <= scrub_argv[i] + strlen(scrub_argv[i])))
+			end = scrub_argv[i] + strlen(scrub_argv[i]) + 1;
+	}
+	return end;
+}
+
 static void
 scrub_password(char *arg)
 {
-	char	*w, *end, *scheme, *at, *colon;
+	const char	*p, *a;
+	char		*pw, *at, *end, *from = arg;
+	size_t		 len, shift;
+	int		 i;
 
-	for (w = arg; *w != '\0'; w = end) {
-		w += strspn(w, " \t\n");
-		end = w + strcspn(w, " \t\n");
-		if ((scheme = strstr(w, "://")) == NULL || scheme >= end)
+	while ((p = url_find_password(from, &a)) != NULL) {
+		pw = (char *)p;
+		at = (char *)a;
+		len = (size_t)(at - pw);
+		if (len < sizeof URL_MASK - 1) {
+			memset(pw, '*', len);
+			from = at;
 			continue;
-		scheme += 3;
-		for (at = NULL, colon = scheme; colon < end; colon++)
-			if (*colon == '@')
-				at = colon;
-		if (at == NULL ||
-		    (colon = memchr(scheme, ':', (size_t)(at - scheme))) == NULL)
-			continue;
-		for (colon++; colon < at; colon++)
-			*colon = '*';
+		}
+		shift = len - (sizeof URL_MASK - 1);
+		if ((end = argv_area_end(arg)) == NULL)
+			end = at + strlen(at) + 1;	/* this word only */
+		memcpy(pw, URL_MASK, sizeof URL_MASK - 1);
+		memmove(pw + sizeof URL_MASK - 1, at, (size_t)(end - at));
+		memset(end - shift, '\0', shift);
+		for (i = 0; i < scrub_argc; i++)
+			if (scrub_argv[i] > at && scrub_argv[i] < end)
+				scrub_argv[i] -= shift;
+		from = pw + sizeof URL_MASK - 1;
 	}
 }
 
@@ -690,6 +767,8 @@ options_parse(struct opts *o, int argc, char **argv,
 	int		 i, rc, dashdash = 0;
 
 	*cep = NULL;
+	scrub_argc = argc;
+	scrub_argv = argv;
 	o->args = xcalloc(argc + 1, sizeof *o->args);
 	for (i = 1; i < argc; i++) {
 		a = argv[i];

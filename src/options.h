@@ -60,6 +60,8 @@ enum opt_id {
 	O_FORMAT,
 	O_LEFTOVERS,
 	O_REASON,
+	O_RECORD,
+	O_LABEL,
 	O_HOLD,
 	O_PID,
 	O__COUNT
@@ -113,6 +115,8 @@ struct opts {
 	const char	*format;	/* status --format */
 	const char	*reason;	/* release --reason */
 	int		 leftovers;	/* exec: enum leftovers (supervise.h) */
+	int		 record;	/* exec --record: enum record */
+	const char	*label;		/* exec --label: recorded instead */
 	int		 hold;		/* acquire --hold: leave a keeper */
 	int		 pid;		/* acquire --hold --pid: the owner; 0: caller */
 
@@ -120,6 +124,13 @@ struct opts {
 	int		 nargs;
 	char		**child;	/* exec: the command's argv */
 	int		 nchild;
+};
+
+/* exec --record: what is stored of the command, with the lock and in its history. */
+enum record {
+	RECORD_NAME,		/* its first word (the default) */
+	RECORD_FULL,		/* its words, a URL's password masked */
+	RECORD_NONE		/* nothing */
 };
 
 /*

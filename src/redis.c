@@ -810,7 +810,7 @@ ask_sentinel(struct redis *r, struct err *e)
 	url_retarget(&r->sub_url, u, u->sentinels[r->sentinel].host,
 	    u->sentinels[r->sentinel].port);
 	r->sub_url.scheme = URL_TCP;
-	free(r->sub_url.password);
+	secret_free(r->sub_url.password);
 	r->sub_url.password = NULL;
 	r->sub_url.db = -1;
 	/* Sentinels get no password unless they ask; the master is the one identified. */

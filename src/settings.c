@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,36 @@ unreadable(const char *what, const char *path, int e)
 	return EXIT_NOPERM;
 }
 
+/* A file that must be a regular file is something else: say what. */
+static int
+not_regular(const char *what, const char *path)
+{
+	char	shown[256];
+
+	options_printable(path, shown, sizeof shown);
+	return options_usage_error(NULL, "%s %s is a %s, not a regular file",
+	    what, shown, file_kind(path));
+}
+
+/*
+ * The config file chooses the server and what a lost lock does
+ * (on-lost = ignore): whoever can write it can do both.
+ */
+static void
+warn_if_writable(const char *path)
+{
+	struct stat	st;
+	char		shown[256];
+
+	if (stat(path, &st) == 0 && (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		options_printable(path, shown, sizeof shown);
+		log_warn("the config file %s is writable by %s, who can point "
+		    "rlock at another server or set on-lost = ignore (chmod "
+		    "go-w %s)", shown, (st.st_mode & S_IWOTH) ? "anyone" :
+		    "its group", shown);
+	}
+}
+
 /* ------------------------------------------------------- config file */
 
 /* Does any URL of the list v carry a password? */
@@ -132,6 +163,7 @@ url_has_password(const char *v)
 			url_free(&u);
 		}
 	}
+	explicit_bzero(copy, strlen(v));
 	free(copy);
 	return found;
 }
@@ -153,10 +185,17 @@ read_config(const char *path, int explicit, char **text)
 		return 0;
 	if (rc == -1)
 		return unreadable("the config file", path, errno);
+	if (rc == -3)
+		return not_regular("the config file", path);
 	if (rc == -2)
 		return options_usage_error(NULL, "the config file %s is larger "
 		    "than %d KiB; is it the right file?", path,
 		    CONFIG_MAX_BYTES / 1024);
+	/* Its URLs may hold a password: kept out of core dumps. */
+	p = *text;
+	*text = secret_strndup(p, len);
+	explicit_bzero((char *)p, len);
+	free((char *)p);
 	/* A NUL would end the text early and hide what follows it. */
 	if (memchr(*text, '\0', len) != NULL) {
 		w.file = path;
@@ -239,6 +278,7 @@ settings_read_config(struct settings *s, struct opts *o)
 	if ((rc = read_config(path, explicit, &s->config_text)) != 0 ||
 	    s->config_text == NULL)
 		return rc;
+	warn_if_writable(path);
 	w.file = path;
 	w.line = 0;
 	for (line = s->config_text; line != NULL; line = next) {
@@ -270,6 +310,8 @@ read_password_file(const char *path, char **out)
 
 	if ((rc = read_bounded(path, PASSWORD_FILE_MAX, &text, &len)) == -1)
 		return unreadable("--password-file", path, errno);
+	if (rc == -3)
+		return not_regular("--password-file", path);
 	if (rc == -2)
 		return options_usage_error(NULL, "--password-file %s is larger "
 		    "than %d bytes; it should hold the password on its first "
@@ -290,25 +332,31 @@ read_password_file(const char *path, char **out)
 		return options_usage_error(NULL, "--password-file %s holds no "
 		    "password on its first line", path);
 	}
-	/* Only the first line is kept: wipe whatever followed it. */
-	explicit_bzero(text + n, len - n);
+	/* Kept where a core dump does not look; the read buffer wiped. */
+	*out = secret_strndup(text, n);
+	explicit_bzero(text, len);
+	free(text);
 	warn_if_readable(path, "--password-file");
-	*out = text;
 	return 0;
 }
 
-/* A file option names a file we can read, or it is a usage error now. */
+/*
+ * A file option names a regular file we can read, or it is a usage error
+ * now (opened without blocking: OpenSSL would wait on a FIFO forever).
+ */
 static int
 check_readable(const char *opt, const char *path)
 {
-	FILE	*f;
+	struct stat	st;
+	int		fd, regular;
 
 	if (path == NULL)
 		return 0;
-	if ((f = fopen(path, "r")) == NULL)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
 		return unreadable(opt, path, errno);
-	fclose(f);
-	return 0;
+	regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	close(fd);
+	return regular ? 0 : not_regular(opt, path);
 }
 
 /*
@@ -396,12 +444,12 @@ settle_password(struct settings *s, struct opts *o)
 		    &s->password)) != 0)
 			return rc;
 		for (i = 0; i < s->nurls; i++) {
-			free(s->urls[i].password);
+			secret_free(s->urls[i].password);
 			s->urls[i].password = NULL;
 		}
 	} else if ((v = env("RLOCK_PASSWORD")) != NULL ||
 	    (v = env("REDISCLI_AUTH")) != NULL)
-		s->password = xstrdup(v);
+		s->password = secret_strdup(v);
 	else if (o->password_file != NULL &&
 	    (rc = read_password_file(o->password_file, &s->password)) != 0)
 		return rc;
@@ -457,9 +505,22 @@ char *
 settings_config_text(const struct opts *o)
 {
 	struct buf	b;
+	size_t		n = 1024;
 	int		i, bad = 0;
 
+	/*
+	 * The URLs may hold a password: all the room it needs at once, so
+	 * that no realloc leaves a copy behind (the caller wipes this one).
+	 */
+	for (i = 0; i < o->nurl; i++)
+		n += strlen(o->url[i]) + 1;
+	n += o->prefix ? strlen(o->prefix) : 0;
+	n += o->tls.ca ? strlen(o->tls.ca) : 0;
+	n += o->tls.cert ? strlen(o->tls.cert) : 0;
+	n += o->tls.key ? strlen(o->tls.key) : 0;
+	n += o->tls.server_name ? strlen(o->tls.server_name) : 0;
 	buf_init(&b);
+	buf_reserve(&b, n);
 	buf_adds(&b, "url =");
 	for (i = 0; i < o->nurl; i++) {
 		if (strpbrk(o->url[i], " \t\n") != NULL)

@@ -90,6 +90,20 @@ fail:
 	return NULL;
 }
 
+/* decode_percent, into memory a core dump leaves out (see util.h). */
+static char *
+decode_secret(const char *s, size_t len)
+{
+	char	*p, *q;
+
+	if ((p = decode_percent(s, len)) == NULL)
+		return NULL;
+	q = secret_strdup(p);
+	explicit_bzero(p, len);
+	free(p);
+	return q;
+}
+
 /*
  * Read a decimal in [min, max] from s up to end.  Returns -1 for empty,
  * non-digit or out-of-range text.
@@ -156,7 +170,7 @@ parse_userinfo(const char *s, size_t len, struct url *u, char *why,
 		return -1;
 	}
 	if (colon != NULL && len - ulen - 1 != 0) {
-		u->password = decode_percent(colon + 1, len - ulen - 1);
+		u->password = decode_secret(colon + 1, len - ulen - 1);
 		if (u->password == NULL) {
 			say(why, whylen, "bad percent-escape in the password");
 			return -1;
@@ -544,11 +558,7 @@ fail:
 void
 url_free(struct url *u)
 {
-	if (u->password != NULL) {
-		/* Do not leave the secret lying in freed heap memory. */
-		explicit_bzero(u->password, strlen(u->password));
-		free(u->password);
-	}
+	secret_free(u->password);	/* wiped */
 	free(u->host);
 	free(u->path);
 	free(u->user);
@@ -569,7 +579,74 @@ url_retarget(struct url *dst, const struct url *u, const char *host, int port)
 	dst->host = xstrdup(host);
 	dst->port = port;
 	dst->user = u->user ? xstrdup(u->user) : NULL;
-	dst->password = u->password ? xstrdup(u->password) : NULL;
+	dst->password = u->password ? secret_strdup(u->password) : NULL;
 	dst->db = u->db;
 	url_build_display(dst);
+}
+
+/* ------------------------------------------------- secrets in text */
+
+/* Where a word of free text ends: it may sit in quotes or a message. */
+#define WORD_END	" \t\r\n\"'<>`"
+
+static int
+is_scheme_char(int c)
+{
+	return isalnum(c) || c == '+' || c == '-' || c == '.';
+}
+
+/*
+ * The userinfo is everything between "://" and the last '@' of the word
+ * (a password with an unencoded '@' or '/' must still be found), and the
+ * password what follows its first ':'.  A word without ':' before the '@'
+ * names a user only, and is left alone.
+ */
+const char *
+url_find_password(const char *s, const char **at)
+{
+	const char	*sep, *start, *end, *p, *last, *colon;
+
+	for (sep = strstr(s, "://"); sep != NULL; sep = strstr(sep + 3, "://")) {
+		if (sep == s || !is_scheme_char((unsigned char)sep[-1]))
+			continue;
+		start = sep + 3;
+		end = start + strcspn(start, WORD_END);
+		for (last = NULL, p = start; p < end; p++)
+			if (*p == '@')
+				last = p;
+		if (last == NULL)
+			continue;
+		if ((colon = memchr(start, ':', (size_t)(last - start))) == NULL)
+			continue;
+		*at = last;
+		return colon + 1;
+	}
+	return NULL;
+}
+
+char *
+url_mask(const char *s, char *buf, size_t len)
+{
+	char	*m = url_mask_dup(s);
+
+	if (len > 0)
+		snprintf(buf, len, "%s", m);
+	free(m);
+	return buf;
+}
+
+char *
+url_mask_dup(const char *s)
+{
+	struct buf	 b;
+	const char	*pw, *at;
+
+	buf_init(&b);
+	while ((pw = url_find_password(s, &at)) != NULL) {
+		buf_add(&b, s, (size_t)(pw - s));
+		buf_adds(&b, URL_MASK);
+		s = at;
+	}
+	buf_adds(&b, s);
+	return b.p != NULL ? b.p : xstrdup("");
 }

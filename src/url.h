@@ -57,4 +57,19 @@ void	url_free(struct url *u);
 /* (Re)build u->display from everything in u but the password. */
 void	url_build_display(struct url *u);
 
+/*
+ * Secrets in free text.  Anything shaped like a URL with a password,
+ * SCHEME://USER:PASSWORD@HOST, in a word of s (words end at whitespace or
+ * a quote), has its password shown as URL_MASK whatever its length.
+ * url_find_password says where the next one is: the password's first byte
+ * in *pw and the '@' after it in *at (pw == at for an empty one); NULL if
+ * none.
+ */
+#define URL_MASK	"****"
+const char *url_find_password(const char *s, const char **at);
+/* s with every such password masked, into buf (cut to len); returns buf. */
+char	*url_mask(const char *s, char *buf, size_t len);
+/* The same, in a new string (xmalloc). */
+char	*url_mask_dup(const char *s);
+
 #endif

@@ -9,6 +9,9 @@
  * contain, and says which byte is wrong when it refuses one.
  */
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -143,6 +146,12 @@ grow(struct buf *b, size_t n)
 	}
 	b->p = xrealloc(b->p, cap);
 	b->cap = cap;
+}
+
+void
+buf_reserve(struct buf *b, size_t n)
+{
+	grow(b, n);
 }
 
 void
@@ -414,16 +423,110 @@ std_fds_open(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------ secrets */
+
+/*
+ * Each secret gets its own mapping, with its length in front: rlock holds
+ * a handful of them at most, and a page of its own is the only way to
+ * keep a secret out of a core dump (malloc would share its page with
+ * anything).
+ */
+#define SECRET_HEAD	16
+
+char *
+secret_strndup(const char *s, size_t n)
+{
+	size_t	 page = (size_t)sysconf(_SC_PAGESIZE), len;
+	char	*m;
+
+	len = (n + 1 + SECRET_HEAD + page - 1) / page * page;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+	    MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		fprintf(stderr, "rlock: out of memory\n");
+		abort();
+	}
+	/* Not supported (before Linux 3.4): still wiped when freed. */
+	(void)madvise(m, len, MADV_DONTDUMP);
+	memcpy(m, &len, sizeof len);
+	memcpy(m + SECRET_HEAD, s, n);
+	m[SECRET_HEAD + n] = '\0';
+	return m + SECRET_HEAD;
+}
+
+char *
+secret_strdup(const char *s)
+{
+	return secret_strndup(s, strlen(s));
+}
+
+void
+secret_free(char *p)
+{
+	size_t	len;
+
+	if (p == NULL)
+		return;
+	p -= SECRET_HEAD;
+	memcpy(&len, p, sizeof len);
+	explicit_bzero(p, len);
+	munmap(p, len);
+}
+
+/* Does path name one of our own descriptors (/dev/fd/N, /dev/stdin...)? */
+static int
+is_fd_path(const char *path)
+{
+	return strncmp(path, "/dev/fd/", 8) == 0 ||
+	    strncmp(path, "/proc/self/fd/", 14) == 0 ||
+	    strcmp(path, "/dev/stdin") == 0;
+}
+
+const char *
+file_kind(const char *path)
+{
+	struct stat	st;
+
+	if (stat(path, &st) == -1)
+		return "file";
+	if (S_ISFIFO(st.st_mode))
+		return "FIFO";
+	if (S_ISDIR(st.st_mode))
+		return "directory";
+	if (S_ISCHR(st.st_mode))
+		return "character device";
+	if (S_ISBLK(st.st_mode))
+		return "block device";
+	if (S_ISSOCK(st.st_mode))
+		return "socket";
+	return S_ISREG(st.st_mode) ? "regular file" : "special file";
+}
+
 int
 read_bounded(const char *path, size_t max, char **text, size_t *len)
 {
+	struct stat	 st;
 	char	*p;
 	size_t	 n = 0;
 	ssize_t	 got = 0;
 	int	 fd, saved;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	/*
+	 * Without blocking: a FIFO would wait for a writer forever.  Then
+	 * only a regular file: a device, a socket or a FIFO in the file
+	 * system is never what was meant.  A pipe the caller hands down as
+	 * /dev/fd/N (the guard's release does, and so does the shell's
+	 * <(...)) is the caller's choice, and is read as it comes.
+	 */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
 		return -1;
+	if (fstat(fd, &st) == -1 || !(S_ISREG(st.st_mode) ||
+	    (S_ISFIFO(st.st_mode) && is_fd_path(path)))) {
+		close(fd);
+		return -3;
+	}
+	if (!S_ISREG(st.st_mode))
+		(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	p = xmalloc(max + 2);
 	/* One byte past the limit tells a file that is too big. */
 	while (n <= max) {

@@ -28,6 +28,9 @@ void	 buf_init(struct buf *);
 void	 buf_free(struct buf *);
 void	 buf_add(struct buf *, const void *, size_t);
 void	 buf_adds(struct buf *, const char *);
+/* Room for n more bytes at once: text that must not be left behind by a
+ * realloc (a password) is written into a buffer that never moves. */
+void	 buf_reserve(struct buf *, size_t);
 void	 buf_printf(struct buf *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 
@@ -61,6 +64,15 @@ void	*xcalloc(size_t, size_t);
 void	*xrealloc(void *, size_t);
 char	*xstrdup(const char *);
 char	*xstrndup(const char *, size_t);
+
+/*
+ * Memory for a secret (a password, a URL holding one): pages of its own,
+ * marked MADV_DONTDUMP so that a core dump leaves them out, and wiped
+ * when freed.  secret_free(NULL) does nothing.
+ */
+char	*secret_strndup(const char *, size_t);
+char	*secret_strdup(const char *);
+void	 secret_free(char *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 
@@ -76,9 +88,12 @@ int	 std_fds_open(void);
 /*
  * Read the whole file at path, at most max bytes, NUL-terminated, into
  * *text (*len: its length).  0; -1 with errno set; -2 when it holds more
- * than max bytes (a device such as /dev/zero, or a mistake).
+ * than max bytes (a mistake); -3 when it is not a regular file (opened
+ * without blocking, so a FIFO does not hang).
  */
 int	 read_bounded(const char *path, size_t max, char **text, size_t *len);
+/* What path is, for a message: "FIFO", "directory", "socket"... */
+const char *file_kind(const char *path);
 
 /* Milliseconds on CLOCK_MONOTONIC and on the wall clock. */
 int64_t	 now_mono_ms(void);

@@ -326,9 +326,9 @@ while [ ! -e stop ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 exit 0'
 }
 
-@test "exec: status while the command runs shows the command line and rlock's pid" {
+@test "exec: status while the command runs shows the command line (--record full) and rlock's pid" {
 	waiter_script >/dev/null
-	bg_start R "$RLOCK" exec job -- ./waiter.sh --flag "two words"
+	bg_start R "$RLOCK" exec --record full job -- ./waiter.sh --flag "two words"
 	wait_file ready 10000 || fail "the command did not start: $(cat R.err)"
 	run --separate-stderr rlock status job
 	assert_success
@@ -340,11 +340,11 @@ exit 0'
 	assert_lock_free job
 }
 
-@test "exec: status shows a long command line truncated with ..." {
+@test "exec: --record full: status shows a long command line truncated with ..." {
 	waiter_script >/dev/null
 	local long
 	long=$(printf 'x%.0s' {1..300})
-	bg_start R "$RLOCK" exec job -- ./waiter.sh "$long"
+	bg_start R "$RLOCK" exec --record full job -- ./waiter.sh "$long"
 	wait_file ready 10000 || fail "the command did not start: $(cat R.err)"
 	run --separate-stderr rlock status job
 	assert_success

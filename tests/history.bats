@@ -38,8 +38,8 @@ jlog() {
 	run rlock log job
 	assert_success
 	assert_equal "${#lines[@]}" 8
-	assert_line --index 0 --regexp "^[0-9-]+ [0-9:.]+ job released by [^ ]+@[^ ]+ pid [0-9]+ \(sleep 10\) after [0-9.]+m?s: stopped at --max-runtime, fence [0-9]+$"
-	assert_line --index 1 --regexp " job acquired by .* \(sleep 10\), fence [0-9]+$"
+	assert_line --index 0 --regexp "^[0-9-]+ [0-9:.]+ job released by [^ ]+@[^ ]+ pid [0-9]+ \(sleep\) after [0-9.]+m?s: stopped at --max-runtime, fence [0-9]+$"
+	assert_line --index 1 --regexp " job acquired by .* \(sleep\), fence [0-9]+$"
 	assert_line --index 2 --regexp ": killed by SIGKILL, fence "
 	assert_line --index 4 --regexp ": exit 3, fence "
 	assert_line --index 6 --regexp "\(true\) after .*: exit 0, fence "

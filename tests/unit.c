@@ -483,6 +483,44 @@ test_url(void)
 	CHECK(u.host == NULL, "url_free: a zeroed struct can be freed twice");
 }
 
+/* url_mask: a password in free text, whatever its length, is URL_MASK */
+
+static const struct {
+	const char	*in, *want;
+} mask_cases[] = {
+	{ "unknown command 'redis://:s3cret@10.0.0.5:6379'",
+	  "unknown command 'redis://:****@10.0.0.5:6379'" },
+	{ "redis://u:x@h", "redis://u:****@h" },
+	{ "redis://u:a-much-longer-password@h", "redis://u:****@h" },
+	{ "pg_dump --dbname=postgresql://u:SECRET@db/app",
+	  "pg_dump --dbname=postgresql://u:****@db/app" },
+	{ "a https://t:p@x/y b rediss://:q@z", "a https://t:****@x/y b rediss://:****@z" },
+	{ "redis://:p@ss/w@rd@h:1", "redis://:****@h:1" },
+	{ "redis://alice@h", "redis://alice@h" },
+	{ "redis://h:6379/0", "redis://h:6379/0" },
+	{ "no url: a@b", "no url: a@b" },
+	{ "://:x@h", "://:x@h" },
+	{ "redis://:@h", "redis://:****@h" },
+	{ "", "" },
+};
+
+static void
+test_url_mask(void)
+{
+	char	buf[128], tiny[12];
+	size_t	i;
+
+	for (i = 0; i < sizeof mask_cases / sizeof mask_cases[0]; i++) {
+		url_mask(mask_cases[i].in, buf, sizeof buf);
+		CHECK(strcmp(buf, mask_cases[i].want) == 0,
+		    "url_mask: \"%s\" gives \"%s\" (got \"%s\")",
+		    mask_cases[i].in, mask_cases[i].want, buf);
+	}
+	url_mask("redis://:hunter2@h", tiny, sizeof tiny);
+	CHECK(strlen(tiny) < sizeof tiny && !HAS(tiny, "hunter"),
+	    "url_mask: a short buffer is cut, never overrun");
+}
+
 /* ------------------------------------------------------------------ */
 /* json_strn: escaping */
 
@@ -1021,6 +1059,7 @@ main(void)
 	test_duration_parse();
 	test_duration_format();
 	test_url();
+	test_url_mask();
 	test_json();
 	test_json_writer();
 	test_name();

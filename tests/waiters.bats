@@ -37,7 +37,7 @@ wait_waiters() {
 @test "waiters: status lists a waiting exec with host, pid, user, command and how long it has waited" {
 	local holder
 	holder=$(rlock acquire -t 30s job)
-	bg_start W "$RLOCK" exec -w 20s job -- echo ran
+	bg_start W "$RLOCK" exec --record full -w 20s job -- echo ran
 	wait_waiters job 1
 	run --separate-stderr rlock status job
 	assert_success
