@@ -39,7 +39,7 @@ refute_raw() {
 # Hold the lock esc with a command whose argument is $EVIL (in the
 # background, until teardown).
 hold_evil() {
-	bg_start HOLDER "$RLOCK" exec esc -- sh -c 'sleep 30' "$EVIL"
+	bg_start HOLDER "$RLOCK" exec --record full esc -- sh -c 'sleep 30' "$EVIL"
 	local i
 	for ((i = 0; i < 250; i++)); do
 		[[ "$(rcli EXISTS 'rlock:{esc}')" == 1 ]] && return 0
@@ -81,7 +81,7 @@ hold_evil() {
 }
 
 @test "escape: log shows the history's command escaped; log --json keeps it" {
-	rlock exec esc -- sh -c 'true' "$EVIL"
+	rlock exec --record full esc -- sh -c 'true' "$EVIL"
 	run --separate-stderr rlock log esc
 	assert_success
 	refute_raw "$output" stdout
@@ -101,7 +101,7 @@ hold_evil() {
 		[[ -n "$(rcli CLIENT LIST | grep 'cmd=xread')" ]] && break
 		sleep 0.02
 	done
-	rlock exec esc -- sh -c 'true' "$EVIL"
+	rlock exec --record full esc -- sh -c 'true' "$EVIL"
 	for ((i = 0; i < 500; i++)); do
 		grep -q ' esc released ' "$BATS_TEST_TMPDIR/WATCH.out" && break
 		sleep 0.02
