@@ -321,6 +321,8 @@ cmd_watch_exec(struct cmd_ctx *ctx)
 	if (ctx->o.nargs > WATCH_MAX)
 		return cmd_usage_error("watch follows at most %d locks at once",
 		    WATCH_MAX);
+	/* Watch sends no script: INFO says if the server is too old. */
+	ctx->set.ropts.check_version = 1;
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
 	memset(&w, 0, sizeof w);
