@@ -12,7 +12,7 @@
 # failed" (tests, and builds that failed); exits 1 on any failure.  Where
 # SRC does not exist it says it skipped the matrix, "0 passed, 0 failed".
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 src=${1:-$(dirname "$root")/shared/servers}
 cache=${2:-$root/.servers}

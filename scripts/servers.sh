@@ -9,7 +9,7 @@
 # "NAME FAILED (see CACHE/NAME/build.log)"; exits 1 if any failed, 2 when
 # SRC does not exist.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 src=${1:-$(dirname "$root")/shared/servers}
 cache=${2:-$root/.servers}
