@@ -194,12 +194,13 @@ until_bounded() {
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
 }
 
-@test "quorum: three servers: acquire writes all three, exec and release clear them" {
+@test "quorum: three servers: acquire writes a majority, status shows it, exec and release clear them" {
 	start_quorum 3
 	run --separate-stderr rlockq acquire job
 	assert_success
 	local tok=$output
-	assert_equal "$(nodes_with_token job "$tok")" 3
+	# A majority at least: a straggler on a busy machine may be left out.
+	assert_between "$(nodes_with_token job "$tok")" 2 3 "servers with the token"
 	run --separate-stderr rlockq status job
 	assert_success
 	assert_output --regexp '^job: held by '
