@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "history.h"
 #include "duration.h"
 #include "log.h"
 #include "json.h"
@@ -348,6 +349,7 @@ static const struct probe probes[] = {
 	{ "incr", IN_SCRIPT, { "INCR", "$" } },
 	{ "del", IN_SCRIPT, { "DEL", "$" } },
 	{ "exists", IN_SCRIPT, { "EXISTS", "$" } },
+	{ "type", IN_SCRIPT, { "TYPE", "$" } },
 	{ "pttl", IN_SCRIPT, { "PTTL", "$" } },
 	{ "pexpire", IN_SCRIPT, { "PEXPIRE", "$", "10000" } },
 	{ "time", IN_SCRIPT, { "TIME" } },
@@ -646,6 +648,56 @@ check_scripts(struct report *rp, struct quorum *q, const char *server)
 	redis_reply_free(rr);
 }
 
+/*
+ * Locks whose keys hold what rlock never writes (see rlock(1), Scripts):
+ * each a finding, with its remedy.  Every lock's keys and history are
+ * read, a script call per thousand locks.
+ */
+static void
+check_locks(struct report *rp, struct quorum *q, const char *server,
+    const char *prefix)
+{
+	struct lock_status	 *st;
+	struct hist_event	 *ev = NULL;
+	struct err		  e;
+	char			**names, **logs, **bad;
+	size_t			  n, nlogs, nev = 0, nbad, i;
+
+	err_clear(&e);
+	if (lock_list(q, prefix, "", &names, &n, &e) == -1)
+		return;
+	if (lock_list(q, prefix, ":log", &logs, &nlogs, &e) == -1) {
+		logs = NULL;
+		nlogs = 0;
+	}
+	lock_damage_keep(1, NULL);
+	st = xcalloc(n + 1, sizeof *st);
+	if (lock_inspect_many(q, prefix, names, n, st, &e) == 0)
+		for (i = 0; i < n; i++) {
+			if (st[i].damage != NULL)
+				lock_damage_report(st[i].damage);
+			lock_status_free(&st[i]);
+		}
+	free(st);
+	if (history_read(q, prefix, logs, nlogs, 1, 0, &ev, &nev, &e) == 0)
+		history_free(ev, nev);
+	nbad = lock_damage_keep(0, &bad);
+	for (i = 0; i < nbad; i++) {
+		finding(rp, server, "locks", SEV_WARN, NULL, "%s", bad[i]);
+		free(bad[i]);
+	}
+	free(bad);
+	if (nbad == 0)
+		finding(rp, server, "locks", SEV_OK, NULL, "%zu lock%s, none "
+		    "damaged", n, n == 1 ? "" : "s");
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	for (i = 0; i < nlogs; i++)
+		free(logs[i]);
+	free(logs);
+}
+
 /* 0, or -1 when the server cannot be used at all (refused, NOAUTH). */
 static int
 check_server(struct report *rp, struct quorum *q, const struct url *u,
@@ -658,6 +710,7 @@ check_server(struct report *rp, struct quorum *q, const struct url *u,
 	check_settings(rp, q, u->display, &cluster);
 	check_scripts(rp, q, u->display);
 	check_acl(rp, q, u, prefix, cluster);
+	check_locks(rp, q, u->display, prefix);
 	return 0;
 }
 static int

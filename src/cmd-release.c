@@ -30,25 +30,39 @@ force(struct cmd_ctx *ctx, struct lock *l)
 	struct lock_status	st;
 	struct output_status	v;
 	struct buf		out;
+	const char		*p;
+	size_t			n;
 	int			rc;
 
 	if ((rc = lock_force_release(l, &st, &ctx->err)) == -1) {
 		lock_status_free(&st);
 		return cmd_fail(ctx);
 	}
-	if (rc == 0) {
+	if (rc == 0 && st.damage == NULL) {
 		log_error("release --force %s: the lock is not held", l->name);
 		lock_status_free(&st);
 		return EXIT_BUSY;
 	}
 	buf_init(&out);
-	buf_adds(&out, "removed ");
-	cmd_status_view(&st, &v);
-	output_status_text(&out, &v);
-	free(v.servers);
-	free((void *)v.waiters);
-	free((void *)v.slots);
-	log_notice("release --force: %.*s", (int)strcspn(out.p, "\n"), out.p);
+	if (rc == 1) {
+		buf_adds(&out, "removed ");
+		cmd_status_view(&st, &v);
+		output_status_text(&out, &v);
+		free(v.servers);
+		free((void *)v.waiters);
+		free((void *)v.slots);
+		log_notice("release --force: %.*s", (int)strcspn(out.p, "\n"),
+		    out.p);
+	}
+	/* Keys that held what rlock never writes: each said, a line. */
+	for (p = st.damage; p != NULL && *p != '\0'; p += n + 1) {
+		n = strcspn(p, "\n");
+		buf_printf(&out, "removed %.*s\n", (int)n, p);
+		log_notice("release --force %s: removed %.*s", l->name, (int)n,
+		    p);
+		if (p[n] == '\0')
+			break;
+	}
 	rc = output_flush(&out) == -1 ? EXIT_SOFTWARE : 0;
 	buf_free(&out);
 	lock_status_free(&st);

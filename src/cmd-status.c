@@ -47,6 +47,11 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 	if (n > 0 && quorum_distinct(&ctx->q, &ctx->err) == -1)
 		held = -1;
 	for (i = 0; i < n; i++) {
+		if (held >= 0 && st[i].damage != NULL) {
+			lock_damage_report(st[i].damage);
+			lock_status_free(&st[i]);
+			continue;
+		}
 		if (held >= 0 && (st[i].held || !only_held)) {
 			cmd_status_view(&st[i], &v);
 			if (ctx->o.json)
@@ -103,7 +108,7 @@ metrics(struct cmd_ctx *ctx, char **names, size_t n)
 	struct lock_status	*st;
 	struct hist_event	*ev = NULL;
 	struct buf		 out;
-	size_t			 nev = 0, i, k = 0;
+	size_t			 nev = 0, i, k = 0, nm = 0;
 	int			 rc = 0;
 
 	m = xcalloc(n + 1, sizeof *m);
@@ -116,17 +121,27 @@ metrics(struct cmd_ctx *ctx, char **names, size_t n)
 	} else if (history_read(&ctx->q, ctx->o.prefix, names, n, 100000, 0,
 	    &ev, &nev, &ctx->err) == -1)
 		rc = cmd_fail(ctx);
-	/* The events come lock after lock, in the order of names. */
-	for (i = 0; i < n && rc == 0; i++) {
-		m[i] = (struct metrics_lock){ &st[i], ev + k, 0 };
+	/*
+	 * The events come lock after lock, in the order of names.  A damaged
+	 * lock is said on stderr and left out: the scrape stays whole.
+	 */
+	for (i = 0, nm = 0; i < n && rc == 0; i++) {
+		if (st[i].damage != NULL) {
+			lock_damage_report(st[i].damage);
+			while (k < nev && strcmp(ev[k].name, names[i]) == 0)
+				k++;
+			continue;
+		}
+		m[nm] = (struct metrics_lock){ &st[i], ev + k, 0 };
 		while (k < nev && strcmp(ev[k].name, names[i]) == 0) {
-			m[i].nev++;
+			m[nm].nev++;
 			k++;
 		}
+		nm++;
 	}
 	if (rc == 0) {
 		buf_init(&out);
-		metrics_write(&out, m, n);
+		metrics_write(&out, m, nm);
 		if (output_flush(&out) == -1)
 			rc = EXIT_SOFTWARE;
 		buf_free(&out);
@@ -179,6 +194,8 @@ cmd_status_exec(struct cmd_ctx *ctx)
 		rc = cmd_fail(ctx);
 	else if (output_flush(&out) == -1)
 		rc = EXIT_SOFTWARE;
+	else if (lock_damage_count() > 0)
+		rc = EXIT_UNAVAILABLE;	/* said on stderr, a line a lock */
 	else
 		rc = listing || (size_t)held == n ? 0 : EXIT_BUSY;
 	buf_free(&out);

@@ -23,6 +23,7 @@
 
 #include "cmd.h"
 #include "history.h"
+#include "lock.h"
 #include "output.h"
 #include "scripts.h"
 #include "signals.h"
@@ -55,6 +56,7 @@ struct stream {
 	char	*name;
 	char	*key;		/* PREFIX{NAME}:log */
 	char	 id[48];	/* the newest entry seen */
+	int	 damaged;	/* not a stream: said once, not read */
 };
 
 struct watch {
@@ -111,6 +113,11 @@ redraw(struct watch *w)
 		buf_printf(&out, "(%s)\n", w->ctx->err.msg);
 	else
 		for (i = 0; i < n; i++) {
+			if (st[i].damage != NULL) {
+				buf_printf(&out, "%s\n", st[i].damage);
+				lock_status_free(&st[i]);
+				continue;
+			}
 			cmd_status_view(&st[i], &v);
 			output_status_text(&out, &v);
 			free(v.servers);
@@ -155,6 +162,16 @@ newest_id(struct watch *w, struct stream *st)
 	if ((r = rep[w->server]) == NULL)
 		rc = -1;
 	else if (r->type == REDIS_T_ARRAY && r->elements >= 2 &&
+	    r->element[1]->type == REDIS_T_ARRAY &&
+	    r->element[1]->elements > 0 &&
+	    r->element[1]->element[0]->type == REDIS_T_ERROR) {
+		/* Another program's key: said, and the others followed. */
+		char	*words = lock_damage_words(r->element[1]->element[0]->str);
+
+		lock_damage_report(words);
+		free(words);
+		st->damaged = 1;
+	} else if (r->type == REDIS_T_ARRAY && r->elements >= 2 &&
 	    r->element[1]->type == REDIS_T_ARRAY &&
 	    r->element[1]->elements > 0 &&
 	    (r = r->element[1]->element[0])->type == REDIS_T_ARRAY &&
@@ -287,9 +304,20 @@ read_once(struct watch *w)
 	argv[argc++] = ms;
 	argv[argc++] = "STREAMS";
 	for (i = 0; i < w->n; i++)
-		argv[argc++] = w->s[i].key;
+		if (!w->s[i].damaged)
+			argv[argc++] = w->s[i].key;
 	for (i = 0; i < w->n; i++)
-		argv[argc++] = w->s[i].id;
+		if (!w->s[i].damaged)
+			argv[argc++] = w->s[i].id;
+	if (argc == 4) {
+		/* Only damaged ones: nothing to read until the next scan. */
+		struct timespec	ts = { RESCAN_MS / 1000, 0 };
+
+		free(argv);
+		if (!signal_caught)
+			nanosleep(&ts, NULL);
+		return 0;
+	}
 	rep = xcalloc(w->ctx->q.n, sizeof *rep);
 	quorum_command(&w->ctx->q, w->only, (int)argc, argv, BLOCK_MS, rep,
 	    &w->ctx->err);

@@ -229,6 +229,9 @@ cmd_main(int argc, char **argv)
 		goto out;
 	signals_catch();
 	rc = ce->exec(&ctx);
+	/* A listing that left out a damaged lock (said on stderr). */
+	if (rc == 0 && lock_damage_count() > 0)
+		rc = EXIT_UNAVAILABLE;
 out:
 	ctx_free(&ctx);
 	return rc;

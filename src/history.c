@@ -7,6 +7,7 @@
 
 #include "duration.h"
 #include "history.h"
+#include "lock.h"
 #include "scripts.h"
 
 /* The scripts' field names, in enum hist_field's order. */
@@ -98,6 +99,16 @@ history_sort(struct hist_event *v, size_t n)
  * Append lock name's events from each server's entries (lists[s], NULL
  * where a server failed), each once, the newest count of them.
  */
+/* Report a damaged history (its error reply). */
+static void
+copy_words(const char *reply)
+{
+	char	*words = lock_damage_words(reply);
+
+	lock_damage_report(words);
+	free(words);
+}
+
 static void
 merge_lock(struct quorum *q, const char *name, struct redis_reply **lists,
     int count, struct hist_event **evp, size_t *np)
@@ -106,6 +117,12 @@ merge_lock(struct quorum *q, const char *name, struct redis_reply **lists,
 	size_t			 i, first = *np, kept;
 	int			 s;
 
+	/* A history that is not a stream: said, and left out. */
+	for (s = 0; s < q->n; s++)
+		if (lists[s] != NULL && lists[s]->type == REDIS_T_ERROR) {
+			copy_words(lists[s]->str);
+			return;
+		}
 	for (s = 0; s < q->n; s++) {
 		if (lists[s] == NULL || lists[s]->type != REDIS_T_ARRAY)
 			continue;
@@ -179,6 +196,13 @@ read_batch(struct quorum *q, const char *prefix, char *const *names,
 	return ok >= quorum_majority(q) && !*cross ? 0 : -1;
 }
 
+/* A master's answer for a history it serves: entries, or its damage. */
+static int
+served(const struct redis_reply *r)
+{
+	return r->type == REDIS_T_ARRAY || r->type == REDIS_T_ERROR;
+}
+
 /*
  * Redis Cluster: every master at once, each reading the histories it
  * serves (see quorum_cluster_script).  0, or -1 with nothing appended
@@ -212,14 +236,14 @@ read_cluster(struct quorum *q, const char *prefix, char *const *names,
 	for (j = 0; rc == 0 && j < n; j++) {
 		/* The master that serves it answered a list; the others false. */
 		for (list = NULL, k = 0; k < nm && list == NULL; k++)
-			if (rep[k]->element[1]->element[j]->type == REDIS_T_ARRAY)
+			if (served(rep[k]->element[1]->element[j]))
 				list = rep[k]->element[1]->element[j];
 		if (list == NULL)
 			rc = -1;
 	}
 	for (j = 0; rc == 0 && j < n; j++) {
 		for (list = NULL, k = 0; k < nm && list == NULL; k++)
-			if (rep[k]->element[1]->element[j]->type == REDIS_T_ARRAY)
+			if (served(rep[k]->element[1]->element[j]))
 				list = rep[k]->element[1]->element[j];
 		merge_lock(q, names[j], &list, count, evp, np);
 	}

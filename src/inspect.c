@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lock.h"
+#include "log.h"
 #include "lock-private.h"
 #include "scripts.h"
 #include "signals.h"
@@ -226,6 +227,12 @@ status_merge(struct lock *l, struct redis_reply **rep, struct lock_status *st)
 
 	memset(st, 0, sizeof *st);
 	st->name = xstrdup(l->name);
+	/* A lock whose keys a script found damaged is that, and no more. */
+	for (i = 0; i < n; i++)
+		if (rep[i] != NULL && rep[i]->type == REDIS_T_ERROR) {
+			st->damage = lock_damage_words(rep[i]->str);
+			return;
+		}
 	listed = xcalloc(n, sizeof *listed);
 	for (i = 0; i < n; i++) {
 		if ((tok = token_of(rep[i])) == NULL)
@@ -291,6 +298,98 @@ status_merge(struct lock *l, struct redis_reply **rep, struct lock_status *st)
 	free(listed);
 }
 
+/*
+ * The damaged keys force.lua removed (its reply's 15th element, {key,
+ * what}, ...), from every server, a line each: "KEY (WHAT)"; NULL if none.
+ */
+static char *
+removed_keys(struct redis_reply **rep, int n)
+{
+	struct redis_reply	*list, *k;
+	struct buf		 b;
+	size_t			 j;
+	int			 i;
+	char			*line;
+
+	buf_init(&b);
+	for (i = 0; i < n; i++) {
+		if (rep[i] == NULL || rep[i]->type != REDIS_T_ARRAY ||
+		    rep[i]->elements < 15 ||
+		    (list = rep[i]->element[14])->type != REDIS_T_ARRAY)
+			continue;
+		for (j = 0; j < list->elements; j++) {
+			k = list->element[j];
+			if (k->type != REDIS_T_ARRAY || k->elements < 2 ||
+			    k->element[0]->type != REDIS_T_STRING ||
+			    k->element[1]->type != REDIS_T_STRING)
+				continue;
+			xasprintf(&line, "%s (%s)\n", k->element[0]->str,
+			    k->element[1]->str);
+			/* Each once, whatever servers had it. */
+			if (b.p == NULL || strstr(b.p, line) == NULL)
+				buf_adds(&b, line);
+			free(line);
+		}
+	}
+	if (b.len > 0)
+		return b.p;
+	buf_free(&b);
+	return NULL;
+}
+
+static int	  damage_seen;
+static int	  damage_keeping;
+static char	**damage_kept;
+static size_t	  ndamage_kept;
+
+void
+lock_damage_report(const char *words)
+{
+	size_t	i;
+
+	if (damage_keeping) {
+		for (i = 0; i < ndamage_kept; i++)
+			if (strcmp(damage_kept[i], words) == 0)
+				return;
+		damage_kept = xrealloc(damage_kept, (ndamage_kept + 1) *
+		    sizeof *damage_kept);
+		damage_kept[ndamage_kept++] = xstrdup(words);
+		return;
+	}
+	log_error("%s", words);
+	damage_seen++;
+}
+
+size_t
+lock_damage_keep(int on, char ***kept)
+{
+	size_t	n = ndamage_kept;
+
+	damage_keeping = on;
+	if (kept != NULL)
+		*kept = damage_kept;
+	damage_kept = NULL;
+	ndamage_kept = 0;
+	return n;
+}
+
+int
+lock_damage_count(void)
+{
+	return damage_seen;
+}
+
+char *
+lock_damage_words(const char *reply)
+{
+	char	words[512];
+
+	if (!redis_script_words(reply != NULL ? reply : "", words,
+	    sizeof words))
+		snprintf(words, sizeof words, "%s", reply != NULL ? reply : "");
+	return xstrdup(words);
+}
+
 /* force on every server: st describes what it removed. */
 static int
 force_script(struct lock *l, struct lock_status *st, struct err *e)
@@ -316,6 +415,7 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 	rep = xcalloc(l->q->n, sizeof *rep);
 	ok = quorum_script(l->q, NULL, &script_force, 4, keys, 5, args, rep, e);
 	status_merge(l, rep, st);
+	st->damage = removed_keys(rep, l->q->n);
 	quorum_free_replies(l->q, rep);
 	free(rep);
 	return ok < quorum_majority(l->q) ? -1 : 0;
@@ -410,7 +510,8 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 	/* Each lock from the master that serves it. */
 	for (j = 0; rc == 0 && j < n; j++) {
 		for (el = NULL, k = 0; k < nm && el == NULL; k++)
-			if (rep[k]->element[j]->type == REDIS_T_ARRAY)
+			if (rep[k]->element[j]->type == REDIS_T_ARRAY ||
+			    rep[k]->element[j]->type == REDIS_T_ERROR)
 				el = rep[k]->element[j];
 		if (el == NULL)
 			rc = -1;	/* no master said it serves it */
@@ -500,6 +601,7 @@ lock_status_free(struct lock_status *st)
 
 	lock_status_clear_holder(st);
 	free(st->name);
+	free(st->damage);
 	for (i = 0; i < st->nslots; i++)
 		free_slot(&st->slots[i]);
 	free(st->slots);

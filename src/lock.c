@@ -27,8 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "duration.h"
 #include "lock.h"
 #include "lock-private.h"
+#include "log.h"
 #include "scripts.h"
 #include "signals.h"
 #include "util.h"
@@ -59,6 +61,9 @@
  * status, and an exclusive waiter's mark that keeps new readers out.
  */
 #define WAITER_RENEW_MS		2000
+/* A wait's pauses while its server is away: see ride_through. */
+#define RIDE_FIRST_MS		50
+#define RIDE_MAX_MS		1000
 #define WAITER_SLACK_MS		1000
 
 const char *
@@ -572,12 +577,82 @@ pause_ms(int64_t ms, struct err *e)
 	return 0;
 }
 
+/*
+ * Is e what a failover, a restart or a reshard says for a while: a server
+ * that cannot be reached, closes the connection, does not answer in time,
+ * or answers that it is loading, read-only, not yet a master, between
+ * slot owners, or busy with another client's script?  Not: credentials,
+ * TLS, bad input, a damaged lock, a full server.
+ */
+static int
+passing(const struct err *e)
+{
+	static const char *const words[] = {
+		"(LOADING)", "(READONLY)", "(MASTERDOWN)", "(CLUSTERDOWN)",
+		"(TRYAGAIN)", "(BUSY)", "(MOVED)", "(ASK)",
+		"not a master (a failover",
+	};
+	size_t	i;
+
+	switch (e->kind) {
+	case ERR_UNAVAILABLE:
+	case ERR_TIMEOUT:
+	case ERR_REFUSED:
+		return 1;
+	case ERR_REPLY:
+		for (i = 0; i < sizeof words / sizeof *words; i++)
+			if (strstr(e->msg, words[i]) != NULL)
+				return 1;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * A wait rides through a server that is away for a while (see passing):
+ * try again after a pause that doubles (RIDE_FIRST_MS to RIDE_MAX_MS,
+ * with jitter), never past the deadline.  0 to try again, -1 to give up
+ * with e as it is (no time left, a signal, or an error that will stay).
+ */
+static int
+ride_through(struct lock *l, int64_t deadline, int64_t *pause, int *rides,
+    int answered, struct err *e)
+{
+	char	d[32];
+	int64_t	left, ms;
+
+	/*
+	 * A wait without an end rides through only a server that answered
+	 * it first: one that is down from the start fails at once, so that
+	 * a job waiting for ever for its lock does not wait for ever for a
+	 * dead server too.
+	 */
+	if (l->wait_ms == 0 || (deadline < 0 && !answered) || !passing(e) ||
+	    signal_caught)
+		return -1;
+	left = deadline < 0 ? INT64_MAX : deadline - now_mono_ms();
+	if (left <= 0)
+		return -1;
+	ms = *pause < left ? *pause : left;
+	(*rides)++;
+	log_verbose("%s: %s; trying again in %s (attempt %d), until --wait "
+	    "runs out", l->name, e->msg, duration_format(ms, d, sizeof d),
+	    *rides + 1);
+	if (pause_ms(ms, e) == -1)
+		return -1;
+	if ((*pause *= 2) > RIDE_MAX_MS)
+		*pause = RIDE_MAX_MS;
+	return 0;
+}
+
 int
 lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
     const struct lock_meta *m, struct err *e)
 {
 	int64_t	deadline, left, pttl, sleep = -1, start = now_mono_ms();
-	int	rc;
+	int64_t	pause = RIDE_FIRST_MS;
+	int	rc, rides = 0, answered = 0;
 
 	deadline = wait_ms < 0 ? -1 : start + wait_ms;
 	l->late = 0;
@@ -585,8 +660,17 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->wait_start = start;
 	l->meta = *m;
 	for (;;) {
-		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) != 0)
+		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
+		    ride_through(l, deadline, &pause, &rides, answered,
+		    e) == 0) {
+			/* The server comes back, or another stands in. */
+			sleep = -1;
+			continue;
+		}
+		if (rc != 0)
 			return rc;
+		answered = 1;
+		pause = RIDE_FIRST_MS;
 		if (l->late >= LATE_MAX) {
 			err_set(e, ERR_UNAVAILABLE, "%s: the lock was granted "
 			    "%d times but each grant came after its validity "

@@ -130,6 +130,12 @@ struct lock_slot {
 /* What status shows about one lock. */
 struct lock_status {
 	char		*name;
+	/*
+	 * Not NULL: what is wrong with the lock's keys, in words (a listing
+	 * shows the lock no further); after release --force, the damaged
+	 * keys it removed, a line each.
+	 */
+	char		*damage;
 	int		 held;
 	long long	 pttl_ms;	/* -1: no expiry */
 	long long	 last_fence;	/* the counter; 0 if never acquired */
@@ -156,6 +162,20 @@ struct lock_status {
 	int		 nholding;
 	struct lock_node *nodes;
 };
+
+/*
+ * A damaged lock's error reply in words (malloc'ed); a listing reports
+ * each damaged lock on stderr, a line each, and the command then exits 69
+ * (lock_damage_count) after showing the others.
+ */
+char	*lock_damage_words(const char *reply);
+void	 lock_damage_report(const char *words);
+int	 lock_damage_count(void);
+/*
+ * Keep the reports instead (on), for doctor; off hands over those kept,
+ * each once (malloc'ed, as the array), and how many.
+ */
+size_t	 lock_damage_keep(int on, char ***kept);
 
 /* The drift margin for a TTL: 1% plus 2ms, as Redlock. */
 int64_t	lock_drift(int64_t ttl_ms);

@@ -82,6 +82,7 @@ struct redis {
 	const struct redis_req	*req;
 	int			 pending;
 	int			 ask;		/* ASKING before it, once */
+	int			 asked;		/* it went with ASKING */
 	int			 waited;	/* its BLPOP is done (redirected) */
 	int			 holding;	/* until AUTH and SELECT answer */
 	size_t			 body_at;	/* where out's request starts */
@@ -210,8 +211,8 @@ refuse_old(struct redis *r, enum err_kind kind, const char *version,
 }
 
 /*
- * Whether an INFO reply names a server older than OLDEST (e filled: the
- * connection is no good, as after a failed AUTH).  Valkey gives a
+ * Whether an INFO reply names a server older than OLDEST (e filled: an
+ * answer that will stay, not a server away for a while).  Valkey gives a
  * redis_version too.
  */
 static int
@@ -225,7 +226,7 @@ too_old(struct redis *r, const struct redis_reply *rr, struct err *e)
 	p += 14;
 	if (*p < '0' || *p > '9' || atoi(p) >= OLDEST_MAJOR)
 		return 0;
-	refuse_old(r, ERR_UNAVAILABLE, p, e);
+	refuse_old(r, ERR_REPLY, p, e);
 	return 1;
 }
 
@@ -330,6 +331,88 @@ fail(struct redis *r, struct err *e, int connecting)
 }
 
 /*
+ * A script's error in words (see run() in lib.lua): the damage it found,
+ * or the server's refusal without the script's name and line.  0 when
+ * text is not a script's error.
+ */
+/*
+ * What a server says for a while during a failover, a restart or a
+ * reshard, in words (the code kept in brackets: the wait loop reads it,
+ * see passing() in lock.c).  0 when text is none of those.
+ */
+static int
+passing_words(const char *text, char *out, size_t len)
+{
+	static const struct {
+		const char	*code, *words;
+	} known[] = {
+		{ "CLUSTERDOWN", "the cluster is down" },
+		{ "TRYAGAIN", "the lock's slot is moving between nodes" },
+		{ "LOADING", "the server is loading its data" },
+		{ "MASTERDOWN", "the replica lost its master" },
+		{ "READONLY", "the server is a replica now" },
+		{ "BUSY ", "the server is busy running a script" },
+		{ "MOVED ", "the cluster kept redirecting the request" },
+		{ "ASK ", "the cluster kept redirecting the request" },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof known / sizeof *known; i++)
+		if (strncmp(text, known[i].code, strlen(known[i].code)) == 0) {
+			snprintf(out, len, "%s (%.*s): a failover, a restart or "
+			    "a reshard may be under way; try again, or give -w "
+			    "to wait through it", known[i].words,
+			    (int)strcspn(known[i].code, " "), known[i].code);
+			return 1;
+		}
+	return 0;
+}
+
+int
+redis_script_words(const char *text, char *out, size_t len)
+{
+	const char	*p, *b, *k;
+	char		 why[256];
+	size_t		 n;
+
+	if (strncmp(text, "RLOCK_DAMAGED ", 14) == 0) {
+		/* "KEY holds ...": the lock's name is inside KEY's braces. */
+		p = text + 14;
+		b = strchr(p, '{');
+		k = b != NULL ? strchr(b, '}') : NULL;
+		n = b != NULL && k != NULL && k < p + strcspn(p, " ") ?
+		    (size_t)(k - b - 1) : 0;
+		snprintf(out, len, "the lock %.*s%s is damaged: %s, which "
+		    "rlock never writes (another program or a person did); "
+		    "`rlock release --force %.*s` removes what its keys hold",
+		    (int)n, n > 0 ? b + 1 : "", n > 0 ? "" : "(?)", p, (int)n,
+		    n > 0 ? b + 1 : "NAME");
+		return 1;
+	}
+	if (strncmp(text, "RLOCK_FAILED ", 13) == 0)
+		text += 13;
+	else if (strstr(text, "@user_script") == NULL &&
+	    strncmp(text, "OOM ", 4) != 0)
+		return 0;
+	/* Redis 6: "ERR Error running script (...): @user_script:N: X". */
+	if ((p = strstr(text, "@user_script:")) != NULL &&
+	    (p = strstr(p, ": ")) != NULL)
+		text = p + 2;
+	snprintf(why, sizeof why, "%s", text);
+	/* Redis 7: "X script: SHA, on @user_script:N." */
+	if ((p = strstr(why, " script: ")) != NULL)
+		why[p - why] = '\0';
+	if (strncmp(why, "OOM ", 4) == 0)
+		snprintf(out, len, "the server is out of memory: its used "
+		    "memory is above maxmemory, and its policy (noeviction, "
+		    "or nothing left to evict) refuses new writes; nothing was "
+		    "taken: free memory on the server or raise its maxmemory");
+	else
+		snprintf(out, len, "a script failed: %s", why);
+	return 1;
+}
+
+/*
  * An error reply as a message: "URL: WHAT TEXT".  Servers do not echo the
  * password back, but a message is only ever printed, so make sure.
  */
@@ -340,13 +423,18 @@ redis_reply_error(struct redis *r, const struct redis_reply *rr,
 	const char	*pw = r->url->password ? r->url->password :
 			    r->opts->password;
 	enum err_kind	 kind = ERR_REPLY;
-	char		 text[256], *p;
+	char		 text[512], words[640], *p;
 	size_t		 n;
 
 	snprintf(text, sizeof text, "%s", rr->str != NULL ? rr->str : "");
 	/* A script's refusal of an old server (see refuse_old). */
 	if ((p = strstr(text, "RLOCK_OLDSERVER ")) != NULL) {
 		refuse_old(r, ERR_REPLY, p + 16, e);
+		return;
+	}
+	if (redis_script_words(text, words, sizeof words) ||
+	    passing_words(text, words, sizeof words)) {
+		err_set(e, kind, "%s: %s%s", r->url->display, what, words);
 		return;
 	}
 	if (pw != NULL && (n = strlen(pw)) > 0)
@@ -474,6 +562,7 @@ queue_body(struct redis *r, struct err *e)
 
 	r->holding = 0;
 	r->body_at = r->outlen;
+	r->asked = r->ask;
 	if (r->ask) {
 		argv[0] = "ASKING";
 		if (queue(r, DUE_ASKING, 1, argv, NULL, e) == -1)
@@ -829,8 +918,18 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 		 */
 		if (r->req->script != NULL &&
 		    strncmp(rr->str, "NOSCRIPT", 8) == 0) {
+			const char	*asking[1] = { "ASKING" };
+
 			redis_reply_free(rr);
 			r->deadline = now_mono_ms() + r->opts->timeout_ms;
+			/*
+			 * On an ASK target (a node importing the slot, which
+			 * may never have run rlock), the EVAL needs its
+			 * ASKING too, or it is sent back with MOVED.
+			 */
+			if (r->asked && queue(r, DUE_ASKING, 1, asking, NULL,
+			    e) == -1)
+				return -1;
 			return queue_script(r, 0, e) == -1 ? -1 : 0;
 		}
 		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||

@@ -108,6 +108,11 @@ void		 redis_reply_free(struct redis_reply *);
  */
 struct redis_reply *redis_parse(const char *buf, size_t len);
 /* Fill e from an error reply: "URL: WHAT TEXT", never with the password. */
+/*
+ * A script's error reply (see run() in lib.lua) in words, into out: 1, or
+ * 0 when text is no script's error.
+ */
+int		 redis_script_words(const char *text, char *out, size_t len);
 void		 redis_reply_error(struct redis *, const struct redis_reply *,
 		    const char *what, struct err *);
 

@@ -684,9 +684,10 @@ reap_adopted(struct supervise *sv)
  * what it leaves gets the same treatment (a terminal's signal, which
  * reached it without rlock, starts that now).  After a normal exit, what
  * it leaves is said, on stderr and in the history, and waited for,
- * stopped or left running as --leftovers says.
+ * stopped or left running as --leftovers says.  How many processes it
+ * left (found just now).
  */
-static void
+static int
 ended(struct supervise *sv, int64_t now)
 {
 	static const char	*how[] = {
@@ -703,13 +704,13 @@ ended(struct supervise *sv, int64_t now)
 	sv->ended = 1;
 	sv->ended_at = now;
 	if ((n = find_rest(sv)) == 0)
-		return;
+		return 0;
 	if ((sv->lost && sv->sent) || sv->timed_out || sv->kill_at >= 0)
-		return;
+		return n;
 	if (sv->stopping) {
 		signal_all(sv, sv->stopping, 0);
 		arm_kill(sv, now + sv->kill_after_ms);
-		return;
+		return n;
 	}
 	sv->left = n;
 	procs_format(&sv->rest, pids, sizeof pids);
@@ -726,6 +727,7 @@ ended(struct supervise *sv, int64_t now)
 		signal_all(sv, sv->stop_sig, 1);
 		arm_kill(sv, now + sv->kill_after_ms);
 	}
+	return n;
 }
 
 /* What became of the leftovers, for the history (see ended). */
@@ -775,22 +777,25 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 	siginfo_t	info;
 	sigset_t	set;
 	int64_t		valid_until = 0, wake, now, due;
-	int		sig, status, forced, rest = 0;
+	int		sig, status, forced, rest = 0, found;
 
 	waited_set(&set, &sv->ignored);
 	due = heartbeat_due(hb);
 	for (;;) {
 		now = now_mono_ms();
+		found = -1;	/* none looked for in this round yet */
 		if (!sv->ended && exited(sv->pid)) {
 			take_terminal(sv);
-			ended(sv, now);
+			found = ended(sv, now);
 		}
 		forced = (sv->lost && sv->sent) || sv->timed_out ||
 		    sv->kill_at >= 0;
 		if (sv->ended) {
 			/* Until none is left, unless they are to be left. */
-			if ((rest = find_rest(sv)) == 0 || (!forced &&
-			    (sv->leftovers == LEFTOVERS_LEAVE || sv->lost)))
+			/* (None just now: no second look on the way out.) */
+			if ((rest = found == 0 ? 0 : find_rest(sv)) == 0 ||
+			    (!forced && (sv->leftovers == LEFTOVERS_LEAVE ||
+			    sv->lost)))
 				break;
 		} else {
 			reap_adopted(sv);

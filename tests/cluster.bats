@@ -239,3 +239,33 @@ ckey_on() {
 	assert_success
 	assert_equal "${#lines[@]}" 4
 }
+
+@test "cluster: a lock whose slot is moving to a node that never ran rlock's scripts is extended there (ASKING before the EVAL too), and released once the move is done" {
+	local name a b slot aid bid t k keys=() i
+	name=$(name_on_node 1 ask)
+	a=1 b=2
+	slot=$(slot_of "rlock:{$name}")
+	t=$(rlock -u "$C1_URL" acquire -t 60s "$name")
+	ccli $b SCRIPT FLUSH >/dev/null
+	aid=$(ccli $a CLUSTER MYID) bid=$(ccli $b CLUSTER MYID)
+	ccli $b CLUSTER SETSLOT "$slot" IMPORTING "$aid" >/dev/null
+	ccli $a CLUSTER SETSLOT "$slot" MIGRATING "$bid" >/dev/null
+	while read -r k; do
+		[[ -n $k ]] && keys+=("$k")
+	done < <(ccli $a CLUSTER GETKEYSINSLOT "$slot" 100)
+	ccli $a MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "${keys[@]}" >/dev/null
+	[[ $(ccli $a EXISTS "rlock:{$name}") == ASK* ]]
+	# The slot is still migrating: the request goes to node 1, is asked
+	# to node 2, which has no script yet.
+	run --separate-stderr rlock -u "$C1_URL" extend --token "$t" -t 60s "$name"
+	assert_success
+	refute_output --partial ASK
+	# The move is finished: node 2 serves the slot from now on.
+	for i in 1 2 3; do
+		ccli $i CLUSTER SETSLOT "$slot" NODE "$bid" >/dev/null
+	done
+	[ "$(ccli $b PTTL "rlock:{$name}")" -gt 30000 ]
+	run --separate-stderr rlock -u "$C3_URL" release --token "$t" "$name"
+	assert_success
+	assert_equal "$(ccli $b EXISTS "rlock:{$name}")" 0
+}

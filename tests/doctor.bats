@@ -84,7 +84,7 @@ assert_all_findings() {
 	# The findings come in the documented order.
 	local order
 	order=$(sed -E 's/^[a-z]+ +[^ ]+ ([a-z-]+): .*/\1/' <<<"$output" | tr '\n' ' ')
-	assert_equal "$order" "reachable version role replicas eviction persistence scripts acl "
+	assert_equal "$order" "reachable version role replicas eviction persistence scripts acl locks "
 	# doctor writes nothing.
 	assert_equal "$(rcli DBSIZE)" 0
 }
@@ -190,7 +190,7 @@ assert_all_findings() {
 	echo "$output" | json_check 'all(f["severity"] in ("ok","info","warning","error") for f in d)'
 	echo "$output" | json_check 'all(isinstance(f["message"], str) and f["message"] for f in d)'
 	echo "$output" | json_check 'all(f["remedy"] is None or isinstance(f["remedy"], str) for f in d)'
-	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","version","role","replicas","eviction","persistence","scripts","acl"]'
+	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","version","role","replicas","eviction","persistence","scripts","acl","locks"]'
 	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["severity"] == "warning"'
 	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["remedy"]'
 	echo "$output" | json_check '[f for f in d if f["check"] == "role"][0]["remedy"] is None'

@@ -40,8 +40,16 @@ if redis.replicate_commands then redis.replicate_commands() end
 local limit = tonumber(ARGV[10]) or 1
 local shared = ARGV[12] == '1'
 local cur = redis.call('GET', KEYS[1])
--- A semaphore's mark on the lock key, and the limit it says.
-local marked = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
+-- What this script may write, checked before it writes (see lib.lua); a
+-- semaphore's mark on the lock key, and the limit it says.
+local marked = expect_lock(KEYS[1], cur, KEYS[3], KEYS[5], KEYS[6],
+	KEYS[2])
+if shared and cur ~= SHARED then
+	expect({KEYS[1] .. ':readers', 'zset'})
+end
+if shared then
+	expect({KEYS[1] .. ':reader:' .. ARGV[1], 'hash'})
+end
 
 -- The caller may not have it now: list it among the waiters (when it will
 -- wait) and say who holds it (h) and when to look again (pttl).  An
@@ -145,8 +153,7 @@ local function share(now, t, mine)
 	end
 	-- Another waiting reader may come in too: pass the wake on.
 	if redis.call('EXISTS', KEYS[5]) == 1 then
-		redis.call('RPUSH', KEYS[4], '1')
-		redis.call('PEXPIRE', KEYS[4], 10000)
+		wake_one(KEYS[4])
 	end
 	return {1, fence, ttl}
 end
@@ -262,9 +269,7 @@ if (cur and cur ~= ARGV[1]) or (head and head ~= ARGV[1]) then
 	if not cur then
 		-- Free, but not our turn: wake the head, and look again when
 		-- its place would lapse.
-		local w = KEYS[4] .. ':' .. head
-		redis.call('RPUSH', w, '1')
-		redis.call('PEXPIRE', w, 10000)
+		wake_one(KEYS[4] .. ':' .. head)
 		pttl = head_due or 0
 	end
 	return busy(pttl, h, true)

@@ -5,7 +5,11 @@
 -- reader (see lib.lua) its place among the readers, and the mark.
 local key, info, mark, rk = KEYS[1], KEYS[2], nil, nil
 local cur = redis.call('GET', key)
+-- What this script may write, checked before it writes (see lib.lua).
+local limit = limit_of(KEYS[1], cur)
 if cur == SHARED then
+	expect({KEYS[1] .. ':readers', 'zset',
+		KEYS[1] .. ':reader:' .. ARGV[1], 'hash'})
 	local now = clock()
 	rk = KEYS[1] .. ':readers'
 	redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
@@ -14,7 +18,6 @@ if cur == SHARED then
 	end
 	key, info, mark = nil, KEYS[1] .. ':reader:' .. ARGV[1], KEYS[1]
 elseif cur ~= ARGV[1] then
-	local limit = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
 	key = nil
 	for i = 1, limit or 0 do
 		local slot = KEYS[1] .. ':slot:' .. i
@@ -27,9 +30,17 @@ elseif cur ~= ARGV[1] then
 		return {0}
 	end
 end
+expect({info, 'hash'})
+-- The TTL it was taken with, if the hash says one that rlock could have
+-- written (a whole number of milliseconds, up to a year); else the
+-- fallback.
 local ttl = tonumber(ARGV[2])
 if ttl <= 0 then
-	ttl = tonumber(redis.call('HGET', info, 'ttl_ms')) or tonumber(ARGV[3])
+	local was = redis.call('HGET', info, 'ttl_ms')
+	ttl = was and string.match(was, '^%d+$') and tonumber(was)
+	if not ttl or ttl < 1 or ttl > 31536000000 then
+		ttl = tonumber(ARGV[3])
+	end
 end
 if rk then
 	redis.call('ZADD', rk, 'XX', clock() + ttl, ARGV[1])

@@ -10,7 +10,8 @@
 -- holders(): limit 0 for a shared lock), and held says whether anyone
 -- holds it.  Tokens are only compared across servers (quorum mode), never
 -- shown.  Waiters whose next attempt is overdue (dead, or gone) are
--- dropped here.
+-- dropped here.  A lock whose keys are damaged (see lib.lua) is an error
+-- reply in its place, saying what is wrong.
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
@@ -58,8 +59,11 @@ for k = 1, #KEYS - 4, 5 do
 		end
 		out[#out + 1] = false
 	else
-		out[#out + 1] = inspect(KEYS[k], KEYS[k + 1], KEYS[k + 2],
+		-- A lock whose keys another program wrote is an error of its
+		-- own in the reply: the others are still shown.
+		local ok, r = pcall(inspect, KEYS[k], KEYS[k + 1], KEYS[k + 2],
 			KEYS[k + 3], KEYS[k + 4])
+		out[#out + 1] = ok and r or {err = damage_of(KEYS[k], r)}
 	end
 end
 return out

@@ -17,6 +17,150 @@ end
 -- slots LOCK:slot:I with LOCK:slot:I:info (see acquire.lua).
 local SHARED = 'shared'
 
+-- ------------------------------------------------------------ damage
+-- Redis does not undo a script that fails half-way, so each script
+-- makes all of its writes or none: what can fail (a key of another type,
+-- a value that must be a number) is checked before the first write, and
+-- the history and the wake lists, written last, are best effort.  What
+-- rlock did not write stops a script with 'RLOCK_DAMAGED what', which
+-- the client puts in words (redis.c), never a raw error.
+local function damaged(what)
+	error('RLOCK_DAMAGED ' .. what, 0)
+end
+
+-- What key holds: 'none', 'string', 'hash', ...
+local function type_of(key)
+	local t = redis.call('TYPE', key)
+	return type(t) == 'table' and t.ok or t
+end
+
+-- Each key of list ({key, type, ...}) absent or holding its type.
+local function expect(list)
+	for i = 1, #list, 2 do
+		local t = type_of(list[i])
+		if t ~= 'none' and t ~= list[i + 1] then
+			damaged(list[i] .. ' holds a ' .. t .. ', not a ' ..
+				list[i + 1])
+		end
+	end
+end
+
+-- A value fit to quote in a message: short, and its bytes as Lua shows
+-- them (%q), so that nothing in it reaches a terminal raw.
+local function shown(v)
+	-- (No backslash in these scripts: they are embedded in C as text.)
+	local bs, odd = string.char(92),
+		'[%c' .. string.char(128) .. '-' .. string.char(255) .. ']'
+	return (string.gsub(string.format('%q', string.sub(v, 1, 40)), odd,
+		function(c)
+			return bs .. string.format('%03d', string.byte(c))
+		end))
+end
+
+-- A semaphore's limit, from the lock key's value (nil: not a mark).  A
+-- mark outside 1 to LIMIT_MAX (--limit's own bound) is damage, never a
+-- count to loop to.
+local LIMIT_MAX = 10000
+local function limit_of(lock, cur)
+	if not cur or string.sub(cur, 1, 6) ~= 'limit:' then
+		return nil
+	end
+	local n = tonumber(string.match(cur, '^limit:(%d%d?%d?%d?%d?)$'))
+	if not n or n < 1 or n > LIMIT_MAX then
+		damaged(lock .. ' holds ' .. shown(cur) ..
+			', not a limit of 1 to ' .. LIMIT_MAX)
+	end
+	return n
+end
+
+-- The fence counter fkey is absent or a whole number that INCR takes.
+local function expect_fence(fkey)
+	expect({fkey, 'string'})
+	local f = redis.call('GET', fkey)
+	if f and not (string.match(f, '^%d+$') and #f <= 18) then
+		damaged(fkey .. ' holds ' .. shown(f) .. ', not a fence number')
+	end
+end
+
+-- The keys a script on lock writes, checked at once: the lock key
+-- (cur: its value, already read), its hash, the waiters, the line, the
+-- fence counter; the readers' set of a shared lock; a mark's limit.
+local function expect_lock(lock, cur, info, waiters, queue, fence)
+	expect({info, 'hash', waiters, 'hash', queue, 'zset'})
+	if fence then
+		expect_fence(fence)
+	end
+	if cur == SHARED then
+		expect({lock .. ':readers', 'zset'})
+	end
+	return limit_of(lock, cur)
+end
+
+-- What is wrong with lock's keys, as 'RLOCK_DAMAGED what' (see damaged()),
+-- when a read of them failed with err; else err as a failure.
+local function damage_of(lock, err)
+	local ok, why = pcall(function()
+		expect({lock, 'string'})
+		local cur = redis.call('GET', lock)
+		local limit = limit_of(lock, cur)
+		expect({lock .. ':info', 'hash', lock .. ':waiters', 'hash',
+			lock .. ':queue', 'zset', lock .. ':readers', 'zset',
+			lock .. ':log', 'stream'})
+		expect_fence(lock .. ':fence')
+		-- A semaphore's slots, a shared lock's readers.
+		for i = 1, limit or 0 do
+			expect({lock .. ':slot:' .. i, 'string',
+				lock .. ':slot:' .. i .. ':info', 'hash'})
+		end
+		if cur == SHARED then
+			for _, tok in ipairs(redis.call('ZRANGE', lock .. ':readers',
+			    0, -1)) do
+				expect({lock .. ':reader:' .. tok, 'hash'})
+			end
+		end
+	end)
+	if not ok then
+		if type(why) == 'table' then
+			why = why.err
+		end
+		why = tostring(why)
+		if string.sub(why, 1, 6) == 'RLOCK_' then
+			return why
+		end
+		return 'RLOCK_FAILED ' .. why
+	end
+	if type(err) == 'table' then
+		err = err.err
+	end
+	return 'RLOCK_FAILED ' .. string.gsub(tostring(err), '^@?[%w_]+:%d+: ', '')
+end
+
+-- Run the script's body (embed.awk wraps it as a function): an error
+-- becomes one error reply that the client can put in words, without the
+-- script's name and line.
+local function run(main)
+	local ok, r = pcall(main)
+	if ok then
+		return r
+	end
+	if type(r) == 'table' then
+		r = r.err
+	end
+	r = string.gsub(tostring(r), '^@?[%w_]+:%d+: ', '')
+	local code = string.match(r, '^(%u+) ')
+	if code == 'WRONGTYPE' and KEYS[1] then
+		-- One of the lock's keys that no check named: which one.
+		r = damage_of(KEYS[1], r)
+	elseif code and code ~= 'ERR' and code ~= 'WRONGTYPE' then
+		-- The server's own state (READONLY, LOADING, OOM, NOPERM...):
+		-- as it said it, for the client to act on.
+		return redis.error_reply(r)
+	elseif string.sub(r, 1, 6) ~= 'RLOCK_' then
+		r = 'RLOCK_FAILED ' .. r
+	end
+	return redis.error_reply(r)
+end
+
 -- The server's clock in milliseconds, and TIME's reply.
 local function clock()
 	local t = redis.call('TIME')
@@ -83,12 +227,19 @@ local function writers(waiters, now, except)
 	return w, due
 end
 
+-- Push a wake onto list (it expires soon).  Best effort: a list that
+-- rlock did not write costs its waiters a wake, not the script.
+local function wake_one(list)
+	if type(redis.pcall('RPUSH', list, '1')) == 'number' then
+		redis.call('PEXPIRE', list, 10000)
+	end
+end
+
 -- Wake each of tokens on its own list (wake:TOKEN), which it blocks on
 -- besides the lock's.
 local function wake_each(wake, tokens)
 	for _, tok in ipairs(tokens) do
-		redis.call('RPUSH', wake .. ':' .. tok, '1')
-		redis.call('PEXPIRE', wake .. ':' .. tok, 10000)
+		wake_one(wake .. ':' .. tok)
 	end
 end
 
@@ -98,7 +249,7 @@ end
 -- the mark with them.
 local function holders(lock, now, drop)
 	local cur = redis.call('GET', lock)
-	local limit = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
+	local limit = limit_of(lock, cur)
 	local keys, list = {}, {}
 	if cur == SHARED then
 		local live, ends = readers(lock, now, false)
@@ -142,8 +293,13 @@ local function record(lock, len, ttl, event, fields)
 		return
 	end
 	local key = lock .. ':log'
-	redis.call('XADD', key, 'MAXLEN', len, '*', 'e', event, unpack(fields))
-	redis.call('PEXPIRE', key, tonumber(ttl))
+	-- Best effort, and last: a stream that rlock did not write (another
+	-- type, an entry ID it cannot follow) loses the event, not the script.
+	local id = redis.pcall('XADD', key, 'MAXLEN', len, '*', 'e', event,
+		unpack(fields))
+	if type(id) == 'string' then
+		redis.pcall('PEXPIRE', key, tonumber(ttl))
+	end
 end
 
 -- A run's id in the history: its token, hashed (tokens are never shown).
@@ -153,8 +309,9 @@ end
 
 -- The newest history entry of lock, as a table of its fields, or nil.
 local function last_event(lock)
-	local e = redis.call('XREVRANGE', lock .. ':log', '+', '-', 'COUNT', 1)[1]
-	if not e then
+	local r = redis.pcall('XREVRANGE', lock .. ':log', '+', '-', 'COUNT', 1)
+	local e = type(r) == 'table' and r[1]
+	if type(e) ~= 'table' or type(e[2]) ~= 'table' then
 		return nil
 	end
 	local f = {}
@@ -167,13 +324,14 @@ end
 -- Record a new holder in the history (kind: '' plain, 'shared', 'limit:N';
 -- who: {host, pid, user, command}).  Taken afresh, a lock whose newest
 -- event is a plain holder's 'acquired' (or its 'leftovers', said before
--- the release) was not released by it: it expired.
+-- the release) was not released by it: it expired.  (A hand-over knows
+-- the newest event, the release it follows: handed set, nothing to read.)
 local function record_acquired(lock, len, ttl, who, fence, waited, token,
-    kind)
+    kind, handed)
 	if (tonumber(len) or 0) <= 0 then
 		return
 	end
-	local last = last_event(lock)
+	local last = not handed and last_event(lock)
 	if last and (last.e == 'acquired' or last.e == 'leftovers') and
 		(last.k or '') == '' then
 		record(lock, len, ttl, 'expired', {'h', last.h or '',
@@ -229,14 +387,17 @@ local function grant_ms(e, now)
 end
 
 -- The metadata and the hash of a grant to waiter e, and the history.
+-- (A lock's or a slot's hash went with the release; a reader's is its own.)
 local function grant_info(K, hist, info, e, fence, now, lease, kind)
-	redis.call('DEL', info)
+	if kind == SHARED then
+		redis.call('DEL', info)
+	end
 	redis.call('HSET', info, 'token', e.token, 'fence', fence,
 		'acquired_ms', now, 'host', e.h, 'pid', e.p, 'user', e.n,
 		'command', e.c, 'ttl_ms', lease)
 	redis.call('PEXPIRE', info, lease)
 	record_acquired(K[1], hist[1], hist[2], {e.h, e.p, e.n, e.c}, fence,
-		now - e.s, e.token, kind)
+		now - e.s, e.token, kind, true)
 	redis.call('HDEL', K[5], e.token)
 	redis.call('ZREM', K[6], e.token)
 	wake_each(K[4], {e.token})

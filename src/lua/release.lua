@@ -12,27 +12,56 @@
 -- wakes the waiting writers by name.
 -- The history gets 'released' (how long it was held, the outcome), or,
 -- when the token no longer holds it and an outcome is given, 'lost'.
+-- Under memory pressure (maxmemory reached, noeviction) the server
+-- refuses a script's writes that need memory until it has written
+-- something: the deletions come first, and the history after them.
 local cur = redis.call('GET', KEYS[1])
 local K = {KEYS[1], KEYS[2], KEYS[5], KEYS[3], KEYS[4], KEYS[6]}
 local hist = {ARGV[3], ARGV[4]}
 local direct = ARGV[8] == '1'
+-- What this script may write, checked before it writes (see lib.lua).
+local limit = expect_lock(KEYS[1], cur, KEYS[2], KEYS[4], KEYS[6], nil)
+-- (A hand-over may let readers in.)
+expect({KEYS[1] .. ':readers', 'zset'})
+if cur == SHARED then
+	expect({KEYS[1] .. ':reader:' .. ARGV[1], 'hash'})
+end
+-- A semaphore's slot that the token holds, and its hash checked.
+local my_slot
+if cur ~= ARGV[1] and limit then
+	for i = 1, limit do
+		local slot = KEYS[1] .. ':slot:' .. i
+		if redis.call('GET', slot) == ARGV[1] then
+			my_slot = slot
+			expect({slot .. ':info', 'hash'})
+			break
+		end
+	end
+end
 -- A waiter giving up releases too: its entry and its place in the line
 -- go, and a lock handed to it after its last attempt goes to the next.
 redis.call('HDEL', KEYS[4], ARGV[1])
 redis.call('ZREM', KEYS[6], ARGV[1])
 
--- Record the release of the hold described by the hash info.
+-- The history's 'released' of the hold described by the hash info, read
+-- before the hash goes; record(KEYS[1], unpack(it)) writes it after.
 local function released(info, kind)
 	if tonumber(ARGV[3]) <= 0 then
-		return
+		return nil
 	end
 	local h = redis.call('HMGET', info, 'host', 'pid', 'user', 'command',
 		'fence', 'acquired_ms')
-	local now = clock()
-	record(KEYS[1], ARGV[3], ARGV[4], 'released', {'h', h[1] or '', 'p',
+	local now, since = clock(), tonumber(h[6])
+	return {ARGV[3], ARGV[4], 'released', {'h', h[1] or '', 'p',
 		h[2] or '', 'u', h[3] or '', 'c', h[4] or '', 'f', h[5] or '',
-		'd', h[6] and now - tonumber(h[6]) or '', 'x', ARGV[2], 'r',
-		run_id(ARGV[1]), 'k', kind})
+		'd', since and now - since or '', 'x', ARGV[2], 'r',
+		run_id(ARGV[1]), 'k', kind}}
+end
+
+local function recorded(ev)
+	if ev then
+		record(KEYS[1], unpack(ev))
+	end
 end
 
 local function lost()
@@ -49,52 +78,51 @@ if cur == SHARED then
 	local rk = KEYS[1] .. ':readers'
 	-- A reader whose time ran out holds nothing: pruned first.
 	redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
-	local held = redis.call('ZREM', rk, ARGV[1])
-	if held == 1 then
-		released(KEYS[1] .. ':reader:' .. ARGV[1], SHARED)
-	end
+	local held = redis.call('ZRANK', rk, ARGV[1]) and 1 or 0
+	local ev = held == 1 and released(KEYS[1] .. ':reader:' .. ARGV[1],
+		SHARED)
+	redis.call('ZREM', rk, ARGV[1])
 	redis.call('DEL', KEYS[1] .. ':reader:' .. ARGV[1])
 	if held == 1 and #readers(KEYS[1], now, false) == 0 then
-		redis.call('DEL', KEYS[1], rk)
+		-- (An exclusive holder's hash is stale while it is shared.)
+		redis.call('DEL', KEYS[1], rk, KEYS[2])
+		recorded(ev)
 		if direct and hand_over(K, hist, false, false) then
 			return 1
 		end
 		wake_each(KEYS[3], writers(KEYS[4], now, ARGV[1]))
-		redis.call('RPUSH', KEYS[3], '1')
-		redis.call('PEXPIRE', KEYS[3], 10000)
+		wake_one(KEYS[3])
+		return 1
 	end
+	recorded(ev)
 	return held == 1 and 1 or lost()
 end
 if cur ~= ARGV[1] then
-	local limit = cur and tonumber(string.match(cur, '^limit:(%d+)$'))
-	for i = 1, limit or 0 do
-		local slot = KEYS[1] .. ':slot:' .. i
-		if redis.call('GET', slot) == ARGV[1] then
-			released(slot .. ':info', cur)
-			redis.call('DEL', slot, slot .. ':info')
-			if direct and hand_over_slot(K, hist, slot, cur) then
-				return 1
-			end
-			redis.call('RPUSH', KEYS[3], '1')
-			redis.call('PEXPIRE', KEYS[3], 10000)
-			-- The last one out takes the mark with it.
-			for j = 1, limit do
-				if redis.call('EXISTS', KEYS[1] .. ':slot:' .. j) == 1 then
-					return 1
-				end
-			end
-			redis.call('DEL', KEYS[1])
+	if not my_slot then
+		return lost()
+	end
+	local ev = released(my_slot .. ':info', cur)
+	redis.call('DEL', my_slot, my_slot .. ':info')
+	recorded(ev)
+	if direct and hand_over_slot(K, hist, my_slot, cur) then
+		return 1
+	end
+	wake_one(KEYS[3])
+	-- The last one out takes the mark with it.
+	for j = 1, limit do
+		if redis.call('EXISTS', KEYS[1] .. ':slot:' .. j) == 1 then
 			return 1
 		end
 	end
-	return lost()
+	redis.call('DEL', KEYS[1])
+	return 1
 end
-released(KEYS[2], '')
+local ev = released(KEYS[2], '')
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+recorded(ev)
 if direct and hand_over(K, hist, true,
     redis.call('EXISTS', KEYS[6]) == 1) then
 	return 1
 end
-redis.call('RPUSH', KEYS[3], '1')
-redis.call('PEXPIRE', KEYS[3], 10000)
+wake_one(KEYS[3])
 return 1

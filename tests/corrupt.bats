@@ -1,0 +1,327 @@
+#!/usr/bin/env bats
+# corrupt.bats: keys rlock did not write.  Each key of each kind of lock
+# (plain, --limit, --shared, --fifo) damaged in each way, and every command
+# run against it: no crash, no hang, at most one line on stderr in words
+# (never a raw script error), nothing left held by a command that failed,
+# the healthy lock beside it still listed, and `release --force` able to
+# clean up whatever is there.  Then the cases one by one: a script that
+# fails leaves no write behind, a full server, a value that would loop.
+
+load helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() {
+	default_setup
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() {
+	cleanup_test
+}
+
+K='rlock:{c}'
+
+# What holds lock c now: the lock key's value, the slots', the readers'.
+holders_of() {
+	local k t
+	for k in "$K" "$K:slot:1" "$K:slot:2"; do
+		t=$(rcli TYPE "$k")
+		[[ $t == string ]] && echo "$k=$(rcli GET "$k")"
+	done
+	[[ $(rcli TYPE "$K:readers") == zset ]] &&
+		echo "readers=$(rcli ZRANGE "$K:readers" 0 -1 | tr '\n' ' ')"
+	true
+}
+
+# damage HOW: one key of lock c made into what rlock never writes.
+damage() {
+	case $1 in
+	lock-hash) rcli DEL "$K" >/dev/null; rcli HSET "$K" a b ;;
+	lock-list) rcli DEL "$K" >/dev/null; rcli RPUSH "$K" a ;;
+	mark-huge) rcli SET "$K" limit:3000000 KEEPTTL ;;
+	mark-zero) rcli SET "$K" limit:0 KEEPTTL ;;
+	info-string) rcli DEL "$K:info" >/dev/null; rcli SET "$K:info" x ;;
+	info-ttl0) rcli HSET "$K:info" ttl_ms 0 acquired_ms abc ;;
+	fence-abc) rcli SET "$K:fence" abc ;;
+	fence-hash) rcli DEL "$K:fence" >/dev/null; rcli HSET "$K:fence" a b ;;
+	log-string) rcli DEL "$K:log" >/dev/null; rcli SET "$K:log" x ;;
+	log-maxid) rcli DEL "$K:log" >/dev/null
+		rcli XADD "$K:log" 18446744073709551615-18446744073709551615 e x ;;
+	waiters-string) rcli DEL "$K:waiters" >/dev/null; rcli SET "$K:waiters" x ;;
+	queue-string) rcli DEL "$K:queue" >/dev/null; rcli SET "$K:queue" x ;;
+	wake-string) rcli DEL "$K:wake" >/dev/null; rcli SET "$K:wake" x ;;
+	readers-string) rcli DEL "$K:readers" >/dev/null; rcli SET "$K:readers" x ;;
+	slot-hash) rcli DEL "$K:slot:1" >/dev/null; rcli HSET "$K:slot:1" a b ;;
+	slotinfo-string) rcli DEL "$K:slot:1:info" >/dev/null; rcli SET "$K:slot:1:info" x ;;
+	esac >/dev/null
+}
+
+# matrix KIND-FLAGS DAMAGE...: for each damage and each command, a fresh
+# lock c held with FLAGS (its token in T), a healthy lock ok beside it,
+# the damage, the command; every broken promise is collected and printed.
+matrix() {
+	local flags=$1 d c out err rc before after bad="" n=0
+	shift
+	local cmds=(
+		"acquire -n -t 5s $flags c"
+		"acquire -w 1s -t 5s $flags c"
+		"exec -n $flags c -- true"
+		"release c"
+		"extend c"
+		"extend -t 30s c"
+		"status c"
+		"status"
+		"status --format openmetrics"
+		"--json status"
+		"log c"
+		"log"
+		"release --force c"
+	)
+	for d in "$@"; do
+		for c in "${cmds[@]}"; do
+			n=$((n + 1))
+			rcli FLUSHALL >/dev/null
+			rlock exec $flags c -- true
+			rlock acquire -t 60s ok >/dev/null
+			export RLOCK_TOKEN
+			RLOCK_TOKEN=$(rlock acquire -t 60s $flags c) || {
+				bad+="[$d] setup: acquire failed"$'\n'; continue; }
+			damage "$d"
+			before=$(holders_of)
+			rc=0
+			# shellcheck disable=SC2086
+			timeout 15 "$RLOCK" $c >out 2>err || rc=$?
+			out=$(cat out) err=$(cat err)
+			after=$(holders_of)
+			unset RLOCK_TOKEN
+			if [[ $rc -eq 124 || $rc -eq 70 || $rc -ge 128 ]]; then
+				bad+="[$d] $c: exit $rc: $err"$'\n'
+			fi
+			if [[ $err == *user_script* || $err == *"ERR Error"* ||
+			    $err == *WRONGTYPE* || $err == *"script:"* ||
+			    $err == *"attempt to"* ]]; then
+				bad+="[$d] $c: a raw error: $err"$'\n'
+			fi
+			if [[ $(grep -c . err) -gt 1 ]]; then
+				bad+="[$d] $c: more than one line on stderr: $err"$'\n'
+			fi
+			if [[ $rc -ne 0 && $rc -ne 1 && $c == acquire* || $rc -ne 0 && $rc -ne 1 && $c == exec* ]] &&
+			    [[ $before != "$after" ]]; then
+				bad+="[$d] $c: failed (exit $rc) yet changed the holders: '$before' -> '$after'"$'\n'
+			fi
+			if [[ $c == status || $c == "--json status" ]] && [[ $out != *ok* ]]; then
+				bad+="[$d] $c: the healthy lock is not listed: $out $err"$'\n'
+			fi
+			if [[ $c == "status --format openmetrics" ]] &&
+			    ! /usr/bin/python3 -c 'import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as p
+list(p(open("out").read()))' 2>/dev/null; then
+				bad+="[$d] $c: not valid OpenMetrics"$'\n'
+			fi
+			if [[ $c == "release --force c" ]]; then
+				if [[ $rc -ne 0 ]]; then
+					bad+="[$d] $c: exit $rc: $err"$'\n'
+				elif ! timeout 10 "$RLOCK" acquire -n -t 5s $flags c >/dev/null 2>err2; then
+					bad+="[$d] after release --force, c cannot be taken: $(cat err2)"$'\n'
+				fi
+			fi
+		done
+	done
+	echo "$n runs"
+	if [[ -n $bad ]]; then
+		printf '%s' "$bad"
+		return 1
+	fi
+}
+
+@test "corrupt: a plain lock, each key damaged, every command" {
+	matrix "" lock-hash lock-list info-string info-ttl0 fence-abc \
+		fence-hash log-string log-maxid waiters-string queue-string \
+		wake-string
+}
+
+@test "corrupt: a --limit lock, each key damaged, every command" {
+	matrix "--limit 2" mark-huge mark-zero lock-hash slot-hash \
+		slotinfo-string fence-abc log-string waiters-string wake-string
+}
+
+@test "corrupt: a --shared lock, each key damaged, every command" {
+	matrix "--shared" lock-hash readers-string fence-abc log-string \
+		waiters-string wake-string
+}
+
+@test "corrupt: a --fifo lock, each key damaged, every command" {
+	matrix "--fifo" queue-string waiters-string fence-abc log-string \
+		info-string
+}
+
+@test "corrupt: a script that fails leaves nothing: a bad fence takes no slot" {
+	rcli SET 'rlock:{sm}:fence' abc >/dev/null
+	run --separate-stderr rlock acquire --limit 2 -t 60s sm
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_equal "${stderr_lines[0]}" "rlock: $RLOCK_URL: the lock sm is damaged: rlock:{sm}:fence holds \"abc\", not a fence number, which rlock never writes (another program or a person did); \`rlock release --force sm\` removes what its keys hold"
+	assert_equal "$(rcli EXISTS 'rlock:{sm}:slot:1' 'rlock:{sm}' 'rlock:{sm}:slot:1:info')" 0
+	run rlock release --force sm
+	assert_success
+	assert_output 'removed rlock:{sm}:fence ("abc", not a fence number)'
+	run rlock acquire --limit 2 -t 60s sm
+	assert_success
+}
+
+@test "corrupt: a history that cannot be written costs the history, not the lock" {
+	rcli SET 'rlock:{k3}:log' x >/dev/null
+	run --separate-stderr rlock acquire -n k3
+	assert_success
+	T=$output
+	run rlock status k3
+	assert_success
+	assert_output --regexp "^k3: held by [^?]+@[^?]+ pid [1-9]"
+	run rlock release --token "$T" k3
+	assert_success
+	assert_equal "$(rcli EXISTS 'rlock:{k3}')" 0
+	# A stream whose last entry has the largest ID: the same.
+	rcli DEL 'rlock:{k3}:log' >/dev/null
+	rcli XADD 'rlock:{k3}:log' 18446744073709551615-18446744073709551615 e x >/dev/null
+	run rlock exec -n k3 -- true
+	assert_success
+	assert_equal "$(rcli EXISTS 'rlock:{k3}')" 0
+}
+
+@test "corrupt: extend with a damaged hash changes nothing, and a stored TTL of 0 is not used" {
+	rcli SET 'rlock:{px}' tok PX 5000 >/dev/null
+	rcli SET 'rlock:{px}:info' x >/dev/null
+	run --separate-stderr rlock extend --token tok -t 60s px
+	assert_equal "$status" 69
+	assert_one_error_line
+	[ "$(rcli PTTL 'rlock:{px}')" -le 5000 ]
+	rcli DEL 'rlock:{px}:info' >/dev/null
+	rcli HSET 'rlock:{px}:info' ttl_ms 0 acquired_ms abc >/dev/null
+	run rlock extend --token tok px
+	assert_success
+	refute_output --partial "by 0ms"
+	[ "$(rcli PTTL 'rlock:{px}')" -gt 5000 ]
+	# A holding time that is no number: the release still frees it.
+	run rlock release --token tok px
+	assert_success
+	assert_equal "$(rcli EXISTS 'rlock:{px}')" 0
+}
+
+@test "corrupt: a mark that would loop a hundred million times is one line, at once, and the server stays free" {
+	rcli SET 'rlock:{big}' limit:100000000 >/dev/null
+	rlock acquire -t 60s fine >/dev/null
+	local t0
+	t0=$(now_ms)
+	run --separate-stderr rlock status
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_output --partial "fine: held by"
+	[[ "${stderr_lines[0]}" == *'rlock:{big} holds "limit:100000000", not a limit of 1 to 10000'* ]]
+	[ $(($(now_ms) - t0)) -lt 2000 ]
+	assert_equal "$(rcli PING)" PONG
+	run rlock release --force big
+	assert_success
+	assert_equal "$(rcli EXISTS 'rlock:{big}')" 0
+}
+
+@test "corrupt: one bad key leaves log, openmetrics and watch for the others" {
+	rlock exec good -- true
+	rcli SET 'rlock:{k3}:log' x >/dev/null
+	rcli HSET 'rlock:{m}' a b >/dev/null
+	run --separate-stderr rlock log
+	assert_equal "$status" 69
+	assert_output --partial "good released"
+	assert_one_error_line
+	[[ "${stderr_lines[0]}" == *"rlock:{k3}:log holds a string, not a stream"* ]]
+	run --separate-stderr rlock status --format openmetrics
+	assert_equal "$status" 69
+	assert_output --partial 'rlock_last_run_exit_status{name="good"}'
+	refute_output --partial 'name="m"'
+	[ "${#stderr_lines[@]}" -eq 2 ]
+	/usr/bin/python3 -c 'import sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as p
+list(p(sys.stdin.read()))' <<<"$output"
+	# watch follows the others, and says so once.
+	bg_start W "$RLOCK" watch good k3
+	local i
+	for ((i = 0; i < 500; i++)); do
+		grep -q 'is damaged' "$BATS_TEST_TMPDIR/W.err" && break
+		sleep 0.02
+	done
+	rlock exec good -- true
+	for ((i = 0; i < 500; i++)); do
+		[[ $(grep -c 'good released' "$BATS_TEST_TMPDIR/W.out") -ge 1 ]] && break
+		sleep 0.02
+	done
+	kill -INT "$W"
+	bg_wait "$W"
+	assert_equal "$(grep -c 'good released' "$BATS_TEST_TMPDIR/W.out")" 1
+	assert_equal "$(grep -c . "$BATS_TEST_TMPDIR/W.err")" 1
+	grep -q 'rlock:{k3}:log holds a string, not a stream' "$BATS_TEST_TMPDIR/W.err"
+}
+
+@test "corrupt: release --force removes whatever a lock's keys hold, and says what" {
+	rcli HSET 'rlock:{f}' a b >/dev/null
+	rcli SET 'rlock:{f}:info' x >/dev/null
+	rcli SET 'rlock:{f}:waiters' x >/dev/null
+	rcli HSET 'rlock:{f}:log' a b >/dev/null
+	run --separate-stderr rlock release --force f
+	assert_success
+	assert_line 'removed rlock:{f} (a hash, not a string)'
+	assert_line 'removed rlock:{f}:info (a string, not a hash)'
+	assert_line 'removed rlock:{f}:waiters (a string, not a hash)'
+	assert_line 'removed rlock:{f}:log (a hash, not a stream)'
+	assert_equal "$(rcli EXISTS 'rlock:{f}' 'rlock:{f}:info' 'rlock:{f}:waiters')" 0
+	run rlock exec -n f -- true
+	assert_success
+}
+
+@test "corrupt: a full server takes a lock back, and refuses a new one in words, leaving no key" {
+	local t
+	t=$(rlock acquire -t 60s full)
+	rlock exec other -- true
+	rcli CONFIG SET maxmemory-policy noeviction >/dev/null
+	rcli CONFIG SET maxmemory 1 >/dev/null
+	run --separate-stderr rlock release --token "$t" full
+	assert_success
+	assert_equal "$(rcli EXISTS 'rlock:{full}' 'rlock:{full}:info')" 0
+	run --separate-stderr rlock acquire -n fresh
+	assert_equal "$status" 69
+	assert_one_error_line
+	[[ "${stderr_lines[0]}" == *"the server is out of memory"*"maxmemory"* ]]
+	refute_output --partial OOM
+	assert_equal "$(rcli EXISTS 'rlock:{fresh}' 'rlock:{fresh}:info' 'rlock:{fresh}:fence')" 0
+	run --separate-stderr rlock exec -n fresh -- true
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_equal "$(rcli EXISTS 'rlock:{fresh}')" 0
+	rcli CONFIG SET maxmemory 0 >/dev/null
+}
+
+@test "corrupt: exec's release on a full server frees the lock" {
+	bg_start E "$RLOCK" exec -t 60s fx -- sh -c 'until [ -e go ]; do sleep 0.02; done'
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ $(rcli EXISTS 'rlock:{fx}') == 1 ]] && break
+		sleep 0.01
+	done
+	rcli CONFIG SET maxmemory-policy noeviction >/dev/null
+	rcli CONFIG SET maxmemory 1 >/dev/null
+	touch go
+	bg_wait "$E"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(rcli EXISTS 'rlock:{fx}')" 0
+	rcli CONFIG SET maxmemory 0 >/dev/null
+}
+
+@test "corrupt: doctor names each damaged lock, and says none when none is" {
+	rlock acquire -t 60s fine >/dev/null
+	run rlock doctor
+	assert_line --regexp "^ok +$RLOCK_URL: locks: 1 lock, none damaged$"
+	rcli HSET 'rlock:{m}' a b >/dev/null
+	rcli SET 'rlock:{k3}:log' x >/dev/null
+	run rlock doctor
+	assert_equal "$status" 1
+	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock m is damaged: rlock:\{m\} holds a hash, not a string"
+	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock k3 is damaged: rlock:\{k3\}:log holds a string, not a stream"
+}
