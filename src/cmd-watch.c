@@ -196,6 +196,7 @@ add_stream(struct watch *w, const char *name, int from_start)
 
 	w->s = xrealloc(w->s, (w->n + 1) * sizeof *w->s);
 	st = &w->s[w->n++];
+	memset(st, 0, sizeof *st);
 	st->name = xstrdup(name);
 	xasprintf(&st->key, "%s{%s}:log", w->ctx->o.prefix, name);
 	snprintf(st->id, sizeof st->id, "0-0");
