@@ -37,7 +37,7 @@ function __rlock_exec_argv
                 case -c --command '--command=*'
                     test "$cmd" = exec; and return 1
                     continue
-                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
+                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --pid --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
                     set skip 1
                     continue
                 case '-*'
@@ -120,6 +120,9 @@ complete -c rlock -n '__fish_seen_subcommand_from acquire' -l limit -x -d 'A sem
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s s -l shared -d 'A shared (reader) hold: many at once, but never with an exclusive one'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l token -x -d 'Use TOKEN instead of a random one'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l hold -d 'Leave a keeper that holds the lock while the caller (or --pid) lives'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l pid -x -a '(__fish_complete_pids)' -d 'With --hold: keep the lock while process PID lives, not the caller'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2 ignore' -d 'With --hold: signal for the owner if the lock is lost (default TERM)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l no-history -d 'Write no history for this run (see rlock log)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l history-length -x -d "Events kept in each lock's history (default 100; 0: none)"

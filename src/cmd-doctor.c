@@ -16,6 +16,7 @@
 #include "cmd.h"
 #include "history.h"
 #include "duration.h"
+#include "escape.h"
 #include "log.h"
 #include "json.h"
 #include "output.h"
@@ -80,10 +81,16 @@ finding(struct report *rp, const char *server, const char *check,
 		json_object_end(&rp->j);
 		return;
 	}
-	buf_printf(&rp->out, "%-8s %s: %s: %s", sev_name[sev], server, check,
-	    msg);
-	if (remedy != NULL)
-		buf_printf(&rp->out, " (%s)", remedy);
+	/* The message may quote a server, a key or a URL: escaped. */
+	buf_printf(&rp->out, "%-8s ", sev_name[sev]);
+	escape_adds(&rp->out, server);
+	buf_printf(&rp->out, ": %s: ", check);
+	escape_adds(&rp->out, msg);
+	if (remedy != NULL) {
+		buf_adds(&rp->out, " (");
+		escape_adds(&rp->out, remedy);
+		buf_adds(&rp->out, ")");
+	}
 	buf_adds(&rp->out, "\n");
 }
 
@@ -226,6 +233,36 @@ check_replication(struct report *rp, struct quorum *q, const char *server)
 	free(repl);
 }
 
+/*
+ * Used memory against maxmemory (when there is one): near it, a server
+ * with noeviction refuses every write, so acquires fail, and one with an
+ * eviction policy starts dropping keys.
+ */
+static void
+check_memory(struct report *rp, const char *server, const char *mem,
+    const char *policy)
+{
+	char			 v[64], used_h[32] = "?", max_h[32] = "?";
+	unsigned long long	 used, max;
+
+	if (info_field(mem, "maxmemory", v, sizeof v) == NULL ||
+	    (max = strtoull(v, NULL, 10)) == 0 ||
+	    info_field(mem, "used_memory", v, sizeof v) == NULL)
+		return;
+	used = strtoull(v, NULL, 10);
+	info_field(mem, "used_memory_human", used_h, sizeof used_h);
+	info_field(mem, "maxmemory_human", max_h, sizeof max_h);
+	finding(rp, server, "memory", used * 10 > max * 9 ? SEV_WARN : SEV_OK,
+	    used * 10 <= max * 9 ? NULL : strcmp(policy, "noeviction") == 0 ?
+	    "at the limit every write is refused: acquires fail and holders "
+	    "cannot extend; raise it (CONFIG SET maxmemory, and in "
+	    "redis.conf) or free memory" :
+	    "at the limit keys are evicted, lock keys among them; raise it "
+	    "(CONFIG SET maxmemory, and in redis.conf) or free memory",
+	    "used %s of maxmemory %s (%llu%%), maxmemory-policy %s", used_h,
+	    max_h, used * 100 / max, policy);
+}
+
 /* INFO memory and persistence: eviction, appendonly, appendfsync. */
 static void
 check_durability(struct report *rp, struct quorum *q, const char *server)
@@ -249,6 +286,7 @@ check_durability(struct report *rp, struct quorum *q, const char *server)
 			    "set maxmemory-policy noeviction: an evicted lock "
 			    "key lets a second holder in",
 			    "maxmemory-policy %s", v);
+		check_memory(rp, server, mem, v);
 	}
 	free(mem);
 	pers = info(q, "persistence", &e);
@@ -698,6 +736,60 @@ check_locks(struct report *rp, struct quorum *q, const char *server,
 	free(logs);
 }
 
+/*
+ * The busy-script risk.  A script that runs past busy-reply-threshold
+ * (lua-time-limit before Redis 7) blocks the server: every client gets
+ * BUSY until it ends or SCRIPT KILL stops it.  rlock's scripts are
+ * short, but one looping on a malformed lock's keys would do it.
+ */
+static void
+check_busy(struct report *rp, struct quorum *q, const char *server)
+{
+	struct redis_reply	*rr;
+	struct err		 e;
+	const char		*name = "busy-reply-threshold";
+	char			 d[32], t[32];
+	long long		 ms = 0;
+	int			 known = 0;
+
+	rr = quorum_callv(q, 0, &e, "CONFIG", "GET", name, NULL);
+	if (rr != NULL && rr->type == REDIS_T_ARRAY && rr->elements == 0) {
+		redis_reply_free(rr);
+		name = "lua-time-limit";
+		rr = quorum_callv(q, 0, &e, "CONFIG", "GET", name, NULL);
+	}
+	if (rr != NULL && rr->type == REDIS_T_ARRAY && rr->elements == 2 &&
+	    rr->element[1]->type == REDIS_T_STRING) {
+		ms = atoll(rr->element[1]->str);
+		known = 1;
+	}
+	redis_reply_free(rr);
+	duration_format(q->opts->timeout_ms, t, sizeof t);
+	if (known && ms <= 0)
+		finding(rp, server, "busy-scripts", SEV_WARN, "set "
+		    "busy-reply-threshold 5000 (CONFIG SET, and in redis.conf)",
+		    "%s %lld: a script that loops (one on a malformed lock) is "
+		    "never interrupted: the server hangs for every client, "
+		    "SCRIPT KILL included, until it is restarted", name,
+		    ms);
+	else if (!known)
+		finding(rp, server, "busy-scripts", SEV_INFO, "on BUSY or "
+		    "time-outs: redis-cli SCRIPT KILL, then rlock status to find "
+		    "the malformed lock", "%s unknown (CONFIG GET refused): a "
+		    "script that runs past it (one looping on a malformed lock) "
+		    "blocks the server: clients get BUSY until SCRIPT KILL", name);
+	else
+		finding(rp, server, "busy-scripts", SEV_INFO, "on BUSY or "
+		    "time-outs: redis-cli SCRIPT KILL, then rlock status to find "
+		    "the malformed lock", "%s %s: a script that runs longer (one "
+		    "looping on a malformed lock) blocks the server: clients get "
+		    "BUSY until SCRIPT KILL%s%s%s", name,
+		    duration_format(ms, d, sizeof d), ms > q->opts->timeout_ms ?
+		    ", and rlock times out first (--timeout " : "",
+		    ms > q->opts->timeout_ms ? t : "",
+		    ms > q->opts->timeout_ms ? ")" : "");
+}
+
 /* 0, or -1 when the server cannot be used at all (refused, NOAUTH). */
 static int
 check_server(struct report *rp, struct quorum *q, const struct url *u,
@@ -709,6 +801,7 @@ check_server(struct report *rp, struct quorum *q, const struct url *u,
 		return -1;
 	check_settings(rp, q, u->display, &cluster);
 	check_scripts(rp, q, u->display);
+	check_busy(rp, q, u->display);
 	check_acl(rp, q, u, prefix, cluster);
 	check_locks(rp, q, u->display, prefix);
 	return 0;

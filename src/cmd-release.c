@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "escape.h"
+#include "keeper.h"
 #include "log.h"
 #include "output.h"
 #include "util.h"
@@ -57,7 +59,9 @@ force(struct cmd_ctx *ctx, struct lock *l)
 	/* Keys that held what rlock never writes: each said, a line. */
 	for (p = st.damage; p != NULL && *p != '\0'; p += n + 1) {
 		n = strcspn(p, "\n");
-		buf_printf(&out, "removed %.*s\n", (int)n, p);
+		buf_adds(&out, "removed ");
+		escape_add(&out, p, n);
+		buf_adds(&out, "\n");
 		log_notice("release --force %s: removed %.*s", l->name, (int)n,
 		    p);
 		if (p[n] == '\0')
@@ -74,7 +78,7 @@ cmd_release_exec(struct cmd_ctx *ctx)
 {
 	struct lock	 l;
 	const char	*token = cmd_token(ctx);
-	int		 rc;
+	int		 rc, kfd;
 
 	if (!ctx->o.force && token == NULL)
 		return cmd_usage_error("release needs the lock's token: pass "
@@ -84,9 +88,21 @@ cmd_release_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	if (ctx->o.force)
 		rc = force(ctx, &l);
-	else if ((rc = lock_release(&l, ctx->o.reason != NULL &&
-	    *ctx->o.reason != '\0' ? ctx->o.reason : "release",
-	    &ctx->err)) == -1)
+	else {
+		/*
+		 * A keeper of this lock on this host (acquire --hold) hears of
+		 * the release before it is sent, and of its outcome: it
+		 * extends no more, takes no refusal for a loss, and exits.
+		 */
+		kfd = keeper_announce(ctx->o.prefix, l.name, token);
+		rc = lock_release(&l, ctx->o.reason != NULL &&
+		    *ctx->o.reason != '\0' ? ctx->o.reason : "release",
+		    &ctx->err);
+		keeper_released(kfd, rc);
+	}
+	if (ctx->o.force)
+		;
+	else if (rc == -1)
 		rc = cmd_fail(ctx);
 	else if (rc == 0) {
 		log_error("release %s: not the holder (the lock expired, or "

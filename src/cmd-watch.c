@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "escape.h"
 #include "history.h"
 #include "lock.h"
 #include "output.h"
@@ -109,12 +110,15 @@ redraw(struct watch *w)
 		names[i] = w->s[i].name;
 	/* One round trip for them all. */
 	if (lock_inspect_many(&w->ctx->q, w->ctx->o.prefix, names, n, st,
-	    &w->ctx->err) == -1)
-		buf_printf(&out, "(%s)\n", w->ctx->err.msg);
-	else
+	    &w->ctx->err) == -1) {
+		buf_adds(&out, "(");
+		escape_adds(&out, w->ctx->err.msg);
+		buf_adds(&out, ")\n");
+	} else
 		for (i = 0; i < n; i++) {
 			if (st[i].damage != NULL) {
-				buf_printf(&out, "%s\n", st[i].damage);
+				escape_adds(&out, st[i].damage);
+				buf_adds(&out, "\n");
 				lock_status_free(&st[i]);
 				continue;
 			}
@@ -200,6 +204,7 @@ add_stream(struct watch *w, const char *name, int from_start)
 	st->name = xstrdup(name);
 	xasprintf(&st->key, "%s{%s}:log", w->ctx->o.prefix, name);
 	snprintf(st->id, sizeof st->id, "0-0");
+	st->damaged = 0;	/* (xrealloc's new memory is not zeroed) */
 	return from_start ? 0 : newest_id(w, st);
 }
 

@@ -26,9 +26,37 @@
 #include "output.h"
 #include "settings.h"
 #include "signals.h"
+#ifdef RLOCK_STATIC_TLS
+#include "tls.h"	/* only for --version: which TLS a static build carries */
+#endif
 #include "util.h"
 
 /* ----------------------------------------------------------- dispatch */
+
+/*
+ * rlock --version: the version alone, as every build has printed it; a
+ * static build (scripts/static.sh) also says so, for which machine, with
+ * which C library, and which TLS library it carries, since that TLS is
+ * updated only by a new rlock.
+ */
+static void
+print_version(void)
+{
+#ifdef RLOCK_STATIC_TLS
+#if defined(__x86_64__)
+	const char	*arch = " x86_64";
+#elif defined(__aarch64__)
+	const char	*arch = " aarch64";
+#else
+	const char	*arch = "";
+#endif
+
+	printf("rlock %s (static%s build, %s; TLS: %s)\n", PACKAGE_VERSION,
+	    arch, RLOCK_LIBC, tls_library());
+#else
+	printf("rlock %s\n", PACKAGE_VERSION);
+#endif
+}
 
 /*
  * rlock help [COMMAND]: what --help prints, for those who type it as git
@@ -161,6 +189,20 @@ check_limit(struct cmd_ctx *ctx)
 	return 0;
 }
 
+/*
+ * release and extend act for the owner, whose token is --token, else
+ * RLOCK_TOKEN: the variable gets --token's checks (a semaphore's mark,
+ * "limit:N", or 256 bytes are refused, not used or cut), before anything
+ * is sent.  acquire and exec make their own token and never read it.
+ */
+static int
+owner_token(const struct cmd_entry *ce, struct opts *o)
+{
+	if (ce != &cmd_release_entry && ce != &cmd_extend_entry)
+		return 0;
+	return settings_apply_env(o, "token", "RLOCK_TOKEN");
+}
+
 /* rlock help [COMMAND] */
 static int
 help(const struct opts *o)
@@ -199,7 +241,7 @@ cmd_main(int argc, char **argv)
 		goto out;
 	log_set_level(o->verbosity);
 	if (o->given & OPT(VERSION)) {
-		printf("rlock %s\n", PACKAGE_VERSION);
+		print_version();
 		goto out;
 	}
 	if (o->given & OPT(HELP)) {
@@ -225,6 +267,7 @@ cmd_main(int argc, char **argv)
 	if (o->syslog)
 		log_open_syslog();
 	if ((rc = settings_settle(&ctx.set, &ctx.o)) != 0 ||
+	    (rc = owner_token(ce, &ctx.o)) != 0 ||
 	    (rc = check_limit(&ctx)) != 0)
 		goto out;
 	signals_catch();
@@ -270,7 +313,8 @@ cmd_check_name(const char *name)
 	if (name_check(name, why, sizeof why) == 0)
 		return 0;
 	cmd_usage_error("invalid lock name '%s': %s; names are 1-255 bytes "
-	    "of printable UTF-8 without whitespace, '{' or '}'",
+	    "of printable UTF-8 without whitespace, invisible characters, "
+	    "'{' or '}'",
 	    options_printable(name, shown, sizeof shown), why);
 	return -1;
 }
@@ -278,11 +322,8 @@ cmd_check_name(const char *name)
 const char *
 cmd_token(struct cmd_ctx *ctx)
 {
-	const char	*t = ctx->o.token;
-
-	if (t == NULL && (t = getenv("RLOCK_TOKEN")) != NULL && *t == '\0')
-		t = NULL;
-	return t;
+	/* --token, else RLOCK_TOKEN, both checked by now: see owner_token. */
+	return ctx->o.token;
 }
 
 /*

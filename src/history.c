@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "duration.h"
+#include "escape.h"
 #include "history.h"
 #include "lock.h"
 #include "scripts.h"
@@ -342,14 +343,22 @@ outcome_text(struct buf *b, const char *x)
 		buf_adds(b, x);
 }
 
+/*
+ * Every field of an entry is whatever the stream holds (a script wrote it,
+ * or anyone who can write to Redis): the line is made in a buffer of its
+ * own and shown escaped, so that no field can steer a terminal or forge a
+ * line of its own.
+ */
 void
-history_text(struct buf *b, const struct hist_event *ev)
+history_text(struct buf *out, const struct hist_event *ev)
 {
 	const char	*e = ev->v[HF_EVENT], *const *v = (const char *const *)ev->v;
 	char		 when[64];
 	time_t		 t = (time_t)(ev->time_ms / 1000);
 	struct tm	 tm;
+	struct buf	 line, *b = &line;
 
+	buf_init(&line);
 	strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
 	buf_printf(b, "%s.%03lld %s %s", when, ev->time_ms % 1000, ev->name, e);
 	if (strcmp(e, "forced") == 0) {
@@ -398,7 +407,9 @@ history_text(struct buf *b, const struct hist_event *ev)
 	if (ev->nservers > 1)
 		buf_printf(b, " [on %d of %d servers]", ev->servers,
 		    ev->nservers);
-	buf_adds(b, "\n");
+	escape_add(out, line.p, line.len);
+	buf_adds(out, "\n");
+	buf_free(&line);
 }
 
 static void

@@ -7,12 +7,15 @@
  * this file only reads them (and force removes one).
  */
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "lock.h"
 #include "log.h"
 #include "lock-private.h"
@@ -63,7 +66,7 @@ add_slots(const struct redis_reply *r, struct lock_status *st)
 	    (s = r->element[13])->type != REDIS_T_ARRAY || s->elements < 2 ||
 	    (list = s->element[1])->type != REDIS_T_ARRAY)
 		return 0;
-	st->limit = (int)lock_to_ll(s->element[0]);
+	st->limit = (int)lock_clamp(lock_to_ll(s->element[0]), 0, INT_MAX);
 	st->shared = st->limit == 0;
 	for (i = 0; i < list->elements; i++) {
 		if (list->element[i]->type != REDIS_T_ARRAY ||
@@ -85,10 +88,13 @@ add_slots(const struct redis_reply *r, struct lock_status *st)
 		ls->pid = lock_to_ll(f[2]);
 		ls->user = dup_str(f[3]);
 		ls->command = dup_str(f[4]);
-		ls->acquired_ms = lock_to_ll(f[5]);
-		ls->ttl_ms = lock_to_ll(f[6]);
+		ls->acquired_ms = lock_clamp(lock_to_ll(f[5]), 0,
+		    LOCK_REPLY_MAX_TIME);
+		ls->ttl_ms = lock_clamp(lock_to_ll(f[6]), 0,
+		    LOCK_REPLY_MAX_TIME);
 		ls->fence = lock_to_ll(f[7]);
-		ls->pttl_ms = lock_to_ll(f[8]);
+		ls->pttl_ms = lock_clamp(lock_to_ll(f[8]), -2,
+		    LOCK_REPLY_MAX_TIME);
 	}
 	return listed;
 }
@@ -173,9 +179,38 @@ add_waiters(const struct redis_reply *r, struct lock_status *st,
 		lw->pid = lock_to_ll(f[2]);
 		lw->user = dup_str(f[3]);
 		lw->command = dup_str(f[4]);
-		lw->waiting_ms = lock_to_ll(f[5]);
+		lw->waiting_ms = lock_clamp(lock_to_ll(f[5]), 0,
+		    LOCK_REPLY_MAX_TIME);
 		lw->place = w->element[i]->elements >= 7 ? lock_to_ll(f[6]) : 0;
 	}
+}
+
+/*
+ * The reply shape inspect.lua and force.lua share: {held, pttl, fence,
+ * now, ...}, the holder's fields after (see lock_reply_status).
+ */
+static int
+status_shape(const struct redis_reply *r, void *arg)
+{
+	(void)arg;
+	return lock_int_at(r, 0, 0, 1) && lock_int_at(r, 1, -2, LLONG_MAX) &&
+	    lock_int_at(r, 2, LLONG_MIN, LLONG_MAX) &&
+	    lock_int_at(r, 3, LLONG_MIN, LLONG_MAX);
+}
+
+/* inspect.lua, for *(size_t *)arg locks: a status or an error each. */
+static int
+batch_shape(const struct redis_reply *r, void *arg)
+{
+	size_t	j;
+
+	if (r->type != REDIS_T_ARRAY || r->elements != *(size_t *)arg)
+		return 0;
+	for (j = 0; j < r->elements; j++)
+		if (r->element[j]->type != REDIS_T_ERROR &&
+		    !status_shape(r->element[j], NULL))
+			return 0;
+	return 1;
 }
 
 /* Fill st from the reply shape inspect.lua and force.lua share. */
@@ -186,18 +221,20 @@ lock_reply_status(const struct redis_reply *r, struct lock_status *st)
 
 	if (r->elements < 4)
 		return;
+	/* Bounded: status subtracts one time from another. */
 	st->held = lock_to_ll(el[0]) == 1;
-	st->pttl_ms = lock_to_ll(el[1]);
+	st->pttl_ms = lock_clamp(lock_to_ll(el[1]), -2, LOCK_REPLY_MAX_TIME);
 	st->last_fence = lock_to_ll(el[2]);
-	st->now_ms = lock_to_ll(el[3]);
+	st->now_ms = lock_clamp(lock_to_ll(el[3]), 0, LOCK_REPLY_MAX_TIME);
 	if (!st->held || r->elements < 11)
 		return;
 	st->host = dup_str(el[4]);
 	st->pid = lock_to_ll(el[5]);
 	st->user = dup_str(el[6]);
 	st->command = dup_str(el[7]);
-	st->acquired_ms = lock_to_ll(el[8]);
-	st->ttl_ms = lock_to_ll(el[9]);
+	st->acquired_ms = lock_clamp(lock_to_ll(el[8]), 0,
+	    LOCK_REPLY_MAX_TIME);
+	st->ttl_ms = lock_clamp(lock_to_ll(el[9]), 0, LOCK_REPLY_MAX_TIME);
 	st->fence = lock_to_ll(el[10]);
 }
 
@@ -414,6 +451,8 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 	keys[3] = l->wake_key;
 	rep = xcalloc(l->q->n, sizeof *rep);
 	ok = quorum_script(l->q, NULL, &script_force, 4, keys, 5, args, rep, e);
+	ok = quorum_check(l->q, rep, status_shape, NULL, "the force script",
+	    ok, e);
 	status_merge(l, rep, st);
 	st->damage = removed_keys(rep, l->q->n);
 	quorum_free_replies(l->q, rep);
@@ -459,6 +498,8 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 	one = xcalloc(q, sizeof *one);
 	ok = quorum_script(l[0].q, NULL, &script_inspect, (int)(5 * n), keys, 0,
 	    NULL, rep, e);
+	ok = quorum_check(l[0].q, rep, batch_shape, &n, "the inspect script",
+	    ok, e);
 	/* A server's last error stays after a success: only failures count. */
 	for (i = 0; i < q; i++)
 		if (rep[i] == NULL &&
@@ -510,7 +551,7 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 	/* Each lock from the master that serves it. */
 	for (j = 0; rc == 0 && j < n; j++) {
 		for (el = NULL, k = 0; k < nm && el == NULL; k++)
-			if (rep[k]->element[j]->type == REDIS_T_ARRAY ||
+			if (status_shape(rep[k]->element[j], NULL) ||
 			    rep[k]->element[j]->type == REDIS_T_ERROR)
 				el = rep[k]->element[j];
 		if (el == NULL)
@@ -641,17 +682,99 @@ scan_pattern(const char *prefix, const char *suffix)
 	return b.p;
 }
 
-/* Names that look like locks: PREFIX{NAME}SUFFIX with no brace in NAME. */
+/*
+ * Names that look like locks: PREFIX{NAME}SUFFIX with no brace in NAME,
+ * each once, however often SCAN returns it (a key may come twice, and
+ * servers share names): a hash set of indices into v, kept as it scans.
+ * A listing holds LIST_MAX_NAMES names at most.
+ */
+#define LIST_MAX_NAMES	1000000
+
 struct names {
 	char	**v;
 	size_t	  n, cap;
+	size_t	 *set, setcap;	/* index + 1 into v; 0 empty */
 	size_t	  plen, slen;
+	int	  full;		/* a name past LIST_MAX_NAMES came */
 };
+
+/*
+ * A key under a name rlock refuses (a newline, an escape, bytes that are
+ * not UTF-8, an invisible character...) was not written by rlock: it is
+ * said in one line, escaped, once a run (watch scans again and again),
+ * and left out, like a damaged lock.
+ */
+static void
+refuse_key(const char *key, size_t len, const char *why)
+{
+	static char	**said;
+	static size_t	  nsaid;
+	struct buf	  b;
+	size_t		  i;
+
+	buf_init(&b);
+	buf_adds(&b, "the key ");
+	escape_add(&b, key, len);
+	buf_printf(&b, " is not rlock's: its name breaks the rules for lock "
+	    "names (%s); left out", why);
+	for (i = 0; i < nsaid; i++)
+		if (strcmp(said[i], b.p) == 0) {
+			buf_free(&b);
+			return;
+		}
+	said = xrealloc(said, (nsaid + 1) * sizeof *said);
+	said[nsaid++] = xstrdup(b.p);
+	lock_damage_report(b.p);
+	buf_free(&b);
+}
+
+/* FNV-1a. */
+static size_t
+name_hash(const char *p, size_t len)
+{
+	uint64_t	h = 14695981039346656037ULL;
+
+	while (len-- > 0)
+		h = (h ^ (unsigned char)*p++) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+/* Where name p (len bytes) is in the set, or the empty slot for it. */
+static size_t *
+name_slot(struct names *nm, const char *p, size_t len)
+{
+	size_t	i = name_hash(p, len) & (nm->setcap - 1), *s;
+
+	for (;; i = (i + 1) & (nm->setcap - 1)) {
+		s = &nm->set[i];
+		if (*s == 0 || (strlen(nm->v[*s - 1]) == len &&
+		    memcmp(nm->v[*s - 1], p, len) == 0))
+			return s;
+	}
+}
+
+/* The set twice as large, at half full. */
+static void
+names_grow(struct names *nm)
+{
+	size_t	i, *old = nm->set, oldcap = nm->setcap;
+
+	nm->setcap = oldcap ? 2 * oldcap : 64;
+	nm->set = xcalloc(nm->setcap, sizeof *nm->set);
+	for (i = 0; i < oldcap; i++)
+		if (old[i] != 0)
+			*name_slot(nm, nm->v[old[i] - 1],
+			    strlen(nm->v[old[i] - 1])) = old[i];
+	free(old);
+}
 
 static void
 add_name(void *arg, const char *key, size_t len)
 {
 	struct names	*nm = arg;
+	const char	*nul, *name;
+	char		*copy, why[256];
+	size_t		 klen = len, *slot;
 
 	if (len < nm->plen + nm->slen + 3)
 		return;
@@ -659,10 +782,32 @@ add_name(void *arg, const char *key, size_t len)
 	if (key[len - 1] != '}' ||
 	    memchr(key + nm->plen + 1, '}', len - nm->plen - 2) != NULL)
 		return;
+	name = key + nm->plen + 1;
+	len -= nm->plen + 2;
+	copy = xstrndup(name, len);
+	/* (A NUL would cut the name short: another lock's name.) */
+	if ((nul = memchr(name, '\0', len)) != NULL)
+		snprintf(why, sizeof why, "byte %zu is a control character "
+		    "(0x00)", (size_t)(nul - name) + 1);
+	if (nul != NULL || name_check(copy, why, sizeof why) == -1) {
+		refuse_key(key, klen, why);
+		free(copy);
+		return;
+	}
+	free(copy);
+	if (2 * (nm->n + 1) > nm->setcap)
+		names_grow(nm);
+	if (*(slot = name_slot(nm, name, len)) != 0)
+		return;
+	if (nm->n == LIST_MAX_NAMES) {
+		nm->full = 1;
+		return;
+	}
 	if (nm->n == nm->cap)
 		nm->v = xrealloc(nm->v, (nm->cap = nm->cap ? 2 * nm->cap : 16) *
 		    sizeof *nm->v);
-	nm->v[nm->n++] = xstrndup(key + nm->plen + 1, len - nm->plen - 2);
+	nm->v[nm->n++] = xstrndup(name, len);
+	*slot = nm->n;
 }
 
 /*
@@ -675,7 +820,7 @@ lock_list(struct quorum *q, const char *prefix, const char *suffix,
 {
 	struct names	 nm;
 	char		*pattern;
-	size_t		 i, k;
+	size_t		 i;
 	int		 j, reached;
 
 	memset(&nm, 0, sizeof nm);
@@ -684,10 +829,15 @@ lock_list(struct quorum *q, const char *prefix, const char *suffix,
 	pattern = scan_pattern(prefix, suffix);
 	reached = quorum_scan(q, pattern, add_name, &nm);
 	free(pattern);
-	if (reached < quorum_majority(q)) {
+	free(nm.set);
+	if (reached < quorum_majority(q) || nm.full) {
 		for (j = 0; j < q->n && q->errs[j].kind == ERR_NONE; j++)
 			;
 		*e = q->errs[j < q->n ? j : 0];
+		if (nm.full)
+			err_set(e, ERR_PROTOCOL, "%s: more than %d locks to "
+			    "list; rlock lists that many at most",
+			    q->urls[0].display, LIST_MAX_NAMES);
 		for (i = 0; i < nm.n; i++)
 			free(nm.v[i]);
 		free(nm.v);
@@ -695,14 +845,7 @@ lock_list(struct quorum *q, const char *prefix, const char *suffix,
 	}
 	if (nm.n > 1)
 		qsort(nm.v, nm.n, sizeof *nm.v, cmp_names);
-	/* SCAN may return a key twice, and servers share names: one each. */
-	for (i = 1, k = nm.n ? 1 : 0; i < nm.n; i++) {
-		if (strcmp(nm.v[i], nm.v[k - 1]) == 0)
-			free(nm.v[i]);
-		else
-			nm.v[k++] = nm.v[i];
-	}
 	*names = nm.v;
-	*count = k;
+	*count = nm.n;
 	return 0;
 }

@@ -21,6 +21,7 @@
 
 #include <uuid/uuid.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,13 @@
  */
 #define LATE_PAUSE_MS		10
 #define LATE_MAX		6
+/*
+ * A blocking read answered with an error (the wake list is not a list)
+ * returns at once: the next round waits WAIT_ERR_PAUSE_MS first, doubled
+ * each time in a row, never past the round's own sleep or --wait, instead
+ * of sending the next BLPOP and script straight away.
+ */
+#define WAIT_ERR_PAUSE_MS	10
 /* A quorum's proposed fence floor is this far ahead of our clock. */
 #define FENCE_LEAD_MS		1000
 /* How long a history note of the client's own may take, at most. */
@@ -130,6 +138,64 @@ jitter(void)
 	return (unsigned)rand_r(&seed) % (JITTER_MS + 1);
 }
 
+/* ------------------------------------------------------------ replies */
+
+/*
+ * What each script answers is checked before anything is read from it
+ * (see quorum_check), and a number is bounded before any arithmetic is
+ * done with it (see lock-private.h): a server may say anything.
+ */
+int
+lock_int_at(const struct redis_reply *r, size_t i, long long min,
+    long long max)
+{
+	return r->type == REDIS_T_ARRAY && i < r->elements &&
+	    r->element[i]->type == REDIS_T_INTEGER &&
+	    r->element[i]->integer >= min && r->element[i]->integer <= max;
+}
+
+long long
+lock_clamp(long long v, long long min, long long max)
+{
+	return v < min ? min : v > max ? max : v;
+}
+
+/*
+ * acquire.lua: {1, fence, ttl} granted, {0, pttl, holder...} busy (a PTTL
+ * of -1 or -2 included), {-1, limit} held with another --limit.
+ */
+static int
+acquire_shape(const struct redis_reply *r, void *arg)
+{
+	(void)arg;
+	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -1, 1))
+		return 0;
+	if (r->element[0]->integer == 0)
+		return lock_int_at(r, 1, -2, LLONG_MAX);
+	return lock_int_at(r, 1, 0, LLONG_MAX);
+}
+
+/* extend.lua: {0} not the holder, {1, fence, ttl} extended. */
+static int
+extend_shape(const struct redis_reply *r, void *arg)
+{
+	(void)arg;
+	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, 0, 1))
+		return 0;
+	return r->element[0]->integer == 0 ||
+	    (lock_int_at(r, 1, 0, LLONG_MAX) &&
+	    lock_int_at(r, 2, 1, LOCK_REPLY_MAX_TTL));
+}
+
+/* release.lua and fence.lua: 1 done, 0 not. */
+static int
+flag_shape(const struct redis_reply *r, void *arg)
+{
+	(void)arg;
+	return r->type == REDIS_T_INTEGER && (r->integer == 0 ||
+	    r->integer == 1);
+}
+
 /* Is r the array {1, fence, ttl} that acquire and extend answer with? */
 int
 lock_reply_granted(const struct redis_reply *r, long long *fence)
@@ -201,8 +267,9 @@ align_fences(struct lock *l, int *won, const long long *fences, long long f)
 		args[0] = l->token;
 		args[1] = fs;
 		rep = xcalloc(l->q->n, sizeof *rep);
-		quorum_script(l->q, low, &script_fence, 3, keys, 2, args, rep,
-		    &e);
+		quorum_check(l->q, rep, flag_shape, NULL, "the fence script",
+		    quorum_script(l->q, low, &script_fence, 3, keys, 2, args,
+		    rep, &e), &e);
 		for (i = 0; i < l->q->n; i++)
 			if (low[i] && (rep[i] == NULL ||
 			    rep[i]->type != REDIS_T_INTEGER ||
@@ -252,7 +319,7 @@ note_holder(struct lock *l, const struct redis_reply *r)
 
 	memset(h, 0, sizeof *h);
 	h->seen_at = now_mono_ms();
-	h->pttl_ms = el[1]->integer;
+	h->pttl_ms = lock_clamp(el[1]->integer, -2, LOCK_REPLY_MAX_TTL);
 	h->held_ms = -1;
 	if (r->elements < 7)
 		return;
@@ -262,7 +329,9 @@ note_holder(struct lock *l, const struct redis_reply *r)
 	if (el[4]->type == REDIS_T_STRING)
 		snprintf(h->command, sizeof h->command, "%s", el[4]->str);
 	if (lock_to_ll(el[5]) > 0)
-		h->held_ms = lock_to_ll(el[6]) - lock_to_ll(el[5]);
+		h->held_ms = lock_clamp(lock_to_ll(el[6]), 0,
+		    LOCK_REPLY_MAX_TIME) - lock_clamp(lock_to_ll(el[5]), 0,
+		    LOCK_REPLY_MAX_TIME);
 }
 
 /* Give back what a failed quorum acquire took; errors do not matter here. */
@@ -447,6 +516,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
 		    &script_acquire, 6, a.keys, 15, a.args, rep, e);
+	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
+	    ok, e);
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if (mixed_limit(l, rep[i], e)) {
@@ -459,9 +530,10 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		}
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
-		else if (rep[i] != NULL && rep[i]->elements >= 2 &&
+		else if (rep[i] != NULL && rep[i]->element[0]->integer == 0 &&
 		    rep[i]->element[1]->integer > *pttl_ms) {
-			*pttl_ms = rep[i]->element[1]->integer;
+			*pttl_ms = lock_clamp(rep[i]->element[1]->integer, -2,
+			    LOCK_REPLY_MAX_TTL);
 			note_holder(l, rep[i]);
 		}
 	}
@@ -505,6 +577,69 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 }
 
 /*
+ * What is wrong when server i answered a waiter's BLPOP with the error
+ * code: for a wrong type, which of the two lists it is and what it holds
+ * (TYPE); into l->wait_why, never the server's own text.
+ */
+static void
+describe_wait_error(struct lock *l, int i, const char *code)
+{
+	struct redis_reply	*rr;
+	struct err		 e;
+	const char		*keys[2], *key = l->wake_key;
+	char			 type[32] = "";
+	int			 k;
+
+	keys[0] = l->wake_key;
+	keys[1] = own_wake(l);
+	for (k = 0; k < 2 && strcmp(code, "WRONGTYPE") == 0; k++) {
+		rr = quorum_callv(l->q, i, &e, "TYPE", keys[k], NULL);
+		/* A module's type name too, if it is a plain word. */
+		if (rr != NULL && rr->type == REDIS_T_STATUS &&
+		    strcmp(rr->str, "list") != 0 &&
+		    strcmp(rr->str, "none") != 0 && rr->len < 24 &&
+		    strspn(rr->str, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == rr->len) {
+			snprintf(type, sizeof type, "a %s", rr->str);
+			key = keys[k];
+			k = 2;
+		}
+		redis_reply_free(rr);
+	}
+	if (strcmp(code, "WRONGTYPE") == 0)
+		snprintf(l->wait_why, sizeof l->wait_why, "%s: %s holds %s, not "
+		    "a list, so a waiter cannot block on it for %s; delete it "
+		    "with rlock release --force %s (or redis-cli DEL '%s')",
+		    l->q->urls[i].display, key, type[0] != '\0' ? type :
+		    "a value of another type", l->name, l->name, key);
+	else
+		snprintf(l->wait_why, sizeof l->wait_why, "%s: BLPOP on %s was "
+		    "refused (%s), so a waiter cannot block on it for %s; run "
+		    "rlock doctor to see what this server allows",
+		    l->q->urls[i].display, key, code, l->name);
+}
+
+/*
+ * After a round that blocked on the wake lists: did the BLPOP answer an
+ * error?  Counted in a row, and said once (with -v) as it happens.
+ */
+static void
+note_wait(struct lock *l)
+{
+	const char	*code;
+	int		 i;
+
+	if ((i = quorum_wait_error(l->q, &code)) < 0) {
+		l->wait_errors = 0;
+		return;
+	}
+	if (l->wait_errors++ == 0 && l->wait_why[0] == '\0') {
+		describe_wait_error(l, i, code);
+		log_verbose("%s; waiting with a backoff instead", l->wait_why);
+	}
+}
+
+/*
  * Block on the wake list for sleep ms.  With a progress callback, wake
  * each second to call it (a person at a terminal sees the wait move); a
  * pop ends the sleep at once either way.  1 woken, 0 slept, -1 error.
@@ -529,7 +664,8 @@ sleep_on_wake(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
 		if ((rc = quorum_wait(l->q, l->wake_key, own_wake(l), chunk,
 		    e)) != 0)
 			return rc;
-		if (now_mono_ms() >= until)
+		/* An error reply did not wait: see note_wait. */
+		if (now_mono_ms() >= until || quorum_wait_error(l->q, NULL) >= 0)
 			return 0;
 	}
 }
@@ -575,6 +711,23 @@ pause_ms(int64_t ms, struct err *e)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The pause before the next round when the last blocking read answered an
+ * error: doubled each time in a row, never past --wait.
+ */
+static int
+wait_error_pause(struct lock *l, int64_t deadline, struct err *e)
+{
+	int64_t	ms = WAIT_ERR_PAUSE_MS << (l->wait_errors < 8 ?
+		    l->wait_errors - 1 : 7), left;
+
+	if (ms > WAITER_RENEW_MS)
+		ms = WAITER_RENEW_MS;
+	if (deadline >= 0 && ms > (left = deadline - now_mono_ms()))
+		ms = left > 0 ? left : 0;
+	return pause_ms(ms, e);
 }
 
 /*
@@ -656,6 +809,8 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 
 	deadline = wait_ms < 0 ? -1 : start + wait_ms;
 	l->late = 0;
+	l->wait_errors = 0;
+	l->wait_why[0] = '\0';
 	l->wait_ms = wait_ms;
 	l->wait_start = start;
 	l->meta = *m;
@@ -669,6 +824,8 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		}
 		if (rc != 0)
 			return rc;
+		if (sleep >= 0)
+			note_wait(l);	/* the attempt went behind a BLPOP */
 		answered = 1;
 		pause = RIDE_FIRST_MS;
 		if (l->late >= LATE_MAX) {
@@ -688,11 +845,17 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		}
 		if (wait_ms == 0)
 			return 0;
+		if (l->wait_errors > 0 && wait_error_pause(l, deadline, e) == -1)
+			return -1;
 		if (deadline < 0)
 			left = INT64_MAX;
 		else if ((left = deadline - now_mono_ms()) <= 0) {
 			lock_unlist(l);
-			return 0;
+			/* Busy, but what kept us from waiting is the news. */
+			if (l->wait_errors == 0)
+				return 0;
+			err_set(e, ERR_UNAVAILABLE, "%s", l->wait_why);
+			return -1;
 		}
 		/*
 		 * Sleep on the wake list: a release pushes to it, so we are
@@ -726,6 +889,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		}
 		if ((rc = sleep_on_wake(l, start, deadline, sleep, e)) == -1)
 			return -1;
+		note_wait(l);
 		sleep = -1;
 	}
 }
@@ -795,7 +959,9 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	}
 	quorum_retry_now(l->q);
 	ok = quorum_script(l->q, ask, &script_release, 6, keys, 8, args, rep,
-	    e) + skipped;
+	    e);
+	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
+	    ok, e) + skipped;
 	free(ask);
 	for (i = 0; i < l->q->n; i++)
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
@@ -877,11 +1043,12 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	start = now_mono_ms();
 	ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
 	    &script_extend, 2, keys, 3, args, rep, e);
+	ok = quorum_check(l->q, rep, extend_shape, NULL, "the extend script",
+	    ok, e);
 	for (i = 0; i < n; i++) {
 		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
 			continue;
-		if (rep[i]->elements >= 3)
-			new_ttl = rep[i]->element[2]->integer;
+		new_ttl = rep[i]->element[2]->integer;	/* see extend_shape */
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);

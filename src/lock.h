@@ -77,6 +77,13 @@ struct lock {
 	int64_t		 wait_start;	/* monotonic, when it began */
 	int		 waited;	/* times lock_acquire slept */
 	int		 late;		/* grants in a row that came too late */
+	/*
+	 * Blocking reads in a row that answered an error (a wake list that
+	 * is not a list), and what is wrong, said once with -v and again if
+	 * --wait ends so.
+	 */
+	int		 wait_errors;
+	char		 wait_why[512];
 	struct lock_holder holder;	/* when busy */
 	lock_wait_fn	 on_wait;
 

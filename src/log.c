@@ -8,7 +8,9 @@
  * cron has no terminal, and a quiet success should not fill the log.
  * With --json, each progress or event line (-v) is a JSON object instead,
  * for programs that follow an exec's events; errors and warnings stay the
- * one "rlock: ..." line they always are.
+ * one "rlock: ..." line they always are.  Whatever a message quotes (a
+ * server's error, a URL, a key, a name) reaches the terminal and syslog
+ * escaped (escape.c): one line, and nothing in it that steers a terminal.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "escape.h"
 #include "json.h"
 #include "log.h"
 
@@ -86,13 +89,23 @@ emit(const char *tag, int stamp, int tty, int prio, const char *fmt,
 {
 	struct timespec	ts;
 	struct tm	tm;
+	struct buf	shown;
 	char		when[32] = "", msg[1024];
 
 	vsnprintf(msg, sizeof msg, fmt, ap);
+	/*
+	 * A message may quote what a server, a URL or a key said: shown with
+	 * its control characters and bad UTF-8 escaped, on the terminal and
+	 * in syslog alike (JSON lines escape it their own way).
+	 */
+	buf_init(&shown);
+	escape_adds(&shown, msg);
 	if (to_syslog && prio >= 0)
-		syslog(prio, "%s%s", tag, msg);
-	if (!tty)
+		syslog(prio, "%s%s", tag, shown.p);
+	if (!tty) {
+		buf_free(&shown);
 		return;
+	}
 	if (stamp || as_json) {	/* (JSON lines always carry the time) */
 		clock_gettime(CLOCK_REALTIME, &ts);
 		gmtime_r(&ts.tv_sec, &tm);
@@ -105,14 +118,16 @@ emit(const char *tag, int stamp, int tty, int prio, const char *fmt,
 		    ts.tv_nsec / 1000000, msg);
 		fflush(stderr);
 		pthread_mutex_unlock(&lock);
+		buf_free(&shown);
 		return;
 	}
 	fputs("rlock: ", stderr);
 	if (stamp)
 		fprintf(stderr, "%s.%03ldZ ", when, ts.tv_nsec / 1000000);
-	fprintf(stderr, "%s%s\n", tag, msg);
+	fprintf(stderr, "%s%s\n", tag, shown.p);
 	fflush(stderr);
 	pthread_mutex_unlock(&lock);
+	buf_free(&shown);
 }
 
 void

@@ -9,10 +9,12 @@
  */
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
+#include "util.h"
 
 /* A family: its name, help, and how to get a lock's value (0: none). */
 struct family {
@@ -167,17 +169,36 @@ static const struct family families[] = {
 	  v_lost },
 };
 
-/* A label value: backslash, double quote and newline escaped. */
+/*
+ * A label value: backslash, double quote and newline escaped, as the
+ * format wants, and nothing it cannot hold.  Names are checked before they
+ * get here (lock_list leaves out any other), so the rest is a guard: a
+ * control character or a byte that is not UTF-8 would make the parser
+ * reject the whole scrape, and becomes U+FFFD.
+ */
 static void
 label(struct buf *b, const char *s)
 {
-	for (; *s != '\0'; s++) {
-		if (*s == '\\' || *s == '"')
-			buf_printf(b, "\\%c", *s);
-		else if (*s == '\n')
+	const unsigned char	*u = (const unsigned char *)s;
+	size_t			 len = strlen(s), i, n;
+	uint32_t		 cp;
+
+	for (i = 0; i < len; i += n) {
+		n = 1;
+		if (u[i] == '\\' || u[i] == '"')
+			buf_printf(b, "\\%c", u[i]);
+		else if (u[i] == '\n')
 			buf_adds(b, "\\n");
-		else
-			buf_add(b, s, 1);
+		else if (u[i] < 0x20 || u[i] == 0x7f)
+			buf_adds(b, "\xef\xbf\xbd");
+		else if (u[i] < 0x80)
+			buf_add(b, s + i, 1);
+		else if ((n = utf8_decode(u + i, len - i, &cp)) > 0)
+			buf_add(b, s + i, n);
+		else {
+			buf_adds(b, "\xef\xbf\xbd");
+			n = 1;
+		}
 	}
 }
 

@@ -15,6 +15,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,8 +43,10 @@ options_usage_verror(const struct opt_where *w, const char *fmt, va_list ap)
 	char	msg[512], where[300] = "";
 
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	if (w != NULL)
+	if (w != NULL && w->line > 0)
 		snprintf(where, sizeof where, "%s:%d: ", w->file, w->line);
+	else if (w != NULL)
+		snprintf(where, sizeof where, "%s: ", w->file);	/* a variable */
 	log_error("%s%s", where, msg);
 	return EXIT_USAGE;
 }
@@ -166,6 +169,13 @@ parse_limit(struct opts *o, const char *v, const struct opt_where *w)
 {
 	return parse_count(v, 1, 10000, &o->limit, "limit",
 	    "a number of holders", w);
+}
+
+/* acquire --hold --pid PID: the process the lock is kept for. */
+static int
+parse_pid(struct opts *o, const char *v, const struct opt_where *w)
+{
+	return parse_count(v, 1, INT_MAX, &o->pid, "pid", "a process id", w);
 }
 
 static int
@@ -404,6 +414,12 @@ static const struct opt_def opt_defs[] = {
 	{ O_REASON, 0, "reason", "TEXT",
 	  "what the history says of this release (default: by rlock release)",
 	  STRING(reason), .flags = OPTF_ARGV_ONLY },
+	{ O_HOLD, 0, "hold", NULL,
+	  "leave a keeper that holds the lock while the caller (or --pid) lives",
+	  SET(hold, 1), .flags = OPTF_ARGV_ONLY },
+	{ O_PID, 0, "pid", "PID",
+	  "with --hold: keep the lock while process PID lives, not the caller",
+	  PARSE(parse_pid), .flags = OPTF_ARGV_ONLY },
 	{ O_MIN_HOLD, 0, "min-hold", "DUR",
 	  "keep the lock at least DUR after acquiring; let it expire then",
 	  DURATION(min_hold_ms, MAX_TTL_MS), .flags = OPTF_ZERO_OK },
@@ -468,12 +484,28 @@ static const struct opt_def opt_defs[] = {
 #undef DURATION
 #undef PARSE
 
+/*
+ * An empty value is the same as none, wherever it comes from: the next
+ * source in line (flag > environment > config file > default) decides.
+ * Not for a duration or a number, where empty is a usage error as 5x is,
+ * nor for -c, whose empty command is a command.
+ */
+int
+options_empty_is_unset(const struct opt_def *d, const char *v)
+{
+	return v != NULL && *v == '\0' && d->id != O_COMMAND &&
+	    (d->arg == NULL || (strcmp(d->arg, "DUR") != 0 &&
+	    strcmp(d->arg, "N") != 0));
+}
+
 int
 options_apply(struct opts *o, const struct opt_def *d, const char *v,
     const struct opt_where *w)
 {
 	char	*field = (char *)o + d->field;
 
+	if (options_empty_is_unset(d, v))
+		return 0;
 	o->given |= 1ULL << d->id;
 	switch (d->kind) {
 	case OPT_KIND_NONE:

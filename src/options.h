@@ -60,6 +60,8 @@ enum opt_id {
 	O_FORMAT,
 	O_LEFTOVERS,
 	O_REASON,
+	O_HOLD,
+	O_PID,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -111,6 +113,8 @@ struct opts {
 	const char	*format;	/* status --format */
 	const char	*reason;	/* release --reason */
 	int		 leftovers;	/* exec: enum leftovers (supervise.h) */
+	int		 hold;		/* acquire --hold: leave a keeper */
+	int		 pid;		/* acquire --hold --pid: the owner; 0: caller */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;
@@ -118,7 +122,10 @@ struct opts {
 	int		 nchild;
 };
 
-/* Where a value comes from: a config file's line; NULL: the command line. */
+/*
+ * Where a value comes from: a config file's line, or with line 0 the
+ * environment variable named file; NULL: the command line.
+ */
 struct opt_where {
 	const char	*file;
 	int		 line;
@@ -173,6 +180,8 @@ int	options_add_urls(struct opts *, const char *v, const struct opt_where *);
 void	options_clear_urls(struct opts *);
 /* Is p a key prefix rlock can use?  0, or the exit status of a usage error. */
 int	options_check_prefix(const char *p, const struct opt_where *);
+/* Is v, empty, the same as not giving d at all (see rlock(1))? */
+int	options_empty_is_unset(const struct opt_def *d, const char *v);
 
 /* Help for ce, or with ce NULL for rlock itself and every command of table. */
 void	options_help(FILE *, const struct cmd_entry *ce,

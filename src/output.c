@@ -5,13 +5,17 @@
  * failed write (a full disk, a closed pipe) is seen and reported by the
  * caller, which can then give the lock back.  What is printed arrives as
  * plain values (struct output_status), so this file knows nothing of the
- * lock layer, and all JSON is written by json.c.
+ * lock layer, and all JSON is written by json.c.  Every string in those
+ * values came from outside (Redis, a server's error, a URL) and goes into
+ * the text forms through escape_add: no byte of it can steer a terminal.
  */
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "duration.h"
+#include "escape.h"
 #include "output.h"
 
 /* Unknown and empty are both null in JSON. */
@@ -25,6 +29,22 @@ static const char *
 or_unknown(const char *s)
 {
 	return s != NULL && *s != '\0' ? s : "?";
+}
+
+/* "USER@HOST pid PID (COMMAND)", each part escaped. */
+static void
+who_text(struct buf *b, const char *user, const char *host, long long pid,
+    const char *command)
+{
+	escape_adds(b, or_unknown(user));
+	buf_adds(b, "@");
+	escape_adds(b, or_unknown(host));
+	buf_printf(b, " pid %lld", pid);
+	if (command != NULL && *command != '\0') {
+		buf_adds(b, " (");
+		escape_adds(b, command);
+		buf_adds(b, ")");
+	}
 }
 
 static const char *const node_state[] = {
@@ -50,9 +70,14 @@ nodes_text(struct buf *b, const struct output_status *st)
 
 	for (i = 0; i < st->nservers; i++) {
 		sv = &st->servers[i];
-		buf_printf(b, "  %s: %s", sv->url, node_state[sv->state]);
-		if (sv->error != NULL && *sv->error != '\0')
-			buf_printf(b, " (%s)", sv->error);
+		buf_adds(b, "  ");
+		escape_adds(b, sv->url);
+		buf_printf(b, ": %s", node_state[sv->state]);
+		if (sv->error != NULL && *sv->error != '\0') {
+			buf_adds(b, " (");
+			escape_adds(b, sv->error);
+			buf_adds(b, ")");
+		}
 		buf_adds(b, "\n");
 	}
 }
@@ -97,10 +122,8 @@ waiters_text(struct buf *b, const struct output_status *st)
 		buf_adds(b, "  waiting");
 		if (w->place > 0)
 			buf_printf(b, " #%lld", w->place);
-		buf_printf(b, ": %s@%s pid %lld", or_unknown(w->user),
-		    or_unknown(w->host), w->pid);
-		if (w->command != NULL && *w->command != '\0')
-			buf_printf(b, " (%s)", w->command);
+		buf_adds(b, ": ");
+		who_text(b, w->user, w->host, w->pid, w->command);
 		buf_printf(b, " for %s\n", duration_format(w->waiting_ms, d,
 		    sizeof d));
 	}
@@ -148,10 +171,8 @@ holder_text(struct buf *b, const char *user, const char *host, long long pid,
 {
 	char	held[32], left[32];
 
-	buf_printf(b, "held by %s@%s pid %lld", or_unknown(user),
-	    or_unknown(host), pid);
-	if (command != NULL && *command != '\0')
-		buf_printf(b, " (%s)", command);
+	buf_adds(b, "held by ");
+	who_text(b, user, host, pid, command);
 	if (acquired_ms > 0)
 		buf_printf(b, " for %s", duration_format(held_ms, held,
 		    sizeof held));
@@ -173,15 +194,15 @@ slots_text(struct buf *b, const struct output_status *st)
 	const struct output_slot	*s;
 	int				 i;
 
+	escape_adds(b, st->name);
 	if (st->shared) {
-		buf_printf(b, "%s: shared by %d", st->name, st->nslots);
+		buf_printf(b, ": shared by %d", st->nslots);
 		if (st->nservers > 0)
 			buf_printf(b, " (on %d of %d servers)", st->nholding,
 			    st->nservers);
 		buf_adds(b, "\n");
 	} else
-		buf_printf(b, "%s: %d of %d held\n", st->name, st->nslots,
-		    st->limit);
+		buf_printf(b, ": %d of %d held\n", st->nslots, st->limit);
 	for (i = 0; i < st->nslots; i++) {
 		s = &st->slots[i];
 		buf_adds(b, "  ");
@@ -201,7 +222,8 @@ output_status_text(struct buf *b, const struct output_status *st)
 		return;
 	}
 
-	buf_printf(b, "%s: ", st->name);
+	escape_adds(b, st->name);
+	buf_adds(b, ": ");
 	if (!st->held) {
 		buf_adds(b, "free");
 		if (st->last_fence > 0)
@@ -362,12 +384,24 @@ output_wait_show(const struct output_wait *w)
 {
 	char		held[32], exp[32], waited[32], left[32];
 	struct buf	b;
+	size_t		n;
 
 	buf_init(&b);
-	buf_printf(&b, "rlock: waiting for %s: held by %s pid %lld", w->name,
-	    w->host[0] != '\0' ? w->host : "?", w->pid);
-	if (w->command[0] != '\0')
-		buf_printf(&b, " (%.40s)", w->command);
+	buf_adds(&b, "rlock: waiting for ");
+	escape_adds(&b, w->name);
+	buf_adds(&b, ": held by ");
+	escape_adds(&b, w->host[0] != '\0' ? w->host : "?");
+	buf_printf(&b, " pid %lld", w->pid);
+	if (w->command[0] != '\0') {
+		/* 40 bytes of it, not cut inside a UTF-8 sequence. */
+		if ((n = strlen(w->command)) > 40)
+			for (n = 40; n > 0 &&
+			    ((unsigned char)w->command[n] & 0xc0) == 0x80; n--)
+				;
+		buf_adds(&b, " (");
+		escape_add(&b, w->command, n);
+		buf_adds(&b, ")");
+	}
 	if (w->held_ms >= 0)
 		buf_printf(&b, " for %s", duration_format(w->held_ms, held,
 		    sizeof held));

@@ -17,6 +17,7 @@
  * sentinel URL).
  */
 
+#include <ctype.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -413,6 +414,29 @@ quorum_script_until(struct quorum *q, const int *only,
 	return round_trip(q, only, &rq, settled, arg, 0, replies, e);
 }
 
+/* Server i's BLPOP answered the error code (n bytes): kept, printable. */
+static void
+note_wait_error(struct quorum *q, int i, const char *code, size_t n)
+{
+	char	*p;
+
+	q->wait_err = i + 1;
+	snprintf(q->wait_code, sizeof q->wait_code, "%.*s", (int)n, code);
+	for (p = q->wait_code; *p != '\0'; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-')
+			*p = '?';
+}
+
+int
+quorum_wait_error(const struct quorum *q, const char **code)
+{
+	if (q->wait_err == 0)
+		return -1;
+	if (code != NULL)
+		*code = q->wait_code;
+	return q->wait_err - 1;
+}
+
 int
 quorum_wait_script(struct quorum *q, const char *key, const char *key2,
     int64_t wait_ms, quorum_settled_fn settled, void *arg, struct script *s,
@@ -424,8 +448,15 @@ quorum_wait_script(struct quorum *q, const char *key, const char *key2,
 		.args = args, .wait_key = key, .wait_key2 = key2,
 		.wait_ms = wait_ms,
 	};
+	const char		*code;
+	int			 i, ok;
 
-	return round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
+	ok = round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
+	q->wait_err = 0;
+	for (i = 0; i < q->n && q->wait_err == 0; i++)
+		if ((code = redis_wait_error(q->conn[i])) != NULL)
+			note_wait_error(q, i, code, strlen(code));
+	return ok;
 }
 
 int
@@ -539,11 +570,17 @@ quorum_wait(struct quorum *q, const char *key, const char *key2,
 	rq.argv = argv;
 	rq.extra_ms = timeout_ms;
 	rep = xcalloc(q->n, sizeof *rep);
-	round_trip(q, NULL, &rq, settled_woken, NULL, 0, rep, e);
+	/* Error replies kept: a key that is not a list is no failure to reach. */
+	round_trip(q, NULL, &rq, settled_woken, NULL, 1, rep, e);
+	q->wait_err = 0;
 	for (i = 0; i < q->n; i++) {
 		replied += rep[i] != NULL;
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY)
 			woken = 1;
+		if (rep[i] != NULL && rep[i]->type == REDIS_T_ERROR &&
+		    q->wait_err == 0)
+			note_wait_error(q, i, rep[i]->str,
+			    strcspn(rep[i]->str, " \r\n"));
 		if (q->errs[i].kind == ERR_INTERRUPTED) {
 			*e = q->errs[i];
 			woken = -1;
@@ -571,6 +608,61 @@ quorum_free_replies(struct quorum *q, struct redis_reply **replies)
 	}
 }
 
+static const char *
+type_name(const struct redis_reply *r)
+{
+	switch (r->type) {
+	case REDIS_T_STRING:
+		return "string";
+	case REDIS_T_ARRAY:
+		return "array";
+	case REDIS_T_INTEGER:
+		return "integer";
+	case REDIS_T_NIL:
+		return "nil";
+	case REDIS_T_STATUS:
+		return "status";
+	default:
+		return "reply";
+	}
+}
+
+/*
+ * A reply of the wrong shape is no answer: read as one, a server that is
+ * not Redis, or something between, could pass for "busy" or "free".
+ */
+int
+quorum_check(struct quorum *q, struct redis_reply **rep, quorum_shape_fn shape,
+    void *arg, const char *what, int ok, struct err *e)
+{
+	int	i, bad = -1;
+
+	for (i = 0; i < q->n; i++) {
+		if (rep[i] == NULL || rep[i]->type == REDIS_T_ERROR ||
+		    shape(rep[i], arg))
+			continue;
+		err_set(&q->errs[i], ERR_PROTOCOL, "%s: %s was answered with "
+		    "%s %s of a shape rlock's script never gives; is it a "
+		    "Redis server, with nothing in between?",
+		    redis_display(q->conn[i]), what,
+		    rep[i]->type == REDIS_T_INTEGER ||
+		    rep[i]->type == REDIS_T_ARRAY ? "an" : "a",
+		    type_name(rep[i]));
+		redis_reply_free(rep[i]);
+		rep[i] = NULL;
+		ok--;
+		if (bad == -1)
+			bad = i;
+	}
+	if (bad >= 0 && ok < quorum_majority(q)) {
+		*e = q->errs[bad];
+		if (q->n > 1)
+			err_prefix(e, "only %d of %d servers answered, and a "
+			    "lock needs %d", ok, q->n, quorum_majority(q));
+	}
+	return ok;
+}
+
 /* ------------------------------------------------------------ listing */
 
 /*
@@ -578,6 +670,13 @@ quorum_free_replies(struct quorum *q, struct redis_reply **replies)
  * page of 10,000 keys keeps the server busy a millisecond or two.
  */
 #define SCAN_COUNT	"10000"
+
+/*
+ * A SCAN ends when its cursor comes back to 0, which a server that keeps
+ * answering another cursor never does.  10,000 pages look at 100 million
+ * keys, far more than a server that rlock shares holds.
+ */
+#define SCAN_MAX_PAGES	10000
 
 /*
  * Hand the keys of SCAN reply rr from server i to fn, and its cursor to
@@ -614,10 +713,18 @@ scan_from(struct quorum *q, int i, const char *from, int first,
 {
 	struct redis_reply	*rr;
 	char			*cursor = xstrdup(from), *next;
-	int			 rc = 0;
+	int			 rc = 0, pages = 1;
 
 	while (rc == 0 && (first || strcmp(cursor, "0") != 0)) {
 		first = 0;
+		if (++pages > SCAN_MAX_PAGES) {
+			err_set(e, ERR_PROTOCOL, "%s: SCAN did not end within "
+			    "%d pages (%s keys each); is it a Redis server, "
+			    "with nothing in between?", q->urls[i].display,
+			    SCAN_MAX_PAGES, SCAN_COUNT);
+			rc = -1;
+			break;
+		}
 		rr = quorum_callv(q, i, e, "SCAN", cursor, "MATCH", pattern,
 		    "COUNT", SCAN_COUNT, NULL);
 		if (rr == NULL || scan_page(q, i, rr, fn, arg, &next, e) == -1)

@@ -25,6 +25,9 @@ struct quorum {
 	struct err		*cerrs;	/* last failure to connect */
 	int64_t			*retry_at; /* no new connect before */
 	int64_t			 limit;	/* no wait past it; 0: none */
+	/* The last wait's BLPOP answered an error: on server wait_err - 1. */
+	int			 wait_err;
+	char			 wait_code[32];	/* its code: "WRONGTYPE", ... */
 };
 
 /* The number of servers that must agree. */
@@ -132,10 +135,18 @@ struct redis_reply *quorum_ask(struct quorum *, int i, struct err *e,
 /*
  * Block for at most timeout_ms until key (a list), or key2 if not NULL,
  * has an element on any server, and pop it.  Returns 1 when woken by an element, 0 on timeout,
- * -1 when no server could be asked (or a signal came).
+ * -1 when no server could be asked (or a signal came).  An error reply
+ * (a key that is not a list) ends the wait at once, as 0: see
+ * quorum_wait_error.
  */
 int	quorum_wait(struct quorum *, const char *key, const char *key2,
 	    int64_t timeout_ms, struct err *e);
+/*
+ * After quorum_wait or quorum_wait_script: the server whose BLPOP got an
+ * error reply instead of waiting, with *code (if code is not NULL) its
+ * error code; -1 if none.
+ */
+int	quorum_wait_error(const struct quorum *, const char **code);
 
 /*
  * Every key matching pattern (a SCAN MATCH glob) on every server, each
@@ -163,5 +174,20 @@ void	quorum_retry_now(struct quorum *);
 int	quorum_reached(const struct quorum *, int i);
 
 void	quorum_free_replies(struct quorum *, struct redis_reply **);
+
+/*
+ * A reply's shape: whether it is what the request's script or command
+ * answers (arg is the caller's).
+ */
+typedef int (*quorum_shape_fn)(const struct redis_reply *, void *arg);
+
+/*
+ * Drop the replies (error replies aside) that shape refuses: each such
+ * server counts as one that did not answer, its error naming it.  Returns
+ * ok, the number of answers, less those dropped; when that is under a
+ * majority and some were dropped, e says why.  what names the request.
+ */
+int	quorum_check(struct quorum *, struct redis_reply **, quorum_shape_fn,
+	    void *arg, const char *what, int ok, struct err *e);
 
 #endif

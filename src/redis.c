@@ -27,6 +27,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,188 @@
 
 /* How often one request may be redirected (MOVED/ASK) before giving up. */
 #define MAX_REDIRECTS	5
+
+/* ------------------------------------------------------------ bounds */
+
+/*
+ * What one reply may be.  rlock's largest (a log of 100,000 events, a
+ * SCAN page) is a few MiB and far fewer elements; the bounds are there so
+ * that a hostile or broken server cannot make rlock take all the memory
+ * there is: hiredis keeps a bulk string whole until its last byte, and
+ * allocates an array's declared length at once.  A status or error line
+ * is short; an integer or length has at most 20 characters.
+ */
+#define MAX_REPLY_BYTES		(64LL << 20)
+#define MAX_REPLY_ELEMENTS	(4LL << 20)
+#define MAX_LINE		65536
+#define MAX_NUMBER		21	/* with its '\r' */
+#define MAX_DEPTH		7	/* hiredis's own nesting limit */
+
+/*
+ * Every byte is looked at here before hiredis sees it: the reply under
+ * way is framed (its lines, the lengths they declare, its nesting), and
+ * anything over the bounds fails the request before it is fed.
+ */
+struct bound {
+	long long	bytes;		/* of the reply under way */
+	long long	elements;
+	long long	bulk;		/* a string's bytes still to come, CRLF too */
+	long long	left[MAX_DEPTH]; /* elements still to come at each level */
+	int		depth;
+	char		type;		/* of the line under way; 0 between */
+	char		num[MAX_NUMBER + 1];
+	size_t		linelen;
+	int		cr;		/* the last byte was '\r' */
+};
+
+/* An item ended: count it in the arrays it ends, and the reply, if any. */
+static void
+bound_item(struct bound *b)
+{
+	while (b->depth > 0) {
+		if (--b->left[b->depth - 1] > 0)
+			return;
+		b->depth--;
+	}
+	b->bytes = b->elements = 0;
+}
+
+/* A length or an integer line: a decimal that fits in a long long. */
+static int
+bound_number(const struct bound *b, long long *v)
+{
+	const char		*p = b->num;
+	int			 neg = *p == '-';
+	unsigned long long	 n = 0, max = LLONG_MAX;
+
+	p += neg;
+	max += (unsigned)neg;	/* LLONG_MIN's magnitude */
+	if (*p == '\0')
+		return -1;
+	for (; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' ||
+		    n > (max - (unsigned)(*p - '0')) / 10)
+			return -1;
+		n = n * 10 + (unsigned)(*p - '0');
+	}
+	*v = !neg ? (long long)n : n == max ? LLONG_MIN : -(long long)n;
+	return 0;
+}
+
+/* A line ended: what it says the reply holds. */
+static int
+bound_line(struct bound *b, struct err *e)
+{
+	long long	n = 0;
+
+	if (b->type != '+' && b->type != '-' && bound_number(b, &n) == -1) {
+		err_set(e, ERR_PROTOCOL, "protocol error: '%c' followed by "
+		    "no number, or one out of range", b->type);
+		return -1;
+	}
+	switch (b->type) {
+	case '$':
+		if (n > MAX_REPLY_BYTES) {
+			err_set(e, ERR_PROTOCOL, "the server announced a "
+			    "string of %lld bytes; rlock takes at most %lld "
+			    "MiB in one reply", n, MAX_REPLY_BYTES >> 20);
+			return -1;
+		}
+		if (n >= 0) {
+			b->bulk = n + 2;
+			return 0;
+		}
+		break;
+	case '*':
+		if (n > MAX_REPLY_ELEMENTS - b->elements) {
+			err_set(e, ERR_PROTOCOL, "the server announced an "
+			    "array of %lld elements; rlock takes at most %lld "
+			    "in one reply", n, MAX_REPLY_ELEMENTS);
+			return -1;
+		}
+		if (n > 0 && b->depth == MAX_DEPTH) {
+			err_set(e, ERR_PROTOCOL, "protocol error: arrays "
+			    "nested more than %d deep", MAX_DEPTH);
+			return -1;
+		}
+		if (n > 0) {
+			b->elements += n;
+			b->left[b->depth++] = n;
+			return 0;
+		}
+		break;
+	}
+	if ((b->type == '$' || b->type == '*') && n < -1) {
+		err_set(e, ERR_PROTOCOL, "protocol error: a length of %lld", n);
+		return -1;
+	}
+	bound_item(b);
+	return 0;
+}
+
+/* Look at n more bytes of what the server sent: 0, or -1 over a bound. */
+static int
+bound_scan(struct bound *b, const char *p, size_t n, struct err *e)
+{
+	size_t		i = 0, take;
+	unsigned char	c;
+
+	while (i < n) {
+		if (b->bulk > 0) {
+			take = n - i < (size_t)b->bulk ? n - i : (size_t)b->bulk;
+			b->bulk -= (long long)take;
+			b->bytes += (long long)take;
+			i += take;
+			if (b->bulk == 0)
+				bound_item(b);
+			continue;
+		}
+		c = (unsigned char)p[i++];
+		b->bytes++;
+		if (b->type == 0) {
+			if (c == '\0' || strchr("+-:$*", c) == NULL) {
+				err_set(e, ERR_PROTOCOL, "protocol error: a "
+				    "reply cannot start with byte 0x%02x", c);
+				return -1;
+			}
+			b->type = (char)c;
+			b->linelen = 0;
+			b->cr = 0;
+			continue;
+		}
+		if (c == '\n' && b->cr) {
+			if (b->type != '+' && b->type != '-')
+				b->num[b->linelen - 1] = '\0';	/* the '\r' */
+			if (bound_line(b, e) == -1)
+				return -1;
+			b->type = 0;
+			continue;
+		}
+		b->cr = c == '\r';
+		if (b->type == '+' || b->type == '-') {
+			if (++b->linelen > MAX_LINE) {
+				err_set(e, ERR_PROTOCOL, "the server sent a "
+				    "line of more than %d bytes", MAX_LINE);
+				return -1;
+			}
+			continue;
+		}
+		if (b->linelen >= MAX_NUMBER) {
+			err_set(e, ERR_PROTOCOL, "protocol error: '%c' followed "
+			    "by more than %d characters", b->type,
+			    MAX_NUMBER - 1);
+			return -1;
+		}
+		b->num[b->linelen++] = (char)c;
+		b->num[b->linelen] = '\0';
+	}
+	if (b->bytes > MAX_REPLY_BYTES) {
+		err_set(e, ERR_PROTOCOL, "the server sent a reply of more than "
+		    "%lld MiB, the most rlock takes", MAX_REPLY_BYTES >> 20);
+		return -1;
+	}
+	return 0;
+}
 
 enum state {
 	IDLE,		/* no connection */
@@ -67,6 +250,7 @@ struct redis {
 	enum state		 state;
 	struct transport	*t;
 	redisReader		*reader;
+	struct bound		 bound;		/* of what the reader is fed */
 	int			 handshaken;	/* this transport's is sent */
 	int			 check_role;	/* the master came from sentinels */
 	char			 run_id[41];
@@ -84,6 +268,7 @@ struct redis {
 	int			 ask;		/* ASKING before it, once */
 	int			 asked;		/* it went with ASKING */
 	int			 waited;	/* its BLPOP is done (redirected) */
+	char			 wait_err[32];	/* its BLPOP's error code, or "" */
 	int			 holding;	/* until AUTH and SELECT answer */
 	size_t			 body_at;	/* where out's request starts */
 	int			 reached;	/* a request ever went out */
@@ -103,6 +288,7 @@ struct redis {
 };
 
 static int	step(struct redis *, struct err *);
+static void	note_wait_error(struct redis *, const struct redis_reply *);
 
 static struct redis_reply *
 convert(const redisReply *r)
@@ -162,7 +348,12 @@ redis_parse(const char *buf, size_t len)
 	redisReply		*reply = NULL;
 	struct redis_reply	*rr = NULL;
 
-	if ((rd = redisReaderCreate()) == NULL)
+	struct bound		 b;
+	struct err		 e;
+
+	memset(&b, 0, sizeof b);
+	if (bound_scan(&b, buf, len, &e) == -1 ||
+	    (rd = redisReaderCreate()) == NULL)
 		return NULL;
 	if (redisReaderFeed(rd, buf, len) == REDIS_OK &&
 	    redisReaderGetReply(rd, (void **)&reply) == REDIS_OK &&
@@ -641,6 +832,7 @@ new_reader(struct redis *r, struct err *e)
 {
 	if (r->reader != NULL)
 		redisReaderFree(r->reader);
+	memset(&r->bound, 0, sizeof r->bound);
 	if ((r->reader = redisReaderCreate()) == NULL) {
 		err_set(e, ERR_SOFTWARE, "out of memory");
 		return -1;
@@ -703,6 +895,8 @@ sentinel_answer(struct redis *r, struct redis_reply *rr, struct err *e)
 	const char		*pw = u->password ? u->password :
 				    r->opts->password;
 	struct url		 master;
+	char			*end;
+	long			 port;
 
 	if (rr->type == REDIS_T_ERROR && strncmp(rr->str, "NOAUTH", 6) == 0 &&
 	    pw != NULL && r->sub_opts.password == NULL) {
@@ -711,10 +905,13 @@ sentinel_answer(struct redis *r, struct redis_reply *rr, struct err *e)
 		r->sub->handshaken = 0;
 		return redis_start(r->sub, &r->sub_req, e) == -1 ? -1 : 0;
 	}
+	/* {host, port}, the port a number in range. */
 	if (rr->type == REDIS_T_ARRAY && rr->elements == 2 &&
-	    rr->element[0]->type == REDIS_T_STRING) {
-		url_retarget(&master, u, rr->element[0]->str,
-		    atoi(rr->element[1]->str ? rr->element[1]->str : "0"));
+	    rr->element[0]->type == REDIS_T_STRING &&
+	    rr->element[1]->type == REDIS_T_STRING &&
+	    (port = strtol(rr->element[1]->str, &end, 10)) > 0 &&
+	    port <= 65535 && *end == '\0') {
+		url_retarget(&master, u, rr->element[0]->str, (int)port);
 		url_free(&r->target);
 		r->target = master;
 		r->url = &r->target;
@@ -816,8 +1013,16 @@ next_reply(struct redis *r, struct redis_reply **out, struct err *e)
 		}
 		if (reply != NULL)
 			break;
+		/*
+		 * A server that keeps sending keeps this loop going: the
+		 * deadline is the caller's to enforce, so go back to it.
+		 */
+		if (now_mono_ms() >= redis_deadline(r))
+			return 0;
 		if ((n = transport_read(r->t, buf, sizeof buf, e)) <= 0)
 			return (int)n;
+		if (bound_scan(&r->bound, buf, (size_t)n, e) == -1)
+			return -1;
 		redisReaderFeed(r->reader, buf, (size_t)n);
 	}
 	*out = convert(reply);
@@ -985,9 +1190,14 @@ step_ready(struct redis *r, struct err *e)
 			/*
 			 * Popped or timed out, the script ran right after it:
 			 * its reply is the one that counts, a round trip from
-			 * now.
+			 * now.  An error reply did not wait at all: it is kept
+			 * for the caller (redis_wait_error), who must not send
+			 * the next one at once.  A redirection is the script's
+			 * business.
 			 */
 			r->deadline = now_mono_ms() + r->opts->timeout_ms;
+			if (rr->type == REDIS_T_ERROR)
+				note_wait_error(r, rr);
 		} else if (handshake_reply(r, d, rr, e) == -1) {
 			redis_reply_free(rr);
 			/* Our credentials or db are wrong: no message prefix. */
@@ -1102,9 +1312,33 @@ redis_step(struct redis *r, struct err *e)
 	return step(r, e);
 }
 
+/* The error code (its first word) of a BLPOP's error reply. */
+static void
+note_wait_error(struct redis *r, const struct redis_reply *rr)
+{
+	size_t	n = rr->str != NULL ? strcspn(rr->str, " \r\n") : 0;
+
+	if ((n == 5 && strncmp(rr->str, "MOVED", 5) == 0) ||
+	    (n == 3 && strncmp(rr->str, "ASK", 3) == 0))
+		return;
+	if (n == 0 || n >= sizeof r->wait_err)
+		snprintf(r->wait_err, sizeof r->wait_err, "ERR");
+	else {
+		memcpy(r->wait_err, rr->str, n);
+		r->wait_err[n] = '\0';
+	}
+}
+
+const char *
+redis_wait_error(const struct redis *r)
+{
+	return r->wait_err[0] != '\0' ? r->wait_err : NULL;
+}
+
 int
 redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 {
+	r->wait_err[0] = '\0';
 	if (r->pending) {
 		err_set(e, ERR_SOFTWARE, "request already in flight");
 		return -1;

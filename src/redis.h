@@ -91,6 +91,13 @@ int		 redis_connect_failed(const struct redis *);
  */
 int		 redis_reached(const struct redis *);
 
+/*
+ * The error code ("WRONGTYPE", "NOPERM", ...) of the error reply to the
+ * last request's BLPOP (see struct redis_req), or NULL if it popped or
+ * timed out: the request's own reply came at once, without the wait.
+ */
+const char	*redis_wait_error(const struct redis *);
+
 /* The URL for messages: where the server is now. */
 const char	*redis_display(const struct redis *);
 /*

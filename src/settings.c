@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "conffile.h"
 #include "err.h"
@@ -57,12 +58,28 @@ settings_defaults(struct opts *o)
 	o->count = DEFAULT_LOG_COUNT;
 }
 
+/* An environment variable; empty is unset, as for every source. */
 static const char *
 env(const char *name)
 {
 	const char	*v = getenv(name);
 
 	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+int
+settings_apply_env(struct opts *o, const char *longopt, const char *name)
+{
+	const struct opt_def	*d = options_find(longopt, strlen(longopt));
+	const struct opt_where	 w = { .file = name, .line = 0 };
+	const char		*v;
+
+	if (d == NULL || (o->given & (1ULL << d->id)) ||
+	    (v = env(name)) == NULL)
+		return 0;
+	if (d->id == O_URL)
+		options_clear_urls(o);	/* it replaces the file's, not adds */
+	return options_apply(o, d, v, &w);
 }
 
 /* A file that holds a password should be for its owner's eyes. */
@@ -182,6 +199,8 @@ apply_line(struct opts *o, char *line, uint64_t given,
 	bit = 1ULL << d->id;
 	if (given & bit)
 		return 0;	/* the command line wins */
+	if (options_empty_is_unset(d, value))
+		return 0;	/* as if the line were not there */
 	if (d->arg == NULL) {
 		if ((rc = config_bool(value)) == -1)
 			return options_usage_error(w, "%s wants yes or no, not "
@@ -328,13 +347,12 @@ same_server(const struct url *urls, int i)
 static int
 settle_urls(struct settings *s, struct opts *o)
 {
-	const char	*v, *from = "--url";
+	const char	*from = "--url";
 	char		 why[256];
 	int		 i, j, rc;
 
-	if (!(o->given & OPT(URL)) && (v = env("RLOCK_URL")) != NULL) {
-		options_clear_urls(o);
-		if ((rc = options_add_urls(o, v, NULL)) != 0)
+	if (!(o->given & OPT(URL)) && env("RLOCK_URL") != NULL) {
+		if ((rc = settings_apply_env(o, "url", "RLOCK_URL")) != 0)
 			return rc;
 		from = "RLOCK_URL";
 	} else if (o->from_file & OPT(URL))
@@ -393,17 +411,15 @@ settle_password(struct settings *s, struct opts *o)
 int
 settings_settle(struct settings *s, struct opts *o)
 {
-	const char	*v;
 	int		 rc;
 
 	if ((rc = settle_urls(s, o)) != 0)
 		return rc;
-	if (!(o->given & OPT(PREFIX)) && (v = getenv("RLOCK_PREFIX")) != NULL)
-		o->prefix = v;
+	/* Checked by --prefix's own parser, as the flag and the file are. */
+	if ((rc = settings_apply_env(o, "prefix", "RLOCK_PREFIX")) != 0)
+		return rc;
 	if (o->prefix == NULL)
 		o->prefix = DEFAULT_PREFIX;
-	if ((rc = options_check_prefix(o->prefix, NULL)) != 0)
-		return rc;
 	if ((rc = settle_password(s, o)) != 0)
 		return rc;
 	if ((rc = check_readable("--tls-ca", o->tls.ca)) != 0 ||

@@ -30,6 +30,14 @@ int	settings_read_config(struct settings *, struct opts *);
  */
 int	settings_settle(struct settings *, struct opts *);
 /*
+ * The option longopt from the environment variable name, unless its flag
+ * was given or the variable is empty (unset): checked and stored by the
+ * option's own parser, as a flag or a config line is, and a bad value is
+ * a usage error that names the variable.  0, or that exit status.
+ */
+int	settings_apply_env(struct opts *, const char *longopt,
+	    const char *name);
+/*
  * The settled connection and history settings of o as a config file's
  * text, for an rlock run on our behalf (exec's guard); the password is
  * not in it, but a URL's is.  NULL if a value cannot be written so.

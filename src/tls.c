@@ -28,6 +28,64 @@
 #include "tls.h"
 #include "util.h"
 
+#ifdef RLOCK_STATIC_TLS
+/*
+ * A static build (configure --enable-static-tls, scripts/static.sh) has
+ * OpenSSL linked in: there is nothing to load, and no dlopen in a static
+ * binary.  It does not read the system's openssl.cnf either: a binary
+ * copied to another distribution would otherwise read a configuration
+ * written for that distribution's own OpenSSL (RHEL's names its crypto
+ * policies and providers), and rlock needs none of it.
+ */
+static pthread_once_t	load_once = PTHREAD_ONCE_INIT;
+static char		load_error[256];
+
+static void
+load(void)
+{
+	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1)
+		snprintf(load_error, sizeof load_error, "cannot set up %s for "
+		    "TLS", OpenSSL_version(OPENSSL_VERSION));
+}
+
+const char *
+tls_library(void)
+{
+	return OpenSSL_version(OPENSSL_VERSION);
+}
+
+/*
+ * Where distributions keep their CA bundle.  The OpenSSL built in looks
+ * in /etc/ssl (the hashed certs directory of Debian and Alpine, and
+ * Alpine's /etc/ssl/cert.pem); a host whose store is elsewhere (Fedora,
+ * RHEL, openSUSE) still verifies servers, with the first bundle here that
+ * exists.  SSL_CERT_FILE and SSL_CERT_DIR, when set, are OpenSSL's to
+ * honour alone.
+ */
+static const char *const ca_bundles[] = {
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+	"/etc/ssl/ca-bundle.pem",
+};
+
+static int
+set_default_ca(SSL_CTX *ctx)
+{
+	size_t	i;
+
+	if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+		return 0;
+	if (getenv("SSL_CERT_FILE") != NULL || getenv("SSL_CERT_DIR") != NULL ||
+	    access(X509_get_default_cert_file(), R_OK) == 0)
+		return 1;
+	for (i = 0; i < sizeof ca_bundles / sizeof ca_bundles[0]; i++)
+		if (access(ca_bundles[i], R_OK) == 0)
+			return SSL_CTX_load_verify_locations(ctx, ca_bundles[i],
+			    NULL);
+	return 1;
+}
+#else
 /*
  * libssl and libcrypto are loaded when the first rediss:// connection is
  * made, not linked: mapping and relocating them costs every rlock process
@@ -111,6 +169,9 @@ load(void)
 	TLS_FUNCTIONS(LOAD)
 #undef LOAD
 }
+
+#define set_default_ca	SSL_CTX_set_default_verify_paths
+#endif /* RLOCK_STATIC_TLS */
 
 struct tls {
 	SSL_CTX	*ctx;
@@ -263,7 +324,7 @@ make_ctx(const struct tls_opts *o, struct err *e)
 			    o->ca, why);
 			goto fail;
 		}
-	} else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+	} else if (set_default_ca(ctx) != 1) {
 		ssl_reason(why, sizeof why);
 		err_set(e, ERR_SOFTWARE, "cannot load the system CA store: %s",
 		    why);

@@ -31,5 +31,9 @@ ssize_t		 tls_write(struct tls *, const void *, size_t, short *events);
 const char	*tls_why(const struct tls *);
 /* Free the session (one try at close_notify); the fd stays open. */
 void		 tls_free(struct tls *);
+#ifdef RLOCK_STATIC_TLS
+/* The OpenSSL linked in, as its version string says. */
+const char	*tls_library(void);
+#endif
 
 #endif

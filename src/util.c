@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "util.h"
 
 #define BUF_INITIAL	64
@@ -289,10 +291,30 @@ refuse_ascii(unsigned char c, size_t pos, char *why, size_t whylen)
 	return -1;
 }
 
+/*
+ * Say which invisible or bidirectional code point (n bytes at s, from
+ * 1-based byte pos) a name holds: "byte 7 is U+200B, an invisible format
+ * character (0xe2 0x80 0x8b)".
+ */
+static void
+refuse_invisible(const unsigned char *s, size_t n, size_t pos, uint32_t cp,
+    const char *what, char *why, size_t whylen)
+{
+	char	bytes[24];
+	size_t	i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += (size_t)snprintf(bytes + k, sizeof bytes - k, "%s0x%02x",
+		    i > 0 ? " " : "", s[i]);
+	snprintf(why, whylen, "byte %zu is U+%04X, %s (%s)", pos, (unsigned)cp,
+	    what, bytes);
+}
+
 int
 name_check(const char *name, char *why, size_t whylen)
 {
 	const unsigned char	*u = (const unsigned char *)name;
+	const char		*what;
 	char			 dummy[1];
 	size_t			 len, i, n;
 	uint32_t		 cp;
@@ -340,6 +362,11 @@ name_check(const char *name, char *why, size_t whylen)
 				snprintf(why, whylen, "byte %zu is U+%04X, a "
 				    "space (0x%02x 0x%02x 0x%02x)", i + 1,
 				    (unsigned)cp, u[i], u[i + 1], u[i + 2]);
+			return -1;
+		}
+		if ((what = escape_invisible(cp)) != NULL) {
+			refuse_invisible(u + i, n, i + 1, cp, what, why,
+			    whylen);
 			return -1;
 		}
 	}
@@ -423,3 +450,34 @@ read_bounded(const char *path, size_t max, char **text, size_t *len)
 	*len = n;
 	return 0;
 }
+
+#ifndef __GLIBC__
+/* As glibc's sigabbrev_np: the name without "SIG", NULL if none. */
+const char *
+util_sigabbrev(int sig)
+{
+	static const char *const names[] = {
+		[SIGHUP] = "HUP", [SIGINT] = "INT", [SIGQUIT] = "QUIT",
+		[SIGILL] = "ILL", [SIGTRAP] = "TRAP", [SIGABRT] = "ABRT",
+		[SIGBUS] = "BUS", [SIGFPE] = "FPE", [SIGKILL] = "KILL",
+		[SIGUSR1] = "USR1", [SIGSEGV] = "SEGV", [SIGUSR2] = "USR2",
+		[SIGPIPE] = "PIPE", [SIGALRM] = "ALRM", [SIGTERM] = "TERM",
+#ifdef SIGSTKFLT
+		[SIGSTKFLT] = "STKFLT",
+#endif
+		[SIGCHLD] = "CHLD", [SIGCONT] = "CONT", [SIGSTOP] = "STOP",
+		[SIGTSTP] = "TSTP", [SIGTTIN] = "TTIN", [SIGTTOU] = "TTOU",
+		[SIGURG] = "URG", [SIGXCPU] = "XCPU", [SIGXFSZ] = "XFSZ",
+		[SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF",
+		[SIGWINCH] = "WINCH", [SIGPOLL] = "POLL",
+#ifdef SIGPWR
+		[SIGPWR] = "PWR",
+#endif
+		[SIGSYS] = "SYS",
+	};
+
+	if (sig <= 0 || (size_t)sig >= sizeof names / sizeof names[0])
+		return NULL;
+	return names[sig];
+}
+#endif

@@ -8,6 +8,15 @@
 
 #define NAME_MAX_BYTES	255
 
+/*
+ * sigabbrev_np is glibc's (2.32 on), and musl, which the static build
+ * (scripts/static.sh) uses, has none: there util.c gives the same answers.
+ */
+#ifndef __GLIBC__
+#define sigabbrev_np	util_sigabbrev
+const char	*util_sigabbrev(int sig);
+#endif
+
 /* A growable byte buffer, always NUL-terminated.  Aborts on out of memory. */
 struct buf {
 	char	*p;
@@ -34,9 +43,13 @@ size_t	 utf8_decode(const unsigned char *s, size_t len, uint32_t *cp);
  * Check a lock name: 1..255 bytes of valid UTF-8, no ASCII whitespace or
  * control characters (0x00-0x1f, 0x7f), no C1 controls (U+0080-U+009F), no
  * Unicode spaces (U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029,
- * U+202F, U+205F, U+3000), no '{' or '}'.  Returns 0, or -1 with a reason
+ * U+202F, U+205F, U+3000), no invisible format or bidirectional control
+ * characters (Unicode category Cf and the other default-ignorable code
+ * points: U+200B, U+202E, U+FEFF, U+00AD..., see escape_invisible), no '{'
+ * or '}'.  Returns 0, or -1 with a reason
  * naming the first offending byte by 1-based position and value, e.g.
- * "byte 4 is a space (0x20)", "byte 2 is '{' (0x7b), reserved for Redis
+ * "byte 4 is a space (0x20)", "byte 7 is U+200B, an invisible format
+ * character (0xe2 0x80 0x8b)", "byte 2 is '{' (0x7b), reserved for Redis
  * Cluster hash tags", "byte 3 (0xff) is not valid UTF-8", "it is empty",
  * "it is 300 bytes long; the limit is 255".
  */

@@ -84,7 +84,7 @@ assert_all_findings() {
 	# The findings come in the documented order.
 	local order
 	order=$(sed -E 's/^[a-z]+ +[^ ]+ ([a-z-]+): .*/\1/' <<<"$output" | tr '\n' ' ')
-	assert_equal "$order" "reachable version role replicas eviction persistence scripts acl locks "
+	assert_equal "$order" "reachable version role replicas eviction persistence scripts busy-scripts acl locks "
 	# doctor writes nothing.
 	assert_equal "$(rcli DBSIZE)" 0
 }
@@ -184,13 +184,13 @@ assert_all_findings() {
 @test "doctor: --json is an array of findings with server, check, severity, message and remedy" {
 	run_doctor "$RLOCK_URL" --json
 	assert_equal "$status" 1
-	echo "$output" | json_check 'isinstance(d, list) and len(d) >= 7'
+	echo "$output" | json_check 'isinstance(d, list) and len(d) >= 8'
 	echo "$output" | json_check 'all(set(f) >= {"server","check","severity","message","remedy"} for f in d)'
 	echo "$output" | json_check 'all(f["server"] == "'"$RLOCK_URL"'" for f in d)'
 	echo "$output" | json_check 'all(f["severity"] in ("ok","info","warning","error") for f in d)'
 	echo "$output" | json_check 'all(isinstance(f["message"], str) and f["message"] for f in d)'
 	echo "$output" | json_check 'all(f["remedy"] is None or isinstance(f["remedy"], str) for f in d)'
-	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","version","role","replicas","eviction","persistence","scripts","acl","locks"]'
+	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","version","role","replicas","eviction","persistence","scripts","busy-scripts","acl","locks"]'
 	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["severity"] == "warning"'
 	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["remedy"]'
 	echo "$output" | json_check '[f for f in d if f["check"] == "role"][0]["remedy"] is None'
@@ -220,4 +220,37 @@ assert_all_findings() {
 @test "doctor takes no lock name" {
 	run --separate-stderr rlock doctor job
 	assert_usage_error
+}
+
+@test "doctor: used memory above 90% of maxmemory is a memory warning naming the figures and the remedy" {
+	start_redis_as MEM --maxmemory-policy noeviction
+	local used
+	used=$(rcli_as MEM INFO memory | tr -d '\r' | sed -n 's/^used_memory:\([0-9]*\)$/\1/p')
+	# A limit a little above what the server uses now: over 90% used.
+	rcli_as MEM CONFIG SET maxmemory $((used + used / 50)) >/dev/null
+	run_doctor "$MEM_URL"
+	assert_equal "$status" 1
+	assert_all_findings
+	assert_finding warning "$MEM_URL" memory "used * of maxmemory * (*%)*noeviction*"
+	[[ "$output" == *"memory: "*"maxmemory"*"("*"CONFIG SET maxmemory"* ]] || fail "the memory finding should give the remedy: $output"
+	# Well under the limit: ok, with the figures.
+	rcli_as MEM CONFIG SET maxmemory $((used * 10)) >/dev/null
+	run_doctor "$MEM_URL"
+	assert_finding ok "$MEM_URL" memory "used * of maxmemory * (*%)*"
+	# Without a limit there is nothing to say.
+	rcli_as MEM CONFIG SET maxmemory 0 >/dev/null
+	run_doctor "$MEM_URL"
+	refute_finding "$MEM_URL" memory
+}
+
+@test "doctor: the busy-script finding names the server's busy-reply-threshold and what a looping script does" {
+	start_redis_as BUSY --busy-reply-threshold 3000
+	run_doctor "$BUSY_URL"
+	assert_all_findings
+	assert_finding info "$BUSY_URL" busy-scripts "*busy-reply-threshold 3s*BUSY*SCRIPT KILL*"
+	stop_redis BUSY
+	# A threshold longer than --timeout: rlock stops waiting before Redis says BUSY.
+	start_redis_as BUSY --busy-reply-threshold 10000
+	run_doctor "$BUSY_URL"
+	assert_finding info "$BUSY_URL" busy-scripts "*busy-reply-threshold 10s*--timeout 2s*"
 }

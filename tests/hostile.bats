@@ -140,12 +140,12 @@ name_commands() {
 	# well-formed URL, not a usage error.)
 	sweep_reset
 	for u in "${urls[@]}"; do
+		# An empty URL counts as unset, from a flag as from the
+		# environment (see inputs.bats).
+		[[ -n "$u" ]] || continue
 		sweep_case 64 -u "$u" -n acquire job
 		sweep_case 64 --url="$u" status job
-		# An empty RLOCK_URL counts as unset, as usual for the environment.
-		if [[ -n "$u" ]]; then
-			RLOCK_URL=$u SWEEP_NOTE="RLOCK_URL=$(printf '%q' "$u")" sweep_case 64 -n acquire job
-		fi
+		RLOCK_URL=$u SWEEP_NOTE="RLOCK_URL=$(printf '%q' "$u")" sweep_case 64 -n acquire job
 	done
 	sweep_finish
 }

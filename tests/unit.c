@@ -5,7 +5,7 @@
  * first, but its size is only known once every check has run, so the
  * results are gathered in a memory stream and printed after the plan.
  * Exits 1 if any check fails.  Calls nothing outside duration.h, url.h,
- * util.h, json.h and conffile.h, so it links against librlock.a without the
+ * util.h, escape.h, json.h and conffile.h, so it links against librlock.a without the
  * network layers.
  */
 
@@ -17,6 +17,7 @@
 
 #include "conffile.h"
 #include "duration.h"
+#include "escape.h"
 #include "json.h"
 #include "url.h"
 #include "util.h"
@@ -754,7 +755,19 @@ test_name(void)
 	check_name_bad("\xe2\x80\xa9", "byte 1 is U+2029", "U+2029");
 	check_name_bad("\xe2\x80\xaf", "byte 1 is U+202F", "U+202F");
 	check_name_bad("\xe2\x81\x9f", "byte 1 is U+205F", "U+205F");
-	check_name_ok("\xe2\x80\x8b", "U+200B (zero width, not a space)");
+	check_name_bad("deploy\xe2\x80\x8b", "byte 7 is U+200B, an invisible "
+	    "format character (0xe2 0x80 0x8b)", "U+200B (zero width space)");
+	check_name_bad("a\xe2\x80\xae", "byte 2 is U+202E, a bidirectional "
+	    "text control", "U+202E (right-to-left override)");
+	check_name_bad("\xef\xbb\xbfx", "byte 1 is U+FEFF", "U+FEFF (BOM)");
+	check_name_bad("so\xc2\xad" "ft", "byte 3 is U+00AD, an invisible format "
+	    "character (0xc2 0xad)", "U+00AD (soft hyphen)");
+	check_name_bad("x\xf3\xa0\x80\x81", "byte 2 is U+E0001, an invisible "
+	    "format character (0xf3 0xa0 0x80 0x81)", "U+E0001 (language tag)");
+	check_name_bad("x\xd8\x9c", "byte 2 is U+061C, a bidirectional",
+	    "U+061C (Arabic letter mark)");
+	check_name_ok("\xe2\x80\x90", "U+2010 (a hyphen, visible)");
+	check_name_ok("\xef\xbf\xbd", "U+FFFD (visible)");
 	check_name_bad("abc\xff", "byte 4 (0xff) is not valid UTF-8",
 	    "0xff");
 	check_name_bad("a\x80", "byte 2 (0x80) is not valid UTF-8",
@@ -785,6 +798,58 @@ test_name(void)
 	    "name_check: a short why buffer is truncated, not overrun");
 	CHECK(name_check("a b", NULL, 0) == -1,
 	    "name_check: a NULL why is allowed");
+}
+
+/* ------------------------------------------------------------------ */
+/* Escaping outside text */
+
+static void
+check_escape(const char *in, size_t len, const char *want, const char *what)
+{
+	struct buf	b;
+
+	buf_init(&b);
+	escape_add(&b, in, len);
+	if (strcmp(b.p, want) != 0)
+		note("%s: got \"%s\"", what, b.p);
+	CHECK(strcmp(b.p, want) == 0, "escape_add: %s", what);
+	buf_free(&b);
+}
+
+#define ESC(in, want, what)	check_escape(in, sizeof in - 1, want, what)
+
+static void
+test_escape(void)
+{
+	char	*d;
+
+	ESC("plain text", "plain text", "printable ASCII is kept");
+	ESC("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x94\x92",
+	    "caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x94\x92",
+	    "printable UTF-8 is kept");
+	ESC("a\\b \"q\"", "a\\b \"q\"", "backslash and quote are kept");
+	ESC("\x1b[2J\x1b[31mEVIL\x07", "\\x1b[2J\\x1b[31mEVIL\\x07",
+	    "ESC and BEL");
+	ESC("a\r\nb\tc\x7f", "a\\x0d\\x0ab\\x09c\\x7f",
+	    "CR, LF, tab and DEL");
+	ESC("a\0b", "a\\x00b", "a NUL inside the length");
+	ESC("\xc2\x9b" "2J\xc2\x85", "\\u009B2J\\u0085", "C1 controls (CSI, NEL)");
+	ESC("x\xe2\x80\xa8y\xe2\x80\xa9", "x\\u2028y\\u2029",
+	    "line and paragraph separators");
+	ESC("\xe2\x80\xae" "evil\xe2\x80\x8b", "\\u202Eevil\\u200B",
+	    "bidi override and zero width space");
+	ESC("t\xf3\xa0\x80\x81", "t\\U000E0001", "a code point past U+FFFF");
+	ESC("\xff\xfe", "\\xff\\xfe", "bytes that are not UTF-8");
+	ESC("\xe2\x82", "\\xe2\\x82", "a truncated sequence, byte by byte");
+	ESC("\xed\xa0\x80", "\\xed\\xa0\\x80", "a surrogate");
+	ESC("\xc0\xaf", "\\xc0\\xaf", "an overlong form");
+	ESC("", "", "nothing");
+	d = escape_dup(NULL);
+	CHECK(d != NULL && *d == '\0', "escape_dup: NULL is \"\"");
+	free(d);
+	CHECK(escape_invisible(0x200b) != NULL && escape_invisible(0x41) == NULL &&
+	    escape_invisible(0xe007f) != NULL && escape_invisible(0x2010) == NULL,
+	    "escape_invisible: U+200B and tags are, A and U+2010 are not");
 }
 
 /* ------------------------------------------------------------------ */
@@ -959,6 +1024,7 @@ main(void)
 	test_json();
 	test_json_writer();
 	test_name();
+	test_escape();
 	test_buf();
 	test_clock();
 	test_config();

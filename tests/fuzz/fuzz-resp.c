@@ -2,6 +2,10 @@
  * fuzz-resp.c: libFuzzer target for what rlock makes of a server's reply:
  * arbitrary RESP, parsed as a reply and read as the answer of each script
  * (acquire/extend grant, inspect/force status), then printed as status.
+ * redis_parse frames the bytes first, as the read loop does (a reply of
+ * 64 MiB and 4,194,304 elements at most, numbers that fit): the corpus
+ * has the hostile server's cases of tests/bounded.bats, and replies with
+ * extreme integers, which must be clamped before any arithmetic.
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,0 +1,699 @@
+/* keeper.c: acquire --hold's keeper: a lock that lives as long as its owner. */
+#include "config.h"
+
+/*
+ * `T=$(rlock acquire --hold NAME)` takes the lock, forks the keeper and
+ * prints the token; the keeper then holds the lock for the owner (the
+ * process that ran rlock, or --pid), which no longer has to guess a TTL
+ * longer than its slowest run, nor trap its own exit:
+ *
+ *  - It leaves the caller behind: a session of its own (the terminal's
+ *    SIGHUP is not for it, and it ignores SIGHUP besides), every inherited
+ *    descriptor closed and 0-2 on /dev/null, so that $(...) and any pipe
+ *    the script reads see their end of file when rlock exits.  The
+ *    Redis connections it inherited are closed unread (their TLS state is
+ *    the parent's) and it connects afresh, as exec's heartbeat does.
+ *  - One thread, one poll(): the owner's pidfd (readable when it ends:
+ *    no reused pid can fool it) or, where the kernel has none, a look at
+ *    /proc every OWNER_POLL_MS comparing its start time; the extend, due
+ *    every TTL/3 and retried with a doubling backoff until the lock's
+ *    local validity ends, as exec's heartbeat; and a listening socket
+ *    through which `rlock release` announces a release.
+ *  - The owner's end (whatever ended it) is a release, with the reason in
+ *    the history; the keeper exits once it is sent.
+ *  - How it learns of a release, with no Redis traffic: `rlock release`
+ *    connects to an abstract Unix socket named by a hash of the prefix,
+ *    name and token (nothing on disk, gone with the keeper), sends the
+ *    token *before* it sends the release, and its outcome after.  From
+ *    the announcement on the keeper sends no extend, so a refused extend
+ *    is a loss unless an announcement is waiting: written before the
+ *    release went out, it is always there first.  A release from another
+ *    host (or network namespace) is found by the next extend, as a loss.
+ *  - A loss (an extend refused, or no extend confirmed before the local
+ *    validity, which ends the drift margin before the server's TTL): the
+ *    owner gets --on-lost's signal first -- its whole process group if it
+ *    leads one (a script started from a terminal, cron or setsid), else
+ *    the owner alone -- then a line on its standard error, if it is still
+ *    open (reopened through /proc: the keeper keeps none of the caller's
+ *    descriptors), in syslog with --syslog, and in the history.
+ *  - SIGTERM, SIGINT or SIGQUIT: the owner loses its keeper, and is told as
+ *    on a loss; the lock is left to expire with its TTL, as when the keeper
+ *    is SIGKILLed, since the owner may still be running.
+ */
+
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "escape.h"
+#include "keeper.h"
+#include "log.h"
+#include "signals.h"
+#include "supervise.h"	/* format_time */
+#include "util.h"
+
+/* Without a pidfd, look at the owner this often. */
+#define OWNER_POLL_MS		100
+/* How long an announcing connection may stay silent. */
+#define SILENT_MAX_MS		1000
+#define BACKOFF_FIRST_MS	50
+#define BACKOFF_MAX_MS		1000
+#define ANNOUNCE		"release "
+
+/* ------------------------------------------------------------ the owner */
+
+/*
+ * The state and start time of pid, from /proc/PID/stat: 0, or -1 if it
+ * cannot be read (gone, or no /proc).
+ */
+static int
+proc_stat(pid_t pid, char *state, uint64_t *start)
+{
+	char	 path[64], buf[1024], *p;
+	ssize_t	 n;
+	int	 fd, field;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The command name may hold anything, ")" too: after the last. */
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		return -1;
+	p += 2;
+	*state = *p;
+	/* Fields 3 (state) to 22 (starttime). */
+	for (field = 3; field < 22; field++)
+		if ((p = strchr(p, ' ')) == NULL)
+			return -1;
+		else
+			p++;
+	*start = strtoull(p, NULL, 10);
+	return 0;
+}
+
+/* Is the owner still the process we started watching, and not a zombie? */
+static int
+owner_alive(const struct keeper *k)
+{
+	uint64_t	start;
+	char		state;
+
+	if (kill(k->owner, 0) == -1 && errno == ESRCH)
+		return 0;
+	if (proc_stat(k->owner, &state, &start) == -1)
+		return k->owner_start == 0;	/* no /proc: kill(0) says */
+	return start == k->owner_start && state != 'Z' && state != 'X';
+}
+
+int
+keeper_watch(struct keeper *k, struct err *e)
+{
+	char	state;
+
+	k->pidfd = -1;
+	k->pid = -1;
+	if (proc_stat(k->owner, &state, &k->owner_start) == -1) {
+		k->owner_start = 0;
+		if (kill(k->owner, 0) == -1 && errno == ESRCH)
+			goto gone;
+	} else if (state == 'Z' || state == 'X')
+		goto gone;
+#ifdef SYS_pidfd_open
+	/* Close-on-exec by default. */
+	k->pidfd = (int)syscall(SYS_pidfd_open, k->owner, 0);
+	if (k->pidfd == -1 && errno == ESRCH)
+		goto gone;
+#endif
+	/* The pidfd is of the process we looked at, not of one that reused its pid. */
+	if (!owner_alive(k))
+		goto gone;
+	return 0;
+gone:
+	if (k->pidfd != -1)
+		close(k->pidfd);
+	k->pidfd = -1;
+	err_set(e, ERR_USAGE, "no process %d to hold the lock for: it has "
+	    "ended, or never was", (int)k->owner);
+	return -1;
+}
+
+void
+keeper_owner_command(pid_t pid, char *buf, size_t len)
+{
+	char	path[64], argv[512];
+	ssize_t	n = 0, i;
+	int	fd;
+
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+		n = read(fd, argv, sizeof argv - 1);
+		close(fd);
+	}
+	if (n < 0)
+		n = 0;
+	while (n > 0 && argv[n - 1] == '\0')
+		n--;
+	argv[n] = '\0';
+	for (i = 0; i < n; i++)
+		if (argv[i] == '\0')
+			argv[i] = ' ';
+	snprintf(buf, len, "[rlock --hold] %s", n > 0 ? argv : "?");
+}
+
+/* Send the owner sig: its group if it leads one, else the owner itself. */
+static void
+signal_owner(const struct keeper *k, int sig)
+{
+	if (sig == 0 || !owner_alive(k))
+		return;
+	if (getpgid(k->owner) == k->owner && kill(-k->owner, sig) == 0)
+		return;
+#ifdef SYS_pidfd_send_signal
+	if (k->pidfd != -1 &&
+	    syscall(SYS_pidfd_send_signal, k->pidfd, sig, NULL, 0) == 0)
+		return;
+#endif
+	kill(k->owner, sig);
+}
+
+/*
+ * The owner's standard error, if it is still open: reopened through /proc,
+ * appending, never blocking; -1 if it cannot be.  Opened before the owner
+ * is signalled, so that an owner the signal kills still gets the line.
+ */
+static int
+owner_stderr(const struct keeper *k)
+{
+	char	path[64];
+
+	if (!owner_alive(k))
+		return -1;
+	snprintf(path, sizeof path, "/proc/%d/fd/2", (int)k->owner);
+	return open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK |
+	    O_CLOEXEC);
+}
+
+static void
+tell_owner(int fd, const char *line)
+{
+	if (fd == -1)
+		return;
+	if (write(fd, line, strlen(line)) == -1) {
+		/* Best effort: it may be a full pipe. */
+	}
+	close(fd);
+}
+
+/* ----------------------------------------------------- the release side */
+
+/* The keeper's abstract socket: a hash of the lock and the token. */
+static socklen_t
+keeper_address(const char *prefix, const char *name, const char *token,
+    struct sockaddr_un *a)
+{
+	const char	*parts[3] = { prefix, name, token };
+	uint64_t	 h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	const char	*p;
+	int		 i, n;
+
+	for (i = 0; i < 3; i++)
+		for (p = parts[i]; ; p++) {
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+			if (*p == '\0')
+				break;
+		}
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	/* sun_path[0] stays '\0': the abstract namespace. */
+	n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1,
+	    "rlock-keeper-%016llx", (unsigned long long)h);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+int
+keeper_announce(const char *prefix, const char *name, const char *token)
+{
+	struct sockaddr_un	 a;
+	socklen_t		 len;
+	char			*msg;
+	int			 fd;
+
+	len = keeper_address(prefix, name, token, &a);
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, len) == -1) {
+		close(fd);
+		return -1;
+	}
+	xasprintf(&msg, ANNOUNCE "%s", token);
+	if (send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT) == -1) {
+		close(fd);
+		fd = -1;
+	}
+	free(msg);
+	return fd;
+}
+
+void
+keeper_released(int fd, int rc)
+{
+	char	c = rc == 1 ? '1' : rc == 0 ? '0' : 'e';
+
+	if (fd == -1)
+		return;
+	if (send(fd, &c, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == -1) {
+		/* It is gone: nothing to tell. */
+	}
+	close(fd);
+}
+
+/* ---------------------------------------------------------- the keeper */
+
+struct keep {
+	struct keeper	*k;
+	struct lock	 l;
+	struct quorum	 q;
+	int		 lsock;		/* -1: none */
+	int		 conn;		/* an announcing connection, or -1 */
+	int64_t		 conn_until;	/* ... which must speak by then */
+	int		 releasing;	/* announced: no more extends */
+	int64_t		 next;		/* the next extend */
+	int64_t		 backoff;
+	char		 last_error[sizeof ((struct err *)0)->msg];
+};
+
+/* Close fds lo..hi. */
+static void
+close_span(int lo, int hi)
+{
+	long	max, fd;
+
+	if (lo > hi)
+		return;
+#ifdef HAVE_CLOSE_RANGE
+	if (close_range((unsigned)lo, (unsigned)hi, 0) == 0)
+		return;
+#endif
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (fd = lo; fd <= hi && fd < max; fd++)
+		close((int)fd);
+}
+
+/* Close every descriptor from 3 on but a and b (-1: none). */
+static void
+close_all_but(int a, int b)
+{
+	int	keep[2], from = 3, i;
+
+	keep[0] = a < b ? a : b;
+	keep[1] = a < b ? b : a;
+	for (i = 0; i < 2; i++) {
+		if (keep[i] < from)
+			continue;
+		close_span(from, keep[i] - 1);
+		from = keep[i] + 1;
+	}
+	close_span(from, INT_MAX);
+}
+
+static int
+listen_on(const struct lock *l, const char *prefix)
+{
+	struct sockaddr_un	a;
+	socklen_t		len;
+	int			fd;
+
+	len = keeper_address(prefix, l->name, l->token, &a);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	/* Taken (the same token held twice on this host): no announcements. */
+	if (bind(fd, (struct sockaddr *)&a, len) == -1 || listen(fd, 4) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+drop_conn(struct keep *kp)
+{
+	if (kp->conn != -1)
+		close(kp->conn);
+	kp->conn = -1;
+	kp->releasing = 0;
+}
+
+/*
+ * Read what the announcing connection has to say: 1 when the lock was
+ * released by its owner's token, 0 otherwise (still waiting, or not).
+ */
+static int
+read_conn(struct keep *kp)
+{
+	char	msg[TOKEN_MAX + sizeof ANNOUNCE + 1];
+	ssize_t	n;
+
+	while (kp->conn != -1) {
+		n = recv(kp->conn, msg, sizeof msg - 1, MSG_DONTWAIT);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		if (n <= 0) {
+			/* The releaser went away without an outcome. */
+			if (kp->releasing)
+				kp->next = now_mono_ms();
+			drop_conn(kp);
+			return 0;
+		}
+		msg[n] = '\0';
+		if (!kp->releasing) {
+			if (strncmp(msg, ANNOUNCE, strlen(ANNOUNCE)) != 0 ||
+			    strcmp(msg + strlen(ANNOUNCE), kp->l.token) != 0) {
+				drop_conn(kp);
+				return 0;
+			}
+			kp->releasing = 1;
+			continue;
+		}
+		if (msg[0] == '1' || msg[0] == '0')
+			return 1;	/* released; or found lost, and said so */
+		/* The release failed: the lock may still be ours. */
+		kp->next = now_mono_ms();
+		drop_conn(kp);
+		return 0;
+	}
+	return 0;
+}
+
+/* Take a waiting announcement, if any: 1 when the lock was released. */
+static int
+accept_conn(struct keep *kp)
+{
+	int	fd;
+
+	if (kp->conn != -1 || kp->lsock == -1)
+		return read_conn(kp);
+	fd = accept4(kp->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd == -1)
+		return 0;
+	kp->conn = fd;
+	kp->conn_until = now_mono_ms() + SILENT_MAX_MS;
+	return read_conn(kp);
+}
+
+static void
+done(struct keep *kp, int status)
+{
+	quorum_close(&kp->q);
+	lock_free(&kp->l);
+	if (kp->k->pidfd != -1)
+		close(kp->k->pidfd);
+	_exit(status);
+}
+
+/* The owner has ended: give the lock back, retrying while it is ours. */
+static void
+owner_ended(struct keep *kp)
+{
+	struct err	e;
+	char		why[64];
+	int64_t		backoff = BACKOFF_FIRST_MS;
+
+	snprintf(why, sizeof why, "the owner (pid %d) ended",
+	    (int)kp->k->owner);
+	quorum_limit(&kp->q, 0);
+	while (lock_release(&kp->l, why, &e) == -1 &&
+	    now_mono_ms() + backoff < kp->l.valid_until) {
+		poll(NULL, 0, (int)backoff);
+		if ((backoff *= 2) > BACKOFF_MAX_MS)
+			backoff = BACKOFF_MAX_MS;
+	}
+	log_verbose("%s: %s; the lock was given back", kp->l.name, why);
+	done(kp, 0);
+}
+
+/* The lock is lost (or its keeper stopped): the owner is told, first. */
+static void
+lost(struct keep *kp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+lost(struct keep *kp, const char *fmt, ...)
+{
+	const struct keeper	*k = kp->k;
+	char			 why[512], when[64], sent[64], line[1024];
+	struct buf		 shown;
+	va_list			 ap;
+	int			 fd = owner_stderr(k);
+
+	signal_owner(k, k->on_lost);
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (k->on_lost != 0)
+		snprintf(sent, sizeof sent, "pid %d was sent SIG%s",
+		    (int)k->owner, sigabbrev_np(k->on_lost));
+	else
+		snprintf(sent, sizeof sent, "nothing was sent (--on-lost "
+		    "ignore)");
+	/* why may quote a server: escaped, as log.c does (see escape.c). */
+	buf_init(&shown);
+	escape_adds(&shown, why);
+	snprintf(line, sizeof line, "rlock: lock '%s' held by acquire --hold "
+	    "was lost at %s: %s; %s\n", kp->l.name,
+	    format_time(now_wall_ms(), when, sizeof when), shown.p, sent);
+	buf_free(&shown);
+	tell_owner(fd, line);
+	/* stderr is /dev/null: this is for syslog. */
+	log_error("%.*s", (int)strlen(line) - 8, line + 7);
+	lock_note(&kp->l, "lost", why, "");
+	done(kp, 0);
+}
+
+/*
+ * One extend.  Confirmed: the next is due in TTL/3; failed: retried after
+ * a backoff; refused: a release, or a loss (neither returns).
+ */
+static void
+extend(struct keep *kp)
+{
+	struct err	e;
+	char		d[32];
+	int		rc;
+
+	err_clear(&e);
+	quorum_limit(&kp->q, kp->l.valid_until);
+	rc = lock_extend(&kp->l, kp->l.ttl_ms, &e);
+	if (rc == 1) {
+		log_verbose("extended %s by %s", kp->l.name,
+		    duration_format(kp->l.ttl_ms, d, sizeof d));
+		kp->next = now_mono_ms() + kp->l.ttl_ms / 3;
+		kp->backoff = BACKOFF_FIRST_MS;
+		return;
+	}
+	if (rc == 0) {
+		/* Refused: by our own release, announced before it was sent? */
+		if (accept_conn(kp) == 1)
+			done(kp, 0);
+		if (kp->releasing)
+			return;
+		lost(kp, "the lock's key is gone or holds another token");
+	}
+	snprintf(kp->last_error, sizeof kp->last_error, "%s", e.msg);
+	kp->next = now_mono_ms() + kp->backoff;
+	if ((kp->backoff *= 2) > BACKOFF_MAX_MS)
+		kp->backoff = BACKOFF_MAX_MS;
+}
+
+/* The keeper's own copy of the lock, on connections of its own. */
+static void
+keep_init(struct keep *kp, struct keeper *k, const struct lock *src,
+    int lsock)
+{
+	memset(kp, 0, sizeof *kp);
+	kp->k = k;
+	kp->lsock = lsock;
+	kp->conn = -1;
+	kp->backoff = BACKOFF_FIRST_MS;
+	quorum_init(&kp->q, k->urls, k->nurls, k->ropts);
+	lock_init(&kp->l, &kp->q, k->prefix, src->name, src->token);
+	kp->l.ttl_ms = src->ttl_ms;
+	kp->l.fence = src->fence;
+	kp->l.valid_until = src->valid_until;
+	kp->l.acquired_at = src->acquired_at;
+	kp->l.taken_at = src->taken_at;
+	kp->l.wait_replicas = src->wait_replicas;
+	kp->l.wait_timeout_ms = src->wait_timeout_ms;
+	kp->l.history_len = src->history_len;
+	kp->l.history_ttl_ms = src->history_ttl_ms;
+	kp->l.shared = src->shared;
+	kp->l.limit = src->limit;
+	kp->l.meta = src->meta;
+	kp->next = src->acquired_at + src->ttl_ms / 3;
+}
+
+/*
+ * Sleep until the next thing to do (now: when), or until the owner ends,
+ * a release is announced, or a signal comes; act on what woke us.
+ */
+static void
+wait_events(struct keep *kp, int64_t now, const sigset_t *waitmask)
+{
+	const struct keeper	*k = kp->k;
+	struct pollfd		 pfd[3];
+	struct timespec		 ts;
+	int64_t			 until;
+	int			 n = 0, ipid = -1, ilsock = -1, iconn = -1;
+
+	until = kp->releasing ? kp->l.valid_until :
+	    kp->next < kp->l.valid_until ? kp->next : kp->l.valid_until;
+	if (kp->conn != -1 && !kp->releasing && kp->conn_until < until)
+		until = kp->conn_until;
+	if (k->pidfd == -1 && !kp->releasing && now + OWNER_POLL_MS < until)
+		until = now + OWNER_POLL_MS;
+	if (k->pidfd != -1 && !kp->releasing) {
+		pfd[n] = (struct pollfd){ .fd = k->pidfd, .events = POLLIN };
+		ipid = n++;
+	}
+	if (kp->conn != -1) {
+		pfd[n] = (struct pollfd){ .fd = kp->conn, .events = POLLIN };
+		iconn = n++;
+	} else if (kp->lsock != -1) {
+		pfd[n] = (struct pollfd){ .fd = kp->lsock, .events = POLLIN };
+		ilsock = n++;
+	}
+	if ((until -= now) < 0)
+		until = 0;
+	ts.tv_sec = until / 1000;
+	ts.tv_nsec = until % 1000 * 1000000;
+	if (ppoll(pfd, (nfds_t)n, &ts, waitmask) <= 0)
+		return;
+	if (ipid != -1 && pfd[ipid].revents != 0)
+		owner_ended(kp);
+	if ((iconn != -1 && pfd[iconn].revents != 0 && read_conn(kp)) ||
+	    (ilsock != -1 && pfd[ilsock].revents != 0 && accept_conn(kp))) {
+		log_verbose("%s: released by rlock release", kp->l.name);
+		done(kp, 0);
+	}
+}
+
+static void
+keep(struct keeper *k, const struct lock *src, int lsock)
+{
+	struct keep	 kp;
+	sigset_t	 waitmask;
+	int64_t		 now;
+
+	keep_init(&kp, k, src, lsock);
+	sigprocmask(SIG_SETMASK, NULL, &waitmask);
+	sigdelset(&waitmask, SIGTERM);
+	sigdelset(&waitmask, SIGINT);
+	sigdelset(&waitmask, SIGQUIT);
+	for (;;) {
+		if (signal_caught && !kp.releasing && !owner_alive(k))
+			owner_ended(&kp);
+		if (signal_caught)
+			lost(&kp, "its keeper was stopped by SIG%s; the lock "
+			    "expires with its TTL", sigabbrev_np(signal_caught));
+		/*
+		 * An owner that ends while its release is under way leaves
+		 * the lock to that release: waited for, not raced.
+		 */
+		if (k->pidfd == -1 && !kp.releasing && !owner_alive(k))
+			owner_ended(&kp);
+		now = now_mono_ms();
+		if (now >= kp.l.valid_until) {
+			/* Announced and not answered: it is being released. */
+			if (kp.releasing)
+				done(&kp, 0);
+			lost(&kp, "no extend was confirmed before the lock's "
+			    "validity ended (last error: %s)",
+			    kp.last_error[0] ? kp.last_error : "none");
+		}
+		if (!kp.releasing && now >= kp.next) {
+			extend(&kp);
+			continue;
+		}
+		if (kp.conn != -1 && !kp.releasing && now >= kp.conn_until)
+			drop_conn(&kp);
+		wait_events(&kp, now, &waitmask);
+	}
+}
+
+/* In the keeper, from the fork on. */
+static void
+run(struct keeper *k, const struct lock *l)
+{
+	sigset_t	block;
+	int		fd, lsock;
+
+	setsid();
+	signal(SIGHUP, SIG_IGN);
+	/* Caught (signals_catch) but only ever delivered inside ppoll. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+	signal_caught = 0;
+	/* Its descriptor goes below; syslog() opens a new one when needed. */
+	closelog();
+	close_all_but(k->pidfd, -1);
+	if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) != -1) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	} else {
+		/* Not the caller's, whatever happens. */
+		close(0);
+		close(1);
+		close(2);
+	}
+	if (chdir("/") == -1) {
+		/* Only so as not to hold a directory busy. */
+	}
+	lsock = listen_on(l, k->prefix);
+	keep(k, l, lsock);
+	_exit(0);
+}
+
+int
+keeper_start(struct keeper *k, const struct lock *l, struct err *e)
+{
+	pid_t	pid;
+
+	fflush(NULL);
+	if ((pid = fork()) == -1) {
+		err_set(e, ERR_SOFTWARE, "cannot start the keeper: fork: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (pid == 0)
+		run(k, l);
+	k->pid = pid;
+	return 0;
+}
