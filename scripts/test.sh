@@ -2,9 +2,9 @@
 # test.sh: install what is missing, build, and run everything that checks
 # rlock: the whole test suite (once plainly, once under ASan+UBSan), make
 # distcheck, each fuzz target briefly, the benchmark harness in its smoke
-# mode, the static binaries (x86_64, and aarch64 under qemu) and the Debian
-# package and RPM builds.  Ends with one line
-# "N passed, N failed"; exits non-zero on any failure.
+# mode, the static binaries (x86_64, and aarch64 under qemu), the Debian
+# package and RPM builds, and the server-compatibility matrix.  Ends with
+# one line "N passed, N failed"; exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh || exit 1
@@ -20,6 +20,14 @@ rm -f dist/rlock-linux-x86_64 dist/rlock-linux-aarch64
 ./scripts/static.sh >static.log 2>&1
 static=$?
 
+# The servers of the compatibility matrix, built once into .servers (kept
+# across runs) from ../shared/servers when it is there: the matrix below
+# runs against them, and tests/oldserver.bats (in both runs of the suite)
+# against the Redis 5.0 among them.
+./scripts/servers.sh >servers.log 2>&1
+RLOCK_SERVERS=$(pwd)/.servers
+export RLOCK_SERVERS
+
 make -j"$jobs" check >/dev/null 2>&1
 check=$?
 
@@ -32,14 +40,15 @@ distcheck=$?
 # and UndefinedBehaviorSanitizer: any report fails the test that hit it.
 # Not the man page lint, nor the completion scripts' tests (bash, zsh and
 # fish code, whose calls of rlock the other files cover): CI's 20 minutes;
-# nor static.bats, whose binaries are not built there.
+# nor static.bats, whose binaries are not built there; nor the matrix's
+# compatibility subset (the rest of the suite covers it).
 rm -rf .sanitize && mkdir .sanitize &&
     tar -xzf "$(ls -t rlock-*.tar.gz | head -n 1)" -C .sanitize --strip-components=1 &&
     (cd .sanitize && ./configure --enable-werror --enable-sanitizers >/dev/null &&
     make -j"$jobs" >/dev/null 2>&1 &&
     ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:exitcode=86 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    make -j"$jobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\)\.bats$' | tr '\n' ' ')" \
+    make -j"$jobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\)\.bats$' | tr '\n' ' ')" \
     >/dev/null 2>&1)
 sanitize=$?
 
@@ -107,6 +116,22 @@ else
 	fail=$((fail + 1)); echo "rpm packages: FAILED"; tail -n 30 rpm.log
 fi
 
+# The server-compatibility matrix (scripts/matrix.sh): the compatibility
+# subset of the suite against each server built above, its table, and its
+# counts added to ours.
+./scripts/matrix.sh >matrix.log 2>&1
+matrix=$?
+sed '$d' matrix.log
+m=$(tail -n 1 matrix.log)
+case $m in
+*" passed, "*" failed")
+	pass=$((pass + ${m%% passed*}))
+	m=${m#*passed, }
+	fail=$((fail + ${m%% failed*})) ;;
+*)	fail=$((fail + 1)) ;;
+esac
+[ "$matrix" -eq 0 ] || [ "$fail" -gt 0 ] || fail=$((fail + 1))
+
 grep -v '^ *#' fuzz.log | head -n 60
 pass=$((pass + fuzz_pass))
 fail=$((fail + fuzz_fail))
@@ -121,5 +146,5 @@ fi
 echo "$pass passed, $fail failed"
 [ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$sanitize" -eq 0 ] &&
     [ "$fuzz" -eq 0 ] && [ "$deb" -eq 0 ] && [ "$bench" -eq 0 ] &&
-    [ "$static" -eq 0 ] && [ "$rpm" -eq 0 ] &&
+    [ "$static" -eq 0 ] && [ "$rpm" -eq 0 ] && [ "$matrix" -eq 0 ] &&
     [ "$fail" -eq 0 ]

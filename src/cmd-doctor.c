@@ -482,9 +482,9 @@ unprobed(char names[][32], int max)
 			for (i = 0; i < n; i++)
 				name[i] = tolower((unsigned char)p[1 + i]);
 			name[n] = '\0';
+			/* Probed sent or in a script: one ACL rule. */
 			for (i = 0; i < NPROBES; i++)
-				if (probes[i].how == IN_SCRIPT &&
-				    strcmp(probes[i].grant, name) == 0)
+				if (strcmp(probes[i].grant, name) == 0)
 					break;
 			for (k = 0; k < count; k++)
 				if (strcmp(names[k], name) == 0)

@@ -32,6 +32,8 @@ cmd_log_exec(struct cmd_ctx *ctx)
 	for (i = 0; i < n; i++)
 		if (cmd_check_name(names[i]) == -1)
 			return EXIT_USAGE;
+	/* A listing may send no script: INFO says if the server is too old. */
+	ctx->set.ropts.check_version = listing;
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
 	if (listing && (lock_list(&ctx->q, ctx->o.prefix, ":log", &names, &n,

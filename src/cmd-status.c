@@ -165,6 +165,8 @@ cmd_status_exec(struct cmd_ctx *ctx)
 
 	if (ctx->o.format != NULL && strcmp(ctx->o.format, "json") == 0)
 		ctx->o.json = 1;
+	/* A listing may send no script: INFO says if the server is too old. */
+	ctx->set.ropts.check_version = listing;
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
 	if (ctx->o.format != NULL && strcmp(ctx->o.format, "openmetrics") == 0) {

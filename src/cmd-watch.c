@@ -200,6 +200,7 @@ add_stream(struct watch *w, const char *name, int from_start)
 
 	w->s = xrealloc(w->s, (w->n + 1) * sizeof *w->s);
 	st = &w->s[w->n++];
+	memset(st, 0, sizeof *st);
 	st->name = xstrdup(name);
 	xasprintf(&st->key, "%s{%s}:log", w->ctx->o.prefix, name);
 	snprintf(st->id, sizeof st->id, "0-0");
@@ -354,6 +355,8 @@ cmd_watch_exec(struct cmd_ctx *ctx)
 	if (ctx->o.nargs > WATCH_MAX)
 		return cmd_usage_error("watch follows at most %d locks at once",
 		    WATCH_MAX);
+	/* Watch sends no script: INFO says if the server is too old. */
+	ctx->set.ropts.check_version = 1;
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
 	memset(&w, 0, sizeof w);

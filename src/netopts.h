@@ -20,6 +20,7 @@ struct redis_opts {
 	const char	*password;		/* when the URL has none */
 	const struct tls_opts *tls;		/* for rediss:// */
 	int		 identify;	/* learn each server's run_id */
+	int		 check_version;	/* INFO only to refuse a server < 6.0 */
 };
 
 #endif

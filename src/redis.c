@@ -374,6 +374,53 @@ redis_timeout_arg(char *buf, size_t len, int64_t ms)
 	    (long long)(ms % 1000));
 }
 
+/*
+ * The oldest server rlock supports.  Every script first checks that the
+ * server has redis.setresp, which came with 6.0, and answers
+ * "RLOCK_OLDSERVER VERSION" if not (lib.lua): no extra round trip on a
+ * supported server.  A command that begins with no script (a listing,
+ * watch) learns the version from INFO server in its handshake instead.
+ */
+#define OLDEST_MAJOR	6
+#define OLDEST		"6.0"
+
+/* "URL: Redis 5.0.14 is older than 6.0, ..." for a refused server. */
+static void
+refuse_old(struct redis *r, enum err_kind kind, const char *version,
+    struct err *e)
+{
+	size_t	n = strspn(version, "0123456789.");
+
+	if (n == 0 || n > 16)
+		err_set(e, kind, "%s: the server is older than Redis "
+		    OLDEST ", the oldest rlock supports; upgrade the server",
+		    r->url->display);
+	else
+		err_set(e, kind, "%s: Redis %.*s is older than " OLDEST
+		    ", the oldest rlock supports; upgrade the server",
+		    r->url->display, (int)n, version);
+}
+
+/*
+ * Whether an INFO reply names a server older than OLDEST (e filled: an
+ * answer that will stay, not a server away for a while).  Valkey gives a
+ * redis_version too.
+ */
+static int
+too_old(struct redis *r, const struct redis_reply *rr, struct err *e)
+{
+	const char	*p;
+
+	if (rr->type != REDIS_T_STRING ||
+	    (p = strstr(rr->str, "redis_version:")) == NULL)
+		return 0;
+	p += 14;
+	if (*p < '0' || *p > '9' || atoi(p) >= OLDEST_MAJOR)
+		return 0;
+	refuse_old(r, ERR_REPLY, p, e);
+	return 1;
+}
+
 /* The run_id line of an INFO reply, into r->run_id ("" if none). */
 static void
 note_run_id(struct redis *r, const struct redis_reply *rr)
@@ -571,6 +618,11 @@ redis_reply_error(struct redis *r, const struct redis_reply *rr,
 	size_t		 n;
 
 	snprintf(text, sizeof text, "%s", rr->str != NULL ? rr->str : "");
+	/* A script's refusal of an old server (see refuse_old). */
+	if ((p = strstr(text, "RLOCK_OLDSERVER ")) != NULL) {
+		refuse_old(r, ERR_REPLY, p + 16, e);
+		return;
+	}
 	if (redis_script_words(text, words, sizeof words) ||
 	    passing_words(text, words, sizeof words)) {
 		err_set(e, kind, "%s: %s%s", r->url->display, what, words);
@@ -639,7 +691,8 @@ queue_script(struct redis *r, int use_sha, struct err *e)
 
 /*
  * AUTH (with the URL's user, if any), SELECT the URL's db, INFO server to
- * tell servers apart in a quorum, and ROLE for a master the sentinels
+ * tell servers apart in a quorum (or to refuse an old server before a
+ * command that sends no script), and ROLE for a master the sentinels
  * named: the first request on a new connection goes behind them.
  */
 static int
@@ -664,7 +717,7 @@ queue_handshake(struct redis *r, struct err *e)
 		argv[1] = db;
 		rc |= queue(r, DUE_SELECT, 2, argv, NULL, e);
 	}
-	if (r->opts->identify) {
+	if (r->opts->identify || r->opts->check_version) {
 		argv[0] = "INFO";
 		argv[1] = "server";
 		rc |= queue(r, DUE_INFO, 2, argv, NULL, e);
@@ -818,6 +871,7 @@ ask_sentinel(struct redis *r, struct err *e)
 	r->sub_opts.password = NULL;
 	r->sub_opts.tls = NULL;
 	r->sub_opts.identify = 0;
+	r->sub_opts.check_version = 0;
 	if (left < 1)
 		left = 1;
 	r->sub_opts.connect_timeout_ms = left;
@@ -989,10 +1043,15 @@ handshake_reply(struct redis *r, enum due d, struct redis_reply *rr,
 		[DUE_ROLE] = "ROLE failed: ",
 	};
 
+	/* INFO asked only for the version may be refused (ACL). */
+	if (rr->type == REDIS_T_ERROR && d == DUE_INFO && !r->opts->identify)
+		return 0;
 	if (rr->type == REDIS_T_ERROR && d != DUE_ASKING) {
 		redis_reply_error(r, rr, what[d], e);
 		return -1;
 	}
+	if (d == DUE_INFO && too_old(r, rr, e))
+		return -1;
 	if (d == DUE_INFO)
 		note_run_id(r, rr);
 	if (d == DUE_ROLE && !(rr->type == REDIS_T_ARRAY && rr->elements > 0 &&

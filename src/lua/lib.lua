@@ -1,6 +1,14 @@
 -- lib: helpers that embed.sh puts in front of every script (each script is
 -- sent and hashed with them).  Locals only: Redis forbids globals.
---
+
+-- A server older than 6.0 (it has no redis.setresp) is refused before
+-- anything is done, with its version: the scripts need what came with 6.0.
+if not redis.setresp then
+	local info = tostring(redis.pcall('INFO', 'server'))
+	local v = string.match(info, 'redis_version:([%d.]+)') or '?'
+	return redis.error_reply('RLOCK_OLDSERVER ' .. v)
+end
+
 -- A lock held --shared: its key holds the mark 'shared', and its holders
 -- (readers) are the sorted set LOCK:readers, each token scored by the
 -- server-clock millisecond at which it expires, with its metadata in the

@@ -1,0 +1,281 @@
+#!/usr/bin/env bats
+# compat.bats: the server-compatibility subset, each area of rlock once and
+# quickly, against the redis-server, redis-cli and redis-sentinel first on
+# PATH: scripts/matrix.sh runs it once for each server of the matrix.  A
+# test's name starts with its area (the matrix's rows): commands, shared,
+# limit, fifo, max-runtime, history, doctor, tls, quorum, sentinel, cluster.
+
+load helpers
+load exec-helpers
+load dist-helpers
+load tls-helpers
+
+setup_file() { default_setup_file; }
+teardown_file() { default_teardown_file; }
+setup() {
+	default_setup
+	cd "$BATS_TEST_TMPDIR"
+}
+teardown() { exec_teardown; }
+
+# The major version of the server started as VAR (default REDIS).
+major_of() {
+	rcli_as "${1:-REDIS}" INFO server | tr -d '\r' |
+		sed -n 's/^redis_version:\([0-9]*\)\..*/\1/p'
+}
+
+# script_calls NODE...: EVAL and EVALSHA calls on these cluster nodes.
+script_calls() {
+	local i total=0 c
+	for i in "$@"; do
+		c=$(ccli "$i" INFO commandstats | tr -d '\r' |
+			sed -n 's/^cmdstat_\(eval\|evalsha\):calls=\([0-9]*\),.*/\2/p' |
+			awk '{ s += $1 } END { print s + 0 }')
+		total=$((total + c))
+	done
+	echo "$total"
+}
+
+# in_line N: N waiters are in the --fifo line of job.
+in_line() {
+	[[ "$(rcli ZCARD 'rlock:{job}:queue')" == "$1" ]]
+}
+
+# until_bounded MS CMD...: poll CMD every 20 ms until it succeeds, MS at most.
+until_bounded() {
+	local ms=$1 i
+	shift
+	for ((i = 0; i < ms / 20; i++)); do
+		"$@" && return 0
+		sleep 0.02
+	done
+	"$@"
+}
+
+@test "commands: acquire, status, extend, release, release --force and exec" {
+	local tok
+	run --separate-stderr rlock acquire -t 10s job
+	assert_success
+	assert_output --regexp "$UUID_RE"
+	tok=$output
+	run --separate-stderr rlock status job
+	assert_success
+	assert_output --regexp '^job: held by .+ fence [0-9]+$'
+	run --separate-stderr rlock --json status
+	assert_success
+	json_check 'len(d) == 1 and d[0]["name"] == "job" and d[0]["held"]' <<<"$output"
+	run --separate-stderr rlock extend --token "$tok" -t 60s job
+	assert_success
+	assert_between "$(rcli PTTL 'rlock:{job}')" 10001 60000 pttl
+	run --separate-stderr rlock -n exec job -- true
+	assert_equal "$status" 1
+	run --separate-stderr rlock release --token "$tok" job
+	assert_success
+	run --separate-stderr rlock status job
+	assert_equal "$status" 1
+	run --separate-stderr rlock exec job -- sh -c 'echo "$RLOCK_NAME $RLOCK_FENCE"'
+	assert_success
+	assert_output --regexp '^job [0-9]+$'
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+	rlock acquire job >/dev/null
+	run --separate-stderr rlock release --force job
+	assert_success
+	assert_output --regexp '^removed job: held by '
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+}
+
+@test "shared: two --shared holders run at once; an exclusive one is refused until they end" {
+	# Each reader says it runs, then waits (at most 10 s) for the go.
+	local wait='i=0; while [ ! -e go ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done'
+	bg_start R1 "$RLOCK" exec --shared -t 10s job -- sh -c "echo 1 >r1; $wait"
+	bg_start R2 "$RLOCK" exec --shared -t 10s job -- sh -c "echo 2 >r2; $wait"
+	wait_file r1 10000 || fail "reader 1 did not run: $(cat R1.err)"
+	wait_file r2 10000 || fail "reader 2 did not run: $(cat R2.err)"
+	run --separate-stderr rlock -n exec job -- true
+	assert_equal "$status" 1
+	run --separate-stderr rlock -n exec --shared job -- true
+	assert_success
+	touch go
+	bg_wait "$R1" 15000 || fail "reader 1 did not end"
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$R2" 15000 || fail "reader 2 did not end"
+	assert_equal "$BG_STATUS" 0
+	run --separate-stderr rlock -n exec job -- true
+	assert_success
+}
+
+@test "limit: --limit 2 lets two hold at once, the third waits for a slot" {
+	local a b
+	a=$(rlock acquire --limit 2 -t 10s job)
+	b=$(rlock acquire --limit 2 -t 10s job)
+	[[ -n "$a" && -n "$b" && "$a" != "$b" ]] || fail "two holders: '$a' '$b'"
+	run --separate-stderr rlock acquire --limit 2 -n job
+	assert_equal "$status" 1
+	run --separate-stderr rlock release --token "$a" job
+	assert_success
+	run --separate-stderr rlock exec --limit 2 -n job -- true
+	assert_success
+	run --separate-stderr rlock release --token "$b" job
+	assert_success
+}
+
+@test "fifo: --fifo waiters get a released lock in the order they came" {
+	local holder n
+	holder=$(rlock acquire -t 30s job)
+	for n in 1 2; do
+		bg_start "W$n" "$RLOCK" exec --fifo -w 20s job -- sh -c "echo $n >>order.log"
+		until_bounded 10000 in_line "$n" ||
+			fail "waiter $n never got in line"
+	done
+	rlock release --token "$holder" job
+	bg_wait "$W1" 20000 || fail "waiter 1 still waits"
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$W2" 20000 || fail "waiter 2 still waits"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(tr '\n' ' ' <order.log)" "1 2 "
+}
+
+@test "max-runtime: exec --max-runtime stops the command, exits 124 and releases" {
+	local t0
+	t0=$(now_ms)
+	run --separate-stderr rlock exec --max-runtime 300ms --kill-after 1s job -- sleep 20
+	assert_equal "$status" 124
+	assert_between $(($(now_ms) - t0)) 0 5000 ms
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+}
+
+@test "history: watch follows the events, log and the openmetrics status show them" {
+	bg_start WATCH "$RLOCK" watch job
+	until_bounded 10000 eval "rcli CLIENT LIST | grep -q 'cmd=xread'" ||
+		fail "watch never blocked: $(cat WATCH.err)"
+	run --separate-stderr rlock exec job -- sh -c 'exit 3'
+	assert_equal "$status" 3
+	until_bounded 10000 eval '(( $(wc -l <WATCH.out) >= 2 ))' ||
+		fail "watch printed: $(cat WATCH.out)"
+	run cat WATCH.out
+	assert_line --index 0 --regexp " job acquired by "
+	assert_line --index 1 --regexp " job released by .*: exit 3, fence "
+	kill -TERM "$WATCH"
+	run --separate-stderr rlock log job
+	assert_success
+	assert_line --index 0 --regexp " job released by .*: exit 3, fence "
+	run --separate-stderr rlock log
+	assert_success
+	assert_equal "${#lines[@]}" 2
+	run --separate-stderr rlock status --format openmetrics
+	assert_success
+	assert_line 'rlock_last_run_exit_status{name="job"} 3'
+	assert_line '# EOF'
+}
+
+@test "doctor: the server's version is supported and nothing is an error" {
+	run --separate-stderr rlock doctor
+	# A plain test server: a persistence warning, so 1.
+	assert_equal "$status" 1
+	assert_line --regexp '^ok +[^ ]+: version: '
+	assert_line --regexp '^ok +[^ ]+: scripts: '
+	refute_line --regexp '^error '
+}
+
+@test "tls: acquire, exec, status and release over rediss:// with a client certificate" {
+	make_test_pki "$BATS_TEST_TMPDIR/pki"
+	start_tls_redis_as TLS yes
+	local t=(-u "$TLS_URL" --tls-ca "$TLS_CA" --tls-cert "$TLS_CLIENT_CRT" --tls-key "$TLS_CLIENT_KEY")
+	run --separate-stderr rlock "${t[@]}" acquire job
+	assert_success
+	local tok=$output
+	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$tok"
+	run --separate-stderr rlock "${t[@]}" status job
+	assert_success
+	run --separate-stderr rlock "${t[@]}" release --token "$tok" job
+	assert_success
+	run --separate-stderr rlock "${t[@]}" exec job -- true
+	assert_success
+	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
+}
+
+@test "quorum: three servers: acquire writes a majority, status shows it, exec and release clear them" {
+	start_quorum 3
+	run --separate-stderr rlockq acquire job
+	assert_success
+	local tok=$output
+	# A majority at least: a straggler on a busy machine may be left out.
+	assert_between "$(nodes_with_token job "$tok")" 2 3 "servers with the token"
+	run --separate-stderr rlockq status job
+	assert_success
+	assert_output --regexp '^job: held by '
+	run --separate-stderr rlockq release --token "$tok" job
+	assert_success
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+	run --separate-stderr rlockq exec job -- true
+	assert_success
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+}
+
+@test "sentinel: locks go to the master the sentinel names, before and after a failover" {
+	start_sentinel_group
+	run --separate-stderr rlock -u "$SENT_URL" acquire job
+	assert_success
+	local tok=$output
+	assert_equal "$(rcli_as SM GET 'rlock:{job}')" "$tok"
+	run --separate-stderr rlock -u "$SENT_URL" release --token "$tok" job
+	assert_success
+	run scli SS SENTINEL FAILOVER mm
+	assert_output OK
+	wait_master_change SS mm "$SM_PORT" 15000 >/dev/null ||
+		fail "the sentinel never switched masters"
+	wait_role SR master 10000 || fail "the replica was never promoted"
+	run --separate-stderr rlock -u "$SENT_URL" exec job -- sh -c 'echo "$RLOCK_TOKEN"'
+	assert_success
+	run --separate-stderr rlock -u "$SENT_URL" acquire job
+	assert_success
+	assert_equal "$(rcli_as SR GET 'rlock:{job}')" "$output"
+}
+
+@test "cluster: locks on every master via one node; the listing, status and log of several via the others" {
+	start_cluster
+	# (Not "i": bats's run clobbers a global i.)
+	local n1 n2 n3 nm k
+	n1=$(name_on_node 1 a)
+	n2=$(name_on_node 2 b)
+	n3=$(name_on_node 3 c)
+	for nm in "$n1" "$n2" "$n3"; do
+		run --separate-stderr rlock -u "$C1_URL" exec "$nm" -- true
+		assert_success
+		run --separate-stderr rlock -u "$C1_URL" acquire -t 60s "$nm"
+		assert_success
+	done
+	assert_equal "$(ccli 1 EXISTS "rlock:{$n1}")" 1
+	assert_equal "$(ccli 2 EXISTS "rlock:{$n2}")" 1
+	assert_equal "$(ccli 3 EXISTS "rlock:{$n3}")" 1
+	for k in 1 2 3; do ccli "$k" CONFIG RESETSTAT >/dev/null; done
+	# Redis 7 inspects each master's locks in one call; Redis 6 has no
+	# allow-cross-slot-keys flag and falls back to one lock a call.
+	run --separate-stderr rlock -u "$C2_URL" status
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_line --regexp "^$n1: held by "
+	assert_line --regexp "^$n2: held by "
+	assert_line --regexp "^$n3: held by "
+	if (($(major_of C1) >= 7)); then
+		assert_between "$(script_calls 1 2 3)" 3 5 "script calls (one a master)"
+	else
+		assert_between "$(script_calls 1 2 3)" 4 12 "script calls (one a lock)"
+	fi
+	run --separate-stderr rlock -u "$C3_URL" --json status "$n1" "$n2" "$n3"
+	assert_success
+	json_check 'len(d) == 3 and all(x["held"] for x in d)' <<<"$output"
+	run --separate-stderr rlock -u "$C2_URL" log
+	assert_success
+	assert_equal "${#lines[@]}" 9
+	run --separate-stderr rlock -u "$C3_URL" log "$n1" "$n2" "$n3"
+	assert_success
+	assert_equal "${#lines[@]}" 9
+	for nm in "$n1" "$n2" "$n3"; do
+		run --separate-stderr rlock -u "$C3_URL" release --force "$nm"
+		assert_success
+	done
+	run --separate-stderr rlock -u "$C1_URL" status
+	assert_success
+	assert_output ''
+}
