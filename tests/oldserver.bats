@@ -62,6 +62,7 @@ refused() {
 	sweep_reset
 	refused acquire job
 	refused acquire -w 1s job
+	refused acquire --hold job
 	refused exec job -- touch ran
 	refused exec --shared job -- touch ran
 	refused exec --limit 2 job -- touch ran
