@@ -75,6 +75,7 @@
 #define BACKOFF_FIRST_MS	50
 #define BACKOFF_MAX_MS		1000
 #define ANNOUNCE		"release "
+#define ANNOUNCE_TRIES		3
 
 /* ------------------------------------------------------------ the owner */
 
@@ -257,17 +258,28 @@ keeper_announce(const char *prefix, const char *name, const char *token)
 	struct sockaddr_un	 a;
 	socklen_t		 len;
 	char			*msg;
-	int			 fd;
+	int			 fd = -1, tries;
 
 	len = keeper_address(prefix, name, token, &a);
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&a, len) == -1) {
-		close(fd);
-		return -1;
-	}
 	xasprintf(&msg, ANNOUNCE "%s", token);
-	if (send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT) == -1) {
+	/*
+	 * The keeper drops a connection that stays silent SILENT_MAX_MS: one
+	 * stalled (a loaded host) between its connect and its send finds the
+	 * connection closed, and tries again rather than leave the keeper to
+	 * take the release for a loss.
+	 */
+	for (tries = 0; tries < ANNOUNCE_TRIES; tries++) {
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd == -1)
+			break;
+		if (connect(fd, (struct sockaddr *)&a, len) == -1) {
+			close(fd);
+			fd = -1;
+			break;		/* no keeper here */
+		}
+		if (send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+		    -1)
+			break;
 		close(fd);
 		fd = -1;
 	}
@@ -636,8 +648,16 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 			extend(&kp);
 			continue;
 		}
-		if (kp.conn != -1 && !kp.releasing && now >= kp.conn_until)
-			drop_conn(&kp);
+		/* Silent too long: unless its announcement came just now. */
+		if (kp.conn != -1 && !kp.releasing && now >= kp.conn_until) {
+			if (read_conn(&kp) == 1) {
+				log_verbose("%s: released by rlock release",
+				    kp.l.name);
+				done(&kp, 0);
+			}
+			if (kp.conn != -1 && !kp.releasing)
+				drop_conn(&kp);
+		}
 		wait_events(&kp, now, &waitmask);
 	}
 }
