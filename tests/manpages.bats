@@ -49,7 +49,7 @@ need_man() {
 	done
 }
 
-@test "manpages: every .Sx names a section or subsection of its own page" {
+@test "manpages: every .Sx names a section of its own page, every \"SECTION\" in rlock(7) one of rlock(7)" {
 	run /usr/bin/python3 "$BATS_TEST_DIRNAME/manrefs.py" "${PAGES[@]}"
 	echo "$output"
 	assert_success
