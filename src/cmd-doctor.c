@@ -377,7 +377,7 @@ struct probe {
 	const char	*argv[PROBE_ARGS];	/* "$": the scratch key */
 };
 
-/* In the order of the ACL SETUSER line in rlock(1), ACL users. */
+/* In the order of the ACL SETUSER line in rlock(7), ACL users. */
 static const struct probe probes[] = {
 	{ "evalsha", SENT,
 	    { "EVALSHA", "0000000000000000000000000000000000000000", "0" } },
@@ -614,7 +614,7 @@ check_acl(struct report *rp, struct quorum *q, const struct url *u,
 	free(key);
 	nextra = unprobed(extra, MAX_UNPROBED);
 
-	/* The remedy: the line in rlock(1), for this user and prefix. */
+	/* The remedy: the line in rlock(7), for this user and prefix. */
 	buf_init(&line);
 	buf_printf(&line, "ACL SETUSER %s ~", user);
 	for (p = prefix; *p != '\0'; p++)
@@ -679,7 +679,7 @@ check_scripts(struct report *rp, struct quorum *q, const char *server)
 	rr = quorum_callv(q, 0, &e, "EVAL", "return 1", "0", NULL);
 	if (rr == NULL)
 		finding(rp, server, "scripts", SEV_ERROR, "grant this user "
-		    "the commands the acl finding names (rlock(1), ACL users)",
+		    "the commands the acl finding names (rlock(7), ACL users)",
 		    "cannot run scripts: %s", e.msg);
 	else
 		finding(rp, server, "scripts", SEV_OK, NULL, "EVAL allowed");
@@ -687,7 +687,7 @@ check_scripts(struct report *rp, struct quorum *q, const char *server)
 }
 
 /*
- * Locks whose keys hold what rlock never writes (see rlock(1), Scripts):
+ * Locks whose keys hold what rlock never writes (see rlock(7), Scripts):
  * each a finding, with its remedy.  Every lock's keys and history are
  * read, a script call per thousand locks.
  */

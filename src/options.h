@@ -191,7 +191,7 @@ int	options_add_urls(struct opts *, const char *v, const struct opt_where *);
 void	options_clear_urls(struct opts *);
 /* Is p a key prefix rlock can use?  0, or the exit status of a usage error. */
 int	options_check_prefix(const char *p, const struct opt_where *);
-/* Is v, empty, the same as not giving d at all (see rlock(1))? */
+/* Is v, empty, the same as not giving d at all (see rlock.conf(5))? */
 int	options_empty_is_unset(const struct opt_def *d, const char *v);
 
 /* Help for ce, or with ce NULL for rlock itself and every command of table. */

@@ -111,7 +111,7 @@ unreadable(const char *what, const char *path, int e)
 		    shown, strerror(e));
 	log_error("cannot read %s %s: %s (rlock runs as uid %u): let this "
 	    "user read it, e.g. with the group rlock (chgrp rlock %s; chmod "
-	    "640 %s; usermod -aG rlock USER), see rlock(1) FILES", what, shown,
+	    "640 %s; usermod -aG rlock USER), see rlock.conf(5)", what, shown,
 	    strerror(e), (unsigned)geteuid(), shown, shown);
 	return EXIT_NOPERM;
 }

@@ -73,7 +73,7 @@ def json_shape(v):
 def examples(path):
     """(line number, kind, text) of each example of output in path."""
     lines = open(path, encoding="utf-8").read().split("\n")
-    man = path.endswith(".1")
+    man = path.endswith((".1", ".5", ".7"))
     inblock = False
     pending = None
     for n, raw in enumerate(lines, 1):
