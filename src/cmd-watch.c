@@ -156,13 +156,17 @@ newest_id(struct watch *w, struct stream *st)
 {
 	struct redis_reply	**rep, *r;
 	const char		 *keys[1], *args[2] = { "1", "0" };
-	int			  rc = 0;
+	size_t			  one = 1;
+	int			  rc = 0, ok;
 
 	snprintf(st->id, sizeof st->id, "0-0");
 	keys[0] = st->key;
 	rep = xcalloc(w->ctx->q.n, sizeof *rep);
-	quorum_script(&w->ctx->q, w->only, &script_log, 1, keys, 2, args, rep,
-	    &w->ctx->err);
+	ok = quorum_script(&w->ctx->q, w->only, &script_log, 1, keys, 2, args,
+	    rep, &w->ctx->err);
+	/* A wrong shape is no "no history yet": said, and the end. */
+	quorum_check(&w->ctx->q, rep, history_log_shape, &one, "the log script",
+	    ok, &w->ctx->err);
 	if ((r = rep[w->server]) == NULL)
 		rc = -1;
 	else if (r->type == REDIS_T_ARRAY && r->elements >= 2 &&
@@ -285,6 +289,30 @@ show(struct watch *w, const struct redis_reply *r)
 	return rc;
 }
 
+/*
+ * XREAD's reply: nil (nothing came within BLOCK), or {{key, entries}, ...}.
+ * Anything else is no answer: shown as nothing, a loop would spin on it.
+ */
+static int
+xread_shape(const struct redis_reply *r)
+{
+	const struct redis_reply	*sr;
+	size_t				 i;
+
+	if (r->type == REDIS_T_NIL)
+		return 1;
+	if (r->type != REDIS_T_ARRAY)
+		return 0;
+	for (i = 0; i < r->elements; i++) {
+		sr = r->element[i];
+		if (sr->type != REDIS_T_ARRAY || sr->elements != 2 ||
+		    sr->element[0]->type != REDIS_T_STRING ||
+		    !history_entries_shape(sr->element[1]))
+			return 0;
+	}
+	return 1;
+}
+
 /* One blocking read of every stream: 0, or -1 (ctx->err filled). */
 static int
 read_once(struct watch *w)
@@ -331,6 +359,14 @@ read_once(struct watch *w)
 		rc = 0;
 	else if (rep[w->server] == NULL) {
 		w->ctx->err = w->ctx->q.errs[w->server];
+		rc = -1;
+	} else if (!xread_shape(rep[w->server])) {
+		err_set(&w->ctx->err, ERR_PROTOCOL, "%s: XREAD was answered "
+		    "with %s of a shape Redis never gives; is it a Redis "
+		    "server, with nothing in between?",
+		    redis_display(w->ctx->q.conn[w->server]),
+		    quorum_reply_kind(rep[w->server]));
+		w->ctx->q.errs[w->server] = w->ctx->err;
 		rc = -1;
 	} else if (show(w, rep[w->server]) == -1 ||
 	    (w->tty && redraw(w) == -1))

@@ -57,6 +57,48 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 	return ev->v[HF_EVENT] != NULL ? 0 : -1;
 }
 
+int
+history_entries_shape(const struct redis_reply *list)
+{
+	const struct redis_reply	*en, *fv;
+	size_t				 i, k;
+
+	if (list->type != REDIS_T_ARRAY)
+		return 0;
+	for (i = 0; i < list->elements; i++) {
+		en = list->element[i];
+		if (en->type != REDIS_T_ARRAY || en->elements != 2 ||
+		    en->element[0]->type != REDIS_T_STRING ||
+		    (fv = en->element[1])->type != REDIS_T_ARRAY ||
+		    fv->elements % 2 != 0)
+			return 0;
+		for (k = 0; k < fv->elements; k++)
+			if (fv->element[k]->type != REDIS_T_STRING)
+				return 0;
+	}
+	return 1;
+}
+
+int
+history_log_shape(const struct redis_reply *r, void *arg)
+{
+	const struct redis_reply	*l, *one;
+	size_t				 n = *(const size_t *)arg, j;
+
+	if (r->type != REDIS_T_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_T_INTEGER ||
+	    (l = r->element[1])->type != REDIS_T_ARRAY || l->elements != n)
+		return 0;
+	for (j = 0; j < n; j++) {
+		one = l->element[j];
+		/* A damaged history's error; false: another node's key. */
+		if (one->type != REDIS_T_ERROR && one->type != REDIS_T_NIL &&
+		    !history_entries_shape(one))
+			return 0;
+	}
+	return 1;
+}
+
 void
 history_event_free(struct hist_event *ev)
 {
@@ -177,6 +219,9 @@ read_batch(struct quorum *q, const char *prefix, char *const *names,
 	lists = xcalloc(q->n, sizeof *lists);
 	ok = quorum_script(q, NULL, &script_log, (int)n, (const char **)keys,
 	    2, args, rep, e);
+	/* Not "no history": a server that answers so is no Redis. */
+	ok = quorum_check(q, rep, history_log_shape, &n, "the log script", ok,
+	    e);
 	/* A server's last error stays after a success: only failures count. */
 	for (s = 0; s < q->n; s++)
 		if (rep[s] == NULL && strstr(q->errs[s].msg, "CROSSSLOT") != NULL)
@@ -234,9 +279,7 @@ read_cluster(struct quorum *q, const char *prefix, char *const *names,
 	if (nm == -1)
 		return -1;
 	for (k = 0; k < nm; k++)
-		if (rep[k]->type != REDIS_T_ARRAY || rep[k]->elements < 2 ||
-		    rep[k]->element[1]->type != REDIS_T_ARRAY ||
-		    rep[k]->element[1]->elements != n)
+		if (!history_log_shape(rep[k], &n))
 			rc = -1;
 	for (j = 0; rc == 0 && j < n; j++) {
 		/* The master that serves it answered a list; the others false. */

@@ -158,3 +158,68 @@ MAX_KIB=262144
 	[[ "$stderr" == *"the acquire script was answered with an array of a shape"* ]] || fail "$stderr"
 	bounded 69 10 "$MAX_KIB" extend --token t job
 }
+
+@test "bounded: log NAME: a history answered with a wrong shape is exit 69 naming the server, never an empty history" {
+	local mode what
+	# +OK, an integer, and {now, {{1}}}: an entry that is no entry.
+	for mode in ok int almost; do
+		start_hostile "$mode"
+		for what in "log job" "--json log job" "log job other"; do
+			# shellcheck disable=SC2086
+			bounded 69 10 "$MAX_KIB" $what
+			[[ "$stderr" == *"the log script was answered with "*" of a shape rlock's script never gives"* ]] ||
+				fail "$mode: rlock $what: $stderr"
+		done
+		stop_all_bg
+	done
+}
+
+@test "bounded: watch NAME: a history or an XREAD answered with a wrong shape is exit 69 naming the server, never a spin" {
+	local mode
+	for mode in ok int almost; do
+		start_hostile "$mode"
+		bounded 69 10 "$MAX_KIB" watch job
+		[[ "$stderr" == *"the log script was answered with "*" of a shape rlock's script never gives"* ]] ||
+			fail "$mode: $stderr"
+		stop_all_bg
+	done
+	# The history's newest entry read right, then XREAD {{KEY, {1}}}.
+	start_hostile xread
+	bounded 69 10 "$MAX_KIB" watch job
+	assert_equal "$stderr" "rlock: $HOSTILE_URL: XREAD was answered with an array of a shape Redis never gives; is it a Redis server, with nothing in between?"
+	bounded 69 10 "$MAX_KIB" --json watch job
+}
+
+# doctor_bounded MODE: doctor against the hostile server in MODE exits 69
+# in bounded time, with an error finding naming the server and a reply of
+# the wrong shape, and one line on stderr naming the server.
+doctor_bounded() {
+	start_hostile "$1"
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" doctor
+	[[ "$status" == 69 ]] || fail "$1: doctor exited $status: $output $stderr"
+	assert_one_error_line
+	[[ "$stderr" == *"$HOSTILE_URL"* ]] || fail "$1: $stderr"
+	[[ "$stderr" != *"runtime error"* ]] || fail "$1: sanitizer: $stderr"
+	[[ "$output" == *"error    $HOSTILE_URL: "*"of a shape Redis never gives; is it a Redis server, with nothing in between?"* ]] ||
+		fail "$1: no error finding: $output"
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" --json doctor
+	[[ "$status" == 69 ]] || fail "$1: doctor --json exited $status"
+	printf '%s' "$output" | /usr/bin/python3 -c 'import json, sys; json.load(sys.stdin)' ||
+		fail "$1: doctor --json: not JSON: $output"
+	stop_all_bg
+}
+
+@test "bounded: doctor: PING, INFO, CONFIG GET and the probe script answered with wrong shapes are exit 69 naming the server, never a crash" {
+	# PING answered +OK, and :1.
+	doctor_bounded ok
+	doctor_bounded int
+	# INFO answered with an array, CONFIG GET with {1, 1}, the probe script
+	# with {1, {{1}}}.
+	doctor_bounded almost
+	# A master with appendonly on, and CONFIG GET appendfsync {NAME, 1}:
+	# this one crashed.
+	doctor_bounded configint
+	# EVAL of "return 1" answered +OK; the probe script answered {1}.
+	doctor_bounded evalok
+	doctor_bounded probe
+}
