@@ -21,6 +21,13 @@ static const char *const field_names[HF__COUNT] = {
 /* Two servers' copies of one event are this close by their clocks. */
 #define SAME_EVENT_MS	2000
 
+/*
+ * An entry's time (its id's first part, ms since the epoch) is bounded
+ * before any arithmetic, as lock.c bounds times (LOCK_REPLY_MAX_TIME):
+ * anyone who can write to Redis chooses the ids.
+ */
+#define HISTORY_MAX_TIME	(1LL << 50)	/* the year 37648 */
+
 static int
 same_str(const char *a, const char *b)
 {
@@ -41,6 +48,8 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 	    (fv = r->element[1])->type != REDIS_T_ARRAY)
 		return -1;
 	ev->time_ms = strtoll(r->element[0]->str, NULL, 10);
+	ev->time_ms = ev->time_ms < 0 ? 0 : ev->time_ms > HISTORY_MAX_TIME ?
+	    HISTORY_MAX_TIME : ev->time_ms;
 	for (i = 0; i + 1 < fv->elements; i += 2) {
 		if (fv->element[i]->type != REDIS_T_STRING ||
 		    fv->element[i + 1]->type != REDIS_T_STRING)

@@ -145,7 +145,7 @@ MAX_KIB=262144
 	assert_equal "$output" ""
 	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" -v -w 300ms acquire job
 	assert_equal "$status" 1
-	refute_contains "$stderr" "runtime error"
+	refute_contains "runtime error" "$stderr"
 	stop_all_bg
 	# An extend answered with a TTL of 2^63-1: not a TTL rlock gives.
 	start_hostile extendmax
@@ -222,4 +222,22 @@ doctor_bounded() {
 	# EVAL of "return 1" answered +OK; the probe script answered {1}.
 	doctor_bounded evalok
 	doctor_bounded probe
+}
+
+@test "bounded: a history with extreme entry ids and times is shown, with no arithmetic past them" {
+	# Two events of one run 2^64 ms apart, held -2^63 and 2^63-1 ms: the
+	# check for copies of one event from several servers subtracted them.
+	start_hostile logextreme
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" log job
+	assert_equal "$status" 0
+	refute_contains "runtime error" "$stderr"
+	assert_equal "$stderr" ""
+	assert_equal "$(printf '%s\n' "$output" | wc -l)" 2
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" --json log job
+	assert_equal "$status" 0
+	refute_contains "runtime error" "$stderr"
+	printf '%s\n' "$output" | /usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    json.loads(line)'
 }

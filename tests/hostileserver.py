@@ -39,6 +39,9 @@ Modes (what every command is answered with, but those named):
                last page; a script {}; else "+OK"
   probe        as configint, but CONFIG GET {} (unknown); EVAL of "return 1"
                ":1", and any other script {1} (not the probe's shape)
+  logextreme   a script: a history of two events of one run, their entry
+               ids -9223372036854775808-0 and 9223372036854775807-0, with
+               held and waited times as extreme
   evalok       as probe, but EVAL of "return 1" answered "+OK"
 
 Python 3 standard library only.
@@ -128,6 +131,15 @@ def answer(conn, mode, args, state):
         conn.sendall(b"+PONG\r\n")
     elif mode in ("almost", "configint", "xread") and word == b"SCAN":
         conn.sendall(b"*2\r\n" + bulk(b"0") + b"*0\r\n")
+    elif mode == "logextreme" and is_script:
+        def entry(i):
+            f = [b"e", b"released", b"h", b"web1", b"p", b"1", b"u", b"u",
+                 b"r", b"run", b"x", b"exit:0", b"d", i, b"w", i]
+            return (b"*2\r\n" + bulk(i + b"-0") + b"*%d\r\n" % len(f) +
+                    b"".join(bulk(x) for x in f))
+        conn.sendall(b"*2\r\n:1\r\n*1\r\n*2\r\n" +
+                     entry(b"-9223372036854775808") +
+                     entry(b"9223372036854775807"))
     elif mode == "xread" and is_script:
         conn.sendall(b"*2\r\n:1\r\n*1\r\n*0\r\n")
     elif mode == "almost" and is_script:
