@@ -241,3 +241,18 @@ import json, sys
 for line in sys.stdin:
     json.loads(line)'
 }
+
+@test "bounded: a server's error text is shown escaped: no OSC, screen clear, bell, line break or raw byte reaches stderr" {
+	local what
+	start_hostile evilerr
+	for what in "status job" "-n acquire job" "status" "log job" \
+		"release --token t job" "--json status job" "watch job"; do
+		# shellcheck disable=SC2086
+		bounded 69 10 "$MAX_KIB" $what
+		assert_equal "$stderr" "rlock: $HOSTILE_URL: ERR \\x1b]0;pwned\\x07\\x1b[2J\\xff\\x85 (forged\\x0aline)"
+	done
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" doctor
+	assert_equal "$status" 69
+	[[ "$output" == *'ERR \x1b]0;pwned\x07\x1b[2J\xff\x85 (forged\x0aline)'* ]] || fail "$output"
+	[[ "$output$stderr" != *$'\e'* && "$output$stderr" != *$'\a'* ]] || fail "raw: $output$stderr"
+}

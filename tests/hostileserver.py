@@ -42,6 +42,8 @@ Modes (what every command is answered with, but those named):
   logextreme   a script: a history of two events of one run, their entry
                ids -9223372036854775808-0 and 9223372036854775807-0, with
                held and waited times as extreme
+  evilerr      an error to everything, its text with an OSC title, a screen
+               clear, a bell, a line break and a byte that is not UTF-8
   evalok       as probe, but EVAL of "return 1" answered "+OK"
 
 Python 3 standard library only.
@@ -119,6 +121,9 @@ def answer(conn, mode, args, state):
     elif mode == "negative" and is_script:
         conn.sendall(b"*3\r\n:1\r\n:-9223372036854775808\r\n"
                      b":-9223372036854775808\r\n")
+    elif mode == "evilerr":
+        conn.sendall(b"-ERR \x1b]0;pwned\x07\x1b[2J\xff\x85 (forged\nline)"
+                     b"\r\n")
     elif mode == "int":
         conn.sendall(b":1\r\n")
     elif mode in ("probe", "evalok") and word == b"CONFIG":
