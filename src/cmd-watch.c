@@ -313,6 +313,35 @@ xread_shape(const struct redis_reply *r)
 	return 1;
 }
 
+/* The entries in an XREAD reply of the right shape. */
+static size_t
+entries_in(const struct redis_reply *r)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; r->type == REDIS_T_ARRAY && i < r->elements; i++)
+		n += r->element[i]->element[1]->elements;
+	return n;
+}
+
+/*
+ * Until `ms` (monotonic) unless a signal comes: a server that answers
+ * "nothing came" before its BLOCK is up would otherwise be asked again at
+ * once, thousands of times a second.
+ */
+static void
+pace_until(int64_t ms)
+{
+	struct timespec	ts;
+	int64_t		left;
+
+	if (signal_caught || (left = ms - now_mono_ms()) <= 0)
+		return;
+	ts.tv_sec = (time_t)(left / 1000);
+	ts.tv_nsec = (long)(left % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
 /* One blocking read of every stream: 0, or -1 (ctx->err filled). */
 static int
 read_once(struct watch *w)
@@ -321,6 +350,7 @@ read_once(struct watch *w)
 	const char		**argv;
 	char			  ms[16];
 	size_t			  i, argc = 0;
+	int64_t			  start;
 	int			  rc = 0;
 
 	if (w->n == 0) {
@@ -353,6 +383,7 @@ read_once(struct watch *w)
 		return 0;
 	}
 	rep = xcalloc(w->ctx->q.n, sizeof *rep);
+	start = now_mono_ms();
 	quorum_command(&w->ctx->q, w->only, (int)argc, argv, BLOCK_MS, rep,
 	    &w->ctx->err);
 	if (signal_caught)
@@ -371,6 +402,8 @@ read_once(struct watch *w)
 	} else if (show(w, rep[w->server]) == -1 ||
 	    (w->tty && redraw(w) == -1))
 		rc = -2;
+	else if (entries_in(rep[w->server]) == 0)
+		pace_until(start + BLOCK_MS);
 	quorum_free_replies(&w->ctx->q, rep);
 	free(rep);
 	free(argv);

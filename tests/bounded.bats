@@ -256,3 +256,15 @@ for line in sys.stdin:
 	[[ "$output" == *'ERR \x1b]0;pwned\x07\x1b[2J\xff\x85 (forged\x0aline)'* ]] || fail "$output"
 	[[ "$output$stderr" != *$'\e'* && "$output$stderr" != *$'\a'* ]] || fail "raw: $output$stderr"
 }
+
+@test "bounded: watch against a server whose XREAD answers 'nothing' at once, not after its BLOCK, does not spin" {
+	local n
+	start_hostile xreadnil
+	# Interrupted after 3 s: a clean end (0). Reads paced at BLOCK (1 s)
+	# make 3 or 4 of them; a loop on the answers, thousands.
+	run --separate-stderr timeout --preserve-status -s INT 3 "$RLOCK" -u "$HOSTILE_URL" watch job
+	assert_equal "$status" 0
+	assert_equal "$stderr" ""
+	n=$(grep -c '^XREAD$' "$BATS_TEST_TMPDIR/HOSTILE.out" || true)
+	((n >= 1 && n <= 6)) || fail "$n XREADs in 3 s"
+}

@@ -44,6 +44,8 @@ Modes (what every command is answered with, but those named):
                held and waited times as extreme
   evilerr      an error to everything, its text with an OSC title, a screen
                clear, a bell, a line break and a byte that is not UTF-8
+  xreadnil     a script {1, {{}}} (an empty history); XREAD nil at once,
+               not after its BLOCK, with a line "XREAD" on stdout each time
   evalok       as probe, but EVAL of "return 1" answered "+OK"
 
 Python 3 standard library only.
@@ -132,9 +134,11 @@ def answer(conn, mode, args, state):
         conn.sendall(b":1\r\n" if mode == "probe" else b"+OK\r\n")
     elif mode in ("probe", "evalok") and is_script:
         conn.sendall(b"*1\r\n:1\r\n")
-    elif mode in ("almost", "configint", "xread", "probe", "evalok") and word == b"PING":
+    elif mode in ("almost", "configint", "xread", "xreadnil", "probe",
+                  "evalok") and word == b"PING":
         conn.sendall(b"+PONG\r\n")
-    elif mode in ("almost", "configint", "xread") and word == b"SCAN":
+    elif mode in ("almost", "configint", "xread", "xreadnil") and \
+            word == b"SCAN":
         conn.sendall(b"*2\r\n" + bulk(b"0") + b"*0\r\n")
     elif mode == "logextreme" and is_script:
         def entry(i):
@@ -145,7 +149,10 @@ def answer(conn, mode, args, state):
         conn.sendall(b"*2\r\n:1\r\n*1\r\n*2\r\n" +
                      entry(b"-9223372036854775808") +
                      entry(b"9223372036854775807"))
-    elif mode == "xread" and is_script:
+    elif mode == "xreadnil" and word == b"XREAD":
+        print("XREAD", flush=True)
+        conn.sendall(b"*-1\r\n")
+    elif mode in ("xread", "xreadnil") and is_script:
         conn.sendall(b"*2\r\n:1\r\n*1\r\n*0\r\n")
     elif mode == "almost" and is_script:
         conn.sendall(b"*2\r\n:1\r\n*1\r\n*1\r\n:1\r\n")
