@@ -37,6 +37,9 @@ const struct cmd_entry cmd_doctor_entry = {
 
 enum severity { SEV_OK, SEV_INFO, SEV_WARN, SEV_ERROR };
 
+/* Memory figures INFO gives are bounded to this before any arithmetic. */
+#define DOCTOR_MAX_BYTES	(1ULL << 50)
+
 static const char *const sev_name[] = {
 	[SEV_OK] = "ok", [SEV_INFO] = "info", [SEV_WARN] = "warning",
 	[SEV_ERROR] = "error",
@@ -303,6 +306,9 @@ check_memory(struct report *rp, const char *server, const char *mem,
 	    info_field(mem, "used_memory", v, sizeof v) == NULL)
 		return;
 	used = strtoull(v, NULL, 10);
+	/* Bounded before the arithmetic below: 2^50 bytes is a petabyte. */
+	used = used > DOCTOR_MAX_BYTES ? DOCTOR_MAX_BYTES : used;
+	max = max > DOCTOR_MAX_BYTES ? DOCTOR_MAX_BYTES : max;
 	info_field(mem, "used_memory_human", used_h, sizeof used_h);
 	info_field(mem, "maxmemory_human", max_h, sizeof max_h);
 	finding(rp, server, "memory", used * 10 > max * 9 ? SEV_WARN : SEV_OK,
