@@ -37,6 +37,9 @@ const struct cmd_entry cmd_doctor_entry = {
 
 enum severity { SEV_OK, SEV_INFO, SEV_WARN, SEV_ERROR };
 
+/* Memory figures INFO gives are bounded to this before any arithmetic. */
+#define DOCTOR_MAX_BYTES	(1ULL << 50)
+
 static const char *const sev_name[] = {
 	[SEV_OK] = "ok", [SEV_INFO] = "info", [SEV_WARN] = "warning",
 	[SEV_ERROR] = "error",
@@ -47,6 +50,8 @@ struct report {
 	int		 json;
 	struct json	 j;		/* with json: the array of findings */
 	enum severity	 worst;
+	int		 broken;	/* this server answered a wrong shape */
+	const char	*unusable;	/* the first server not usable */
 };
 
 static void
@@ -94,6 +99,21 @@ finding(struct report *rp, const char *server, const char *check,
 	buf_adds(&rp->out, "\n");
 }
 
+/*
+ * A reply of a shape Redis never gives to what was asked: an error finding,
+ * and the server counts as one that cannot be used (exit 69).  Read as an
+ * answer, it would pass for a setting that is fine.
+ */
+static void
+wrong_shape(struct report *rp, const char *server, const char *check,
+    const char *what, const struct redis_reply *rr)
+{
+	rp->broken = 1;
+	finding(rp, server, check, SEV_ERROR, NULL, "%s was answered with %s "
+	    "of a shape Redis never gives; is it a Redis server, with nothing "
+	    "in between?", what, quorum_reply_kind(rr));
+}
+
 /* The value of "field:" in an INFO reply, copied into buf; NULL if absent. */
 static const char *
 info_field(const char *info, const char *field, char *buf, size_t len)
@@ -114,17 +134,47 @@ info_field(const char *info, const char *field, char *buf, size_t len)
 	return NULL;
 }
 
+/* INFO section: its text, or NULL (e filled; a wrong shape: found). */
 static char *
-info(struct quorum *q, const char *section, struct err *e)
+info(struct report *rp, struct quorum *q, const char *server,
+    const char *section, struct err *e)
 {
 	struct redis_reply	*rr;
-	char			*s;
+	char			*s = NULL;
 
+	err_clear(e);
 	if ((rr = quorum_callv(q, 0, e, "INFO", section, NULL)) == NULL)
 		return NULL;
-	s = rr->type == REDIS_T_STRING ? xstrdup(rr->str) : xstrdup("");
+	if (rr->type == REDIS_T_STRING)
+		s = xstrdup(rr->str);
+	else {
+		wrong_shape(rp, server, "info", "INFO", rr);
+		err_set(e, ERR_PROTOCOL, "a wrong shape");
+	}
 	redis_reply_free(rr);
 	return s;
+}
+
+/*
+ * CONFIG GET name: {name, value}, or {} where it is not known; NULL on
+ * a failure or a refusal, and on a wrong shape (found).
+ */
+static struct redis_reply *
+config_get(struct report *rp, struct quorum *q, const char *server,
+    const char *check, const char *name)
+{
+	struct redis_reply	*rr;
+	struct err		 e;
+
+	if ((rr = quorum_callv(q, 0, &e, "CONFIG", "GET", name, NULL)) == NULL)
+		return NULL;
+	if (rr->type == REDIS_T_ARRAY && (rr->elements == 0 ||
+	    (rr->elements == 2 && rr->element[0]->type == REDIS_T_STRING &&
+	    rr->element[1]->type == REDIS_T_STRING)))
+		return rr;
+	wrong_shape(rp, server, check, "CONFIG GET", rr);
+	redis_reply_free(rr);
+	return NULL;
 }
 
 /*
@@ -171,6 +221,12 @@ check_rtt(struct report *rp, struct quorum *q, const char *server)
 			redis_reply_free(rr);
 			break;
 		}
+		if (rr->type != REDIS_T_ERROR && (rr->type != REDIS_T_STATUS ||
+		    strcmp(rr->str, "PONG") != 0)) {
+			wrong_shape(rp, server, "reachable", "PING", rr);
+			redis_reply_free(rr);
+			return -1;
+		}
 		redis_reply_free(rr);
 		t = now_mono_ms() - t;
 		if (best < 0 || t < best)
@@ -204,7 +260,7 @@ check_replication(struct report *rp, struct quorum *q, const char *server)
 	char		*repl, v[128], key[32];
 	int		 n, i;
 
-	if ((repl = info(q, "replication", &e)) == NULL ||
+	if ((repl = info(rp, q, server, "replication", &e)) == NULL ||
 	    info_field(repl, "role", v, sizeof v) == NULL) {
 		free(repl);
 		return;
@@ -250,6 +306,9 @@ check_memory(struct report *rp, const char *server, const char *mem,
 	    info_field(mem, "used_memory", v, sizeof v) == NULL)
 		return;
 	used = strtoull(v, NULL, 10);
+	/* Bounded before the arithmetic below: 2^50 bytes is a petabyte. */
+	used = used > DOCTOR_MAX_BYTES ? DOCTOR_MAX_BYTES : used;
+	max = max > DOCTOR_MAX_BYTES ? DOCTOR_MAX_BYTES : max;
 	info_field(mem, "used_memory_human", used_h, sizeof used_h);
 	info_field(mem, "maxmemory_human", max_h, sizeof max_h);
 	finding(rp, server, "memory", used * 10 > max * 9 ? SEV_WARN : SEV_OK,
@@ -271,7 +330,7 @@ check_durability(struct report *rp, struct quorum *q, const char *server)
 	struct err		 e;
 	char			*mem, *pers, v[128], v2[128] = "";
 
-	mem = info(q, "memory", &e);
+	mem = info(rp, q, server, "memory", &e);
 	if (mem != NULL &&
 	    info_field(mem, "maxmemory_policy", v, sizeof v) != NULL) {
 		info_field(mem, "maxmemory", v2, sizeof v2);
@@ -289,7 +348,7 @@ check_durability(struct report *rp, struct quorum *q, const char *server)
 		check_memory(rp, server, mem, v);
 	}
 	free(mem);
-	pers = info(q, "persistence", &e);
+	pers = info(rp, q, server, "persistence", &e);
 	if (pers == NULL ||
 	    info_field(pers, "aof_enabled", v, sizeof v) == NULL) {
 		free(pers);
@@ -303,8 +362,10 @@ check_durability(struct report *rp, struct quorum *q, const char *server)
 		    "locks it held", "appendonly no");
 		return;
 	}
-	rr = quorum_callv(q, 0, &e, "CONFIG", "GET", "appendfsync", NULL);
-	if (rr != NULL && rr->type == REDIS_T_ARRAY && rr->elements == 2)
+	rr = config_get(rp, q, server, "persistence", "appendfsync");
+	if (rr == NULL && rp->broken)
+		return;
+	if (rr != NULL && rr->elements == 2)
 		finding(rp, server, "persistence",
 		    strcmp(rr->element[1]->str, "no") == 0 ? SEV_WARN : SEV_OK,
 		    strcmp(rr->element[1]->str, "no") == 0 ?
@@ -324,7 +385,9 @@ check_settings(struct report *rp, struct quorum *q, const char *server,
 	char		*srv, *clu, v[128];
 	int		 major;
 
-	if ((srv = info(q, "server", &e)) == NULL) {
+	if ((srv = info(rp, q, server, "server", &e)) == NULL) {
+		if (rp->broken)
+			return;
 		finding(rp, server, "info", SEV_ERROR, "allow INFO for this "
 		    "user, or doctor cannot see the settings", "%s", e.msg);
 		return;
@@ -337,8 +400,9 @@ check_settings(struct report *rp, struct quorum *q, const char *server,
 	}
 	free(srv);
 	check_replication(rp, q, server);
-	check_durability(rp, q, server);
-	clu = info(q, "cluster", &e);
+	if (!rp->broken)
+		check_durability(rp, q, server);
+	clu = rp->broken ? NULL : info(rp, q, server, "cluster", &e);
 	if (clu != NULL && info_field(clu, "cluster_enabled", v, sizeof v) &&
 	    strcmp(v, "1") == 0) {
 		*cluster = 1;
@@ -509,11 +573,12 @@ add_command(struct buf *b, const char *grant)
  * Run the probe script: mark in bad[] the script commands refused, or the
  * EVAL itself.  *keys when the scratch key is not the user's; *unchecked
  * when the script could not run, and why ("": the ACL said no).  -1 when
- * the connection failed.
+ * the connection failed, -2 on a reply of a wrong shape (found).
  */
 static int
-probe_script(struct quorum *q, const char *key, int *bad, int *keys,
-    int *unchecked, char *why, size_t whylen, struct err *e)
+probe_script(struct report *rp, struct quorum *q, const char *server,
+    const char *key, int *bad, int *keys, int *unchecked, char *why,
+    size_t whylen, struct err *e)
 {
 	struct redis_reply	*rr;
 	const char		**av;
@@ -539,6 +604,21 @@ probe_script(struct quorum *q, const char *key, int *bad, int *keys,
 	free(av);
 	if (rr == NULL)
 		return -1;
+	/* An error, or each probe's error ("": it ran). */
+	for (i = k = 0; i < NPROBES; i++)
+		k += probes[i].how == IN_SCRIPT;
+	if (rr->type != REDIS_T_ERROR && (rr->type != REDIS_T_ARRAY ||
+	    rr->elements != k)) {
+		wrong_shape(rp, server, "acl", "the probe script", rr);
+		redis_reply_free(rr);
+		return -2;
+	}
+	for (i = 0; rr->type == REDIS_T_ARRAY && i < rr->elements; i++)
+		if (rr->element[i]->type != REDIS_T_STRING) {
+			wrong_shape(rp, server, "acl", "the probe script", rr);
+			redis_reply_free(rr);
+			return -2;
+		}
 	if (rr->type == REDIS_T_ERROR) {
 		*unchecked = 1;
 		if (!refused(rr->str))
@@ -603,9 +683,12 @@ check_acl(struct report *rp, struct quorum *q, const struct url *u,
 	enum severity	 sev = SEV_OK;
 
 	xasprintf(&key, "%s{doctor}:probe", prefix);
-	if (probe_script(q, key, bad, &keys, &unchecked, why,
-	    sizeof why, &e) == -1 ||
-	    probe_sent(q, key, cluster, bad, &keys, &e) == -1) {
+	if ((i = probe_script(rp, q, u->display, key, bad, &keys, &unchecked,
+	    why, sizeof why, &e)) == -2) {
+		free(key);
+		return;
+	}
+	if (i == -1 || probe_sent(q, key, cluster, bad, &keys, &e) == -1) {
 		finding(rp, u->display, "acl", SEV_ERROR, NULL,
 		    "cannot check the commands rlock sends: %s", e.msg);
 		free(key);
@@ -681,6 +764,8 @@ check_scripts(struct report *rp, struct quorum *q, const char *server)
 		finding(rp, server, "scripts", SEV_ERROR, "grant this user "
 		    "the commands the acl finding names (rlock(7), ACL users)",
 		    "cannot run scripts: %s", e.msg);
+	else if (rr->type != REDIS_T_INTEGER || rr->integer != 1)
+		wrong_shape(rp, server, "scripts", "EVAL of 'return 1'", rr);
 	else
 		finding(rp, server, "scripts", SEV_OK, NULL, "EVAL allowed");
 	redis_reply_free(rr);
@@ -702,8 +787,15 @@ check_locks(struct report *rp, struct quorum *q, const char *server,
 	size_t			  n, nlogs, nev = 0, nbad, i;
 
 	err_clear(&e);
-	if (lock_list(q, prefix, "", &names, &n, &e) == -1)
+	if (lock_list(q, prefix, "", &names, &n, &e) == -1) {
+		/* A refusal is the acl finding's; a wrong shape, this one's. */
+		if (e.kind == ERR_PROTOCOL) {
+			rp->broken = 1;
+			finding(rp, server, "locks", SEV_ERROR, NULL, "cannot "
+			    "list the locks: %s", e.msg);
+		}
 		return;
+	}
 	if (lock_list(q, prefix, ":log", &logs, &nlogs, &e) == -1) {
 		logs = NULL;
 		nlogs = 0;
@@ -716,9 +808,18 @@ check_locks(struct report *rp, struct quorum *q, const char *server,
 				lock_damage_report(st[i].damage);
 			lock_status_free(&st[i]);
 		}
+	else if (e.kind == ERR_PROTOCOL) {
+		rp->broken = 1;
+		finding(rp, server, "locks", SEV_ERROR, NULL, "%s", e.msg);
+	}
 	free(st);
+	err_clear(&e);
 	if (history_read(q, prefix, logs, nlogs, 1, 0, &ev, &nev, &e) == 0)
 		history_free(ev, nev);
+	else if (e.kind == ERR_PROTOCOL) {
+		rp->broken = 1;
+		finding(rp, server, "locks", SEV_ERROR, NULL, "%s", e.msg);
+	}
 	nbad = lock_damage_keep(0, &bad);
 	for (i = 0; i < nbad; i++) {
 		finding(rp, server, "locks", SEV_WARN, NULL, "%s", bad[i]);
@@ -746,20 +847,22 @@ static void
 check_busy(struct report *rp, struct quorum *q, const char *server)
 {
 	struct redis_reply	*rr;
-	struct err		 e;
 	const char		*name = "busy-reply-threshold";
 	char			 d[32], t[32];
 	long long		 ms = 0;
 	int			 known = 0;
 
-	rr = quorum_callv(q, 0, &e, "CONFIG", "GET", name, NULL);
-	if (rr != NULL && rr->type == REDIS_T_ARRAY && rr->elements == 0) {
+	rr = config_get(rp, q, server, "busy-scripts", name);
+	if (rr != NULL && rr->elements == 0) {
 		redis_reply_free(rr);
 		name = "lua-time-limit";
-		rr = quorum_callv(q, 0, &e, "CONFIG", "GET", name, NULL);
+		rr = config_get(rp, q, server, "busy-scripts", name);
 	}
-	if (rr != NULL && rr->type == REDIS_T_ARRAY && rr->elements == 2 &&
-	    rr->element[1]->type == REDIS_T_STRING) {
+	if (rp->broken) {
+		redis_reply_free(rr);
+		return;
+	}
+	if (rr != NULL && rr->elements == 2) {
 		ms = atoll(rr->element[1]->str);
 		known = 1;
 	}
@@ -797,14 +900,20 @@ check_server(struct report *rp, struct quorum *q, const struct url *u,
 {
 	int	cluster = 0;
 
+	/* A wrong shape: no use asking that server more. */
+	rp->broken = 0;
 	if (check_rtt(rp, q, u->display) == -1)
 		return -1;
 	check_settings(rp, q, u->display, &cluster);
-	check_scripts(rp, q, u->display);
-	check_busy(rp, q, u->display);
-	check_acl(rp, q, u, prefix, cluster);
-	check_locks(rp, q, u->display, prefix);
-	return 0;
+	if (!rp->broken)
+		check_scripts(rp, q, u->display);
+	if (!rp->broken)
+		check_busy(rp, q, u->display);
+	if (!rp->broken)
+		check_acl(rp, q, u, prefix, cluster);
+	if (!rp->broken)
+		check_locks(rp, q, u->display, prefix);
+	return rp->broken ? -1 : 0;
 }
 static int
 cmd_doctor_exec(struct cmd_ctx *ctx)
@@ -824,8 +933,8 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 		/* Each server alone: a quorum of one, connected by the first PING. */
 		quorum_init(&q, &ctx->set.urls[i], 1, &ctx->set.ropts);
 		if (check_server(&rp, &q, &ctx->set.urls[i],
-		    ctx->o.prefix) == -1)
-			unreachable++;
+		    ctx->o.prefix) == -1 && unreachable++ == 0)
+			rp.unusable = ctx->set.urls[i].display;
 		quorum_close(&q);
 	}
 	if (rp.json) {
@@ -836,8 +945,9 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 	    unreachable ? EXIT_UNAVAILABLE : rp.worst >= SEV_WARN ? 1 : 0;
 	if (rc == EXIT_UNAVAILABLE)
 		log_error("doctor: %d of %d server%s could not be reached or "
-		    "used (see the error findings above)", unreachable,
-		    ctx->set.nurls, ctx->set.nurls == 1 ? "" : "s");
+		    "used, %s%s (see the error findings above)", unreachable,
+		    ctx->set.nurls, ctx->set.nurls == 1 ? "" : "s",
+		    rp.unusable, unreachable > 1 ? " first" : "");
 	buf_free(&rp.out);
 	return rc;
 }

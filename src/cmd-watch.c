@@ -156,13 +156,17 @@ newest_id(struct watch *w, struct stream *st)
 {
 	struct redis_reply	**rep, *r;
 	const char		 *keys[1], *args[2] = { "1", "0" };
-	int			  rc = 0;
+	size_t			  one = 1;
+	int			  rc = 0, ok;
 
 	snprintf(st->id, sizeof st->id, "0-0");
 	keys[0] = st->key;
 	rep = xcalloc(w->ctx->q.n, sizeof *rep);
-	quorum_script(&w->ctx->q, w->only, &script_log, 1, keys, 2, args, rep,
-	    &w->ctx->err);
+	ok = quorum_script(&w->ctx->q, w->only, &script_log, 1, keys, 2, args,
+	    rep, &w->ctx->err);
+	/* A wrong shape is no "no history yet": said, and the end. */
+	quorum_check(&w->ctx->q, rep, history_log_shape, &one, "the log script",
+	    ok, &w->ctx->err);
 	if ((r = rep[w->server]) == NULL)
 		rc = -1;
 	else if (r->type == REDIS_T_ARRAY && r->elements >= 2 &&
@@ -285,6 +289,59 @@ show(struct watch *w, const struct redis_reply *r)
 	return rc;
 }
 
+/*
+ * XREAD's reply: nil (nothing came within BLOCK), or {{key, entries}, ...}.
+ * Anything else is no answer: shown as nothing, a loop would spin on it.
+ */
+static int
+xread_shape(const struct redis_reply *r)
+{
+	const struct redis_reply	*sr;
+	size_t				 i;
+
+	if (r->type == REDIS_T_NIL)
+		return 1;
+	if (r->type != REDIS_T_ARRAY)
+		return 0;
+	for (i = 0; i < r->elements; i++) {
+		sr = r->element[i];
+		if (sr->type != REDIS_T_ARRAY || sr->elements != 2 ||
+		    sr->element[0]->type != REDIS_T_STRING ||
+		    !history_entries_shape(sr->element[1]))
+			return 0;
+	}
+	return 1;
+}
+
+/* The entries in an XREAD reply of the right shape. */
+static size_t
+entries_in(const struct redis_reply *r)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; r->type == REDIS_T_ARRAY && i < r->elements; i++)
+		n += r->element[i]->element[1]->elements;
+	return n;
+}
+
+/*
+ * Until `ms` (monotonic) unless a signal comes: a server that answers
+ * "nothing came" before its BLOCK is up would otherwise be asked again at
+ * once, thousands of times a second.
+ */
+static void
+pace_until(int64_t ms)
+{
+	struct timespec	ts;
+	int64_t		left;
+
+	if (signal_caught || (left = ms - now_mono_ms()) <= 0)
+		return;
+	ts.tv_sec = (time_t)(left / 1000);
+	ts.tv_nsec = (long)(left % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
 /* One blocking read of every stream: 0, or -1 (ctx->err filled). */
 static int
 read_once(struct watch *w)
@@ -293,6 +350,7 @@ read_once(struct watch *w)
 	const char		**argv;
 	char			  ms[16];
 	size_t			  i, argc = 0;
+	int64_t			  start;
 	int			  rc = 0;
 
 	if (w->n == 0) {
@@ -325,6 +383,7 @@ read_once(struct watch *w)
 		return 0;
 	}
 	rep = xcalloc(w->ctx->q.n, sizeof *rep);
+	start = now_mono_ms();
 	quorum_command(&w->ctx->q, w->only, (int)argc, argv, BLOCK_MS, rep,
 	    &w->ctx->err);
 	if (signal_caught)
@@ -332,9 +391,19 @@ read_once(struct watch *w)
 	else if (rep[w->server] == NULL) {
 		w->ctx->err = w->ctx->q.errs[w->server];
 		rc = -1;
+	} else if (!xread_shape(rep[w->server])) {
+		err_set(&w->ctx->err, ERR_PROTOCOL, "%s: XREAD was answered "
+		    "with %s of a shape Redis never gives; is it a Redis "
+		    "server, with nothing in between?",
+		    redis_display(w->ctx->q.conn[w->server]),
+		    quorum_reply_kind(rep[w->server]));
+		w->ctx->q.errs[w->server] = w->ctx->err;
+		rc = -1;
 	} else if (show(w, rep[w->server]) == -1 ||
 	    (w->tty && redraw(w) == -1))
 		rc = -2;
+	else if (entries_in(rep[w->server]) == 0)
+		pace_until(start + BLOCK_MS);
 	quorum_free_replies(&w->ctx->q, rep);
 	free(rep);
 	free(argv);

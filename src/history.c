@@ -21,6 +21,13 @@ static const char *const field_names[HF__COUNT] = {
 /* Two servers' copies of one event are this close by their clocks. */
 #define SAME_EVENT_MS	2000
 
+/*
+ * An entry's time (its id's first part, ms since the epoch) is bounded
+ * before any arithmetic, as lock.c bounds times (LOCK_REPLY_MAX_TIME):
+ * anyone who can write to Redis chooses the ids.
+ */
+#define HISTORY_MAX_TIME	(1LL << 50)	/* the year 37648 */
+
 static int
 same_str(const char *a, const char *b)
 {
@@ -41,6 +48,8 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 	    (fv = r->element[1])->type != REDIS_T_ARRAY)
 		return -1;
 	ev->time_ms = strtoll(r->element[0]->str, NULL, 10);
+	ev->time_ms = ev->time_ms < 0 ? 0 : ev->time_ms > HISTORY_MAX_TIME ?
+	    HISTORY_MAX_TIME : ev->time_ms;
 	for (i = 0; i + 1 < fv->elements; i += 2) {
 		if (fv->element[i]->type != REDIS_T_STRING ||
 		    fv->element[i + 1]->type != REDIS_T_STRING)
@@ -55,6 +64,48 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 				    fv->element[i + 1]->len);
 	}
 	return ev->v[HF_EVENT] != NULL ? 0 : -1;
+}
+
+int
+history_entries_shape(const struct redis_reply *list)
+{
+	const struct redis_reply	*en, *fv;
+	size_t				 i, k;
+
+	if (list->type != REDIS_T_ARRAY)
+		return 0;
+	for (i = 0; i < list->elements; i++) {
+		en = list->element[i];
+		if (en->type != REDIS_T_ARRAY || en->elements != 2 ||
+		    en->element[0]->type != REDIS_T_STRING ||
+		    (fv = en->element[1])->type != REDIS_T_ARRAY ||
+		    fv->elements % 2 != 0)
+			return 0;
+		for (k = 0; k < fv->elements; k++)
+			if (fv->element[k]->type != REDIS_T_STRING)
+				return 0;
+	}
+	return 1;
+}
+
+int
+history_log_shape(const struct redis_reply *r, void *arg)
+{
+	const struct redis_reply	*l, *one;
+	size_t				 n = *(const size_t *)arg, j;
+
+	if (r->type != REDIS_T_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_T_INTEGER ||
+	    (l = r->element[1])->type != REDIS_T_ARRAY || l->elements != n)
+		return 0;
+	for (j = 0; j < n; j++) {
+		one = l->element[j];
+		/* A damaged history's error; false: another node's key. */
+		if (one->type != REDIS_T_ERROR && one->type != REDIS_T_NIL &&
+		    !history_entries_shape(one))
+			return 0;
+	}
+	return 1;
 }
 
 void
@@ -177,6 +228,9 @@ read_batch(struct quorum *q, const char *prefix, char *const *names,
 	lists = xcalloc(q->n, sizeof *lists);
 	ok = quorum_script(q, NULL, &script_log, (int)n, (const char **)keys,
 	    2, args, rep, e);
+	/* Not "no history": a server that answers so is no Redis. */
+	ok = quorum_check(q, rep, history_log_shape, &n, "the log script", ok,
+	    e);
 	/* A server's last error stays after a success: only failures count. */
 	for (s = 0; s < q->n; s++)
 		if (rep[s] == NULL && strstr(q->errs[s].msg, "CROSSSLOT") != NULL)
@@ -234,9 +288,7 @@ read_cluster(struct quorum *q, const char *prefix, char *const *names,
 	if (nm == -1)
 		return -1;
 	for (k = 0; k < nm; k++)
-		if (rep[k]->type != REDIS_T_ARRAY || rep[k]->elements < 2 ||
-		    rep[k]->element[1]->type != REDIS_T_ARRAY ||
-		    rep[k]->element[1]->elements != n)
+		if (!history_log_shape(rep[k], &n))
 			rc = -1;
 	for (j = 0; rc == 0 && j < n; j++) {
 		/* The master that serves it answered a list; the others false. */

@@ -55,6 +55,14 @@ int	history_read(struct quorum *, const char *prefix, char *const *names,
  * one (ev then still to be freed).
  */
 int	history_parse(const struct redis_reply *, struct hist_event *);
+/*
+ * Reply shapes: a list of stream entries {{id, {field, value, ...}}, ...}
+ * (XREVRANGE's, XREAD's); the log script's {now, {list, ...}} with
+ * *(size_t *)arg lists, each entries, an error (a damaged history) or nil
+ * (another Cluster node's).  1 when r has it.
+ */
+int	history_entries_shape(const struct redis_reply *);
+int	history_log_shape(const struct redis_reply *, void *arg);
 void	history_event_free(struct hist_event *);
 /* Newest first, whatever the lock. */
 void	history_sort(struct hist_event *, size_t);

@@ -608,22 +608,24 @@ quorum_free_replies(struct quorum *q, struct redis_reply **replies)
 	}
 }
 
-static const char *
-type_name(const struct redis_reply *r)
+const char *
+quorum_reply_kind(const struct redis_reply *r)
 {
 	switch (r->type) {
 	case REDIS_T_STRING:
-		return "string";
+		return "a string";
 	case REDIS_T_ARRAY:
-		return "array";
+		return "an array";
 	case REDIS_T_INTEGER:
-		return "integer";
+		return "an integer";
 	case REDIS_T_NIL:
-		return "nil";
+		return "a nil";
 	case REDIS_T_STATUS:
-		return "status";
+		return "a status";
+	case REDIS_T_ERROR:
+		return "an error";
 	default:
-		return "reply";
+		return "a reply";
 	}
 }
 
@@ -642,12 +644,10 @@ quorum_check(struct quorum *q, struct redis_reply **rep, quorum_shape_fn shape,
 		    shape(rep[i], arg))
 			continue;
 		err_set(&q->errs[i], ERR_PROTOCOL, "%s: %s was answered with "
-		    "%s %s of a shape rlock's script never gives; is it a "
+		    "%s of a shape rlock's script never gives; is it a "
 		    "Redis server, with nothing in between?",
 		    redis_display(q->conn[i]), what,
-		    rep[i]->type == REDIS_T_INTEGER ||
-		    rep[i]->type == REDIS_T_ARRAY ? "an" : "a",
-		    type_name(rep[i]));
+		    quorum_reply_kind(rep[i]));
 		redis_reply_free(rep[i]);
 		rep[i] = NULL;
 		ok--;

@@ -190,4 +190,7 @@ typedef int (*quorum_shape_fn)(const struct redis_reply *, void *arg);
 int	quorum_check(struct quorum *, struct redis_reply **, quorum_shape_fn,
 	    void *arg, const char *what, int ok, struct err *e);
 
+/* A reply's type as words for messages: "an array", "a status"... */
+const char	*quorum_reply_kind(const struct redis_reply *);
+
 #endif

@@ -145,7 +145,7 @@ MAX_KIB=262144
 	assert_equal "$output" ""
 	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" -v -w 300ms acquire job
 	assert_equal "$status" 1
-	refute_contains "$stderr" "runtime error"
+	refute_contains "runtime error" "$stderr"
 	stop_all_bg
 	# An extend answered with a TTL of 2^63-1: not a TTL rlock gives.
 	start_hostile extendmax
@@ -157,4 +157,114 @@ MAX_KIB=262144
 	bounded 69 10 "$MAX_KIB" -n acquire job
 	[[ "$stderr" == *"the acquire script was answered with an array of a shape"* ]] || fail "$stderr"
 	bounded 69 10 "$MAX_KIB" extend --token t job
+}
+
+@test "bounded: log NAME: a history answered with a wrong shape is exit 69 naming the server, never an empty history" {
+	local mode what
+	# +OK, an integer, and {now, {{1}}}: an entry that is no entry.
+	for mode in ok int almost; do
+		start_hostile "$mode"
+		for what in "log job" "--json log job" "log job other"; do
+			# shellcheck disable=SC2086
+			bounded 69 10 "$MAX_KIB" $what
+			[[ "$stderr" == *"the log script was answered with "*" of a shape rlock's script never gives"* ]] ||
+				fail "$mode: rlock $what: $stderr"
+		done
+		stop_all_bg
+	done
+}
+
+@test "bounded: watch NAME: a history or an XREAD answered with a wrong shape is exit 69 naming the server, never a spin" {
+	local mode
+	for mode in ok int almost; do
+		start_hostile "$mode"
+		bounded 69 10 "$MAX_KIB" watch job
+		[[ "$stderr" == *"the log script was answered with "*" of a shape rlock's script never gives"* ]] ||
+			fail "$mode: $stderr"
+		stop_all_bg
+	done
+	# The history's newest entry read right, then XREAD {{KEY, {1}}}.
+	start_hostile xread
+	bounded 69 10 "$MAX_KIB" watch job
+	assert_equal "$stderr" "rlock: $HOSTILE_URL: XREAD was answered with an array of a shape Redis never gives; is it a Redis server, with nothing in between?"
+	bounded 69 10 "$MAX_KIB" --json watch job
+}
+
+# doctor_bounded MODE: doctor against the hostile server in MODE exits 69
+# in bounded time, with an error finding naming the server and a reply of
+# the wrong shape, and one line on stderr naming the server.
+doctor_bounded() {
+	start_hostile "$1"
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" doctor
+	[[ "$status" == 69 ]] || fail "$1: doctor exited $status: $output $stderr"
+	assert_one_error_line
+	[[ "$stderr" == *"$HOSTILE_URL"* ]] || fail "$1: $stderr"
+	[[ "$stderr" != *"runtime error"* ]] || fail "$1: sanitizer: $stderr"
+	[[ "$output" == *"error    $HOSTILE_URL: "*"of a shape Redis never gives; is it a Redis server, with nothing in between?"* ]] ||
+		fail "$1: no error finding: $output"
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" --json doctor
+	[[ "$status" == 69 ]] || fail "$1: doctor --json exited $status"
+	printf '%s' "$output" | /usr/bin/python3 -c 'import json, sys; json.load(sys.stdin)' ||
+		fail "$1: doctor --json: not JSON: $output"
+	stop_all_bg
+}
+
+@test "bounded: doctor: PING, INFO, CONFIG GET and the probe script answered with wrong shapes are exit 69 naming the server, never a crash" {
+	# PING answered +OK, and :1.
+	doctor_bounded ok
+	doctor_bounded int
+	# INFO answered with an array, CONFIG GET with {1, 1}, the probe script
+	# with {1, {{1}}}.
+	doctor_bounded almost
+	# A master with appendonly on, and CONFIG GET appendfsync {NAME, 1}:
+	# this one crashed.
+	doctor_bounded configint
+	# EVAL of "return 1" answered +OK; the probe script answered {1}.
+	doctor_bounded evalok
+	doctor_bounded probe
+}
+
+@test "bounded: a history with extreme entry ids and times is shown, with no arithmetic past them" {
+	# Two events of one run 2^64 ms apart, held -2^63 and 2^63-1 ms: the
+	# check for copies of one event from several servers subtracted them.
+	start_hostile logextreme
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" log job
+	assert_equal "$status" 0
+	refute_contains "runtime error" "$stderr"
+	assert_equal "$stderr" ""
+	assert_equal "$(printf '%s\n' "$output" | wc -l)" 2
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" --json log job
+	assert_equal "$status" 0
+	refute_contains "runtime error" "$stderr"
+	printf '%s\n' "$output" | /usr/bin/python3 -c '
+import json, sys
+for line in sys.stdin:
+    json.loads(line)'
+}
+
+@test "bounded: a server's error text is shown escaped: no OSC, screen clear, bell, line break or raw byte reaches stderr" {
+	local what
+	start_hostile evilerr
+	for what in "status job" "-n acquire job" "status" "log job" \
+		"release --token t job" "--json status job" "watch job"; do
+		# shellcheck disable=SC2086
+		bounded 69 10 "$MAX_KIB" $what
+		assert_equal "$stderr" "rlock: $HOSTILE_URL: ERR \\x1b]0;pwned\\x07\\x1b[2J\\xff\\x85 (forged\\x0aline)"
+	done
+	run --separate-stderr timeout -s KILL 60 "$RLOCK" -u "$HOSTILE_URL" doctor
+	assert_equal "$status" 69
+	[[ "$output" == *'ERR \x1b]0;pwned\x07\x1b[2J\xff\x85 (forged\x0aline)'* ]] || fail "$output"
+	[[ "$output$stderr" != *$'\e'* && "$output$stderr" != *$'\a'* ]] || fail "raw: $output$stderr"
+}
+
+@test "bounded: watch against a server whose XREAD answers 'nothing' at once, not after its BLOCK, does not spin" {
+	local n
+	start_hostile xreadnil
+	# Interrupted after 3 s: a clean end (0). Reads paced at BLOCK (1 s)
+	# make 3 or 4 of them; a loop on the answers, thousands.
+	run --separate-stderr timeout --preserve-status -s INT 3 "$RLOCK" -u "$HOSTILE_URL" watch job
+	assert_equal "$status" 0
+	assert_equal "$stderr" ""
+	n=$(grep -c '^XREAD$' "$BATS_TEST_TMPDIR/HOSTILE.out" || true)
+	((n >= 1 && n <= 6)) || fail "$n XREADs in 3 s"
 }

@@ -27,6 +27,26 @@ Modes (what every command is answered with, but those named):
   extendmax    a script: {1, 9223372036854775807, 9223372036854775807}
                (granted, extreme fence and TTL)
   negative     a script: {1, -9223372036854775808, -9223372036854775808}
+  int          ":1" to everything
+  almost       shapes that are nearly right: PING "+PONG"; a script
+               {1, {{1}}} (the log script's, with an entry that is no
+               entry); XREAD {{KEY, {1}}}; INFO an array, not a string;
+               CONFIG GET {1, 1}; SCAN an empty last page; else "+OK"
+  xread        a script {1, {{}}} (an empty history, as the log script
+               gives it); XREAD as in almost; else as in almost
+  configint    PING "+PONG"; INFO a master with appendonly on; CONFIG GET
+               {NAME, 1} (an integer where the value goes); SCAN an empty
+               last page; a script {}; else "+OK"
+  probe        as configint, but CONFIG GET {} (unknown); EVAL of "return 1"
+               ":1", and any other script {1} (not the probe's shape)
+  logextreme   a script: a history of two events of one run, their entry
+               ids -9223372036854775808-0 and 9223372036854775807-0, with
+               held and waited times as extreme
+  evilerr      an error to everything, its text with an OSC title, a screen
+               clear, a bell, a line break and a byte that is not UTF-8
+  xreadnil     a script {1, {{}}} (an empty history); XREAD nil at once,
+               not after its BLOCK, with a line "XREAD" on stdout each time
+  evalok       as probe, but EVAL of "return 1" answered "+OK"
 
 Python 3 standard library only.
 """
@@ -103,6 +123,58 @@ def answer(conn, mode, args, state):
     elif mode == "negative" and is_script:
         conn.sendall(b"*3\r\n:1\r\n:-9223372036854775808\r\n"
                      b":-9223372036854775808\r\n")
+    elif mode == "evilerr":
+        conn.sendall(b"-ERR \x1b]0;pwned\x07\x1b[2J\xff\x85 (forged\nline)"
+                     b"\r\n")
+    elif mode == "int":
+        conn.sendall(b":1\r\n")
+    elif mode in ("probe", "evalok") and word == b"CONFIG":
+        conn.sendall(b"*0\r\n")
+    elif mode in ("probe", "evalok") and is_script and args[1:2] == [b"return 1"]:
+        conn.sendall(b":1\r\n" if mode == "probe" else b"+OK\r\n")
+    elif mode in ("probe", "evalok") and is_script:
+        conn.sendall(b"*1\r\n:1\r\n")
+    elif mode in ("almost", "configint", "xread", "xreadnil", "probe",
+                  "evalok") and word == b"PING":
+        conn.sendall(b"+PONG\r\n")
+    elif mode in ("almost", "configint", "xread", "xreadnil") and \
+            word == b"SCAN":
+        conn.sendall(b"*2\r\n" + bulk(b"0") + b"*0\r\n")
+    elif mode == "logextreme" and is_script:
+        def entry(i):
+            f = [b"e", b"released", b"h", b"web1", b"p", b"1", b"u", b"u",
+                 b"r", b"run", b"x", b"exit:0", b"d", i, b"w", i]
+            return (b"*2\r\n" + bulk(i + b"-0") + b"*%d\r\n" % len(f) +
+                    b"".join(bulk(x) for x in f))
+        conn.sendall(b"*2\r\n:1\r\n*1\r\n*2\r\n" +
+                     entry(b"-9223372036854775808") +
+                     entry(b"9223372036854775807"))
+    elif mode == "xreadnil" and word == b"XREAD":
+        print("XREAD", flush=True)
+        conn.sendall(b"*-1\r\n")
+    elif mode in ("xread", "xreadnil") and is_script:
+        conn.sendall(b"*2\r\n:1\r\n*1\r\n*0\r\n")
+    elif mode == "almost" and is_script:
+        conn.sendall(b"*2\r\n:1\r\n*1\r\n*1\r\n:1\r\n")
+    elif mode in ("almost", "xread") and word == b"XREAD":
+        key = args[args.index(b"STREAMS") + 1] if b"STREAMS" in args \
+            else b"k"
+        conn.sendall(b"*1\r\n*2\r\n" + bulk(key) + b"*1\r\n:1\r\n")
+    elif mode == "almost" and word == b"INFO":
+        conn.sendall(b"*1\r\n:1\r\n")
+    elif mode == "almost" and word == b"CONFIG":
+        conn.sendall(b"*2\r\n:1\r\n:1\r\n")
+    elif mode in ("configint", "probe", "evalok") and word == b"INFO":
+        conn.sendall(bulk(b"# Server\r\nredis_version:7.2.0\r\n"
+                          b"run_id:0123456789abcdef0123456789abcdef01234567\r\n"
+                          b"role:master\r\nconnected_slaves:0\r\n"
+                          b"maxmemory:0\r\nmaxmemory_policy:noeviction\r\n"
+                          b"aof_enabled:1\r\n"))
+    elif mode == "configint" and word == b"CONFIG":
+        name = args[2] if len(args) > 2 else b"x"
+        conn.sendall(b"*2\r\n" + bulk(name) + b":1\r\n")
+    elif mode == "configint" and is_script:
+        conn.sendall(b"*0\r\n")
     elif mode == "busymax" and word == b"BLPOP":
         conn.sendall(b"*-1\r\n")
     else:
