@@ -221,7 +221,7 @@ EOF
 	jlog job 'd[1]["kind"] == "shared"'
 	# And a script selects on them without parsing a string.
 	if command -v jq >/dev/null; then
-		run sh -c '"$0" --json log -n 100 job | jq -c "select(.exit_status and .exit_status != 0) | .exit_status"' "$RLOCK"
+		run sh -c '"$0" --json log -n 100 job | jq -c "select(.exit_status > 0) | .exit_status"' "$RLOCK"
 		assert_success
 		assert_output 57
 		run sh -c '"$0" --json log -n 100 job | jq -r "select(.signal) | .signal"' "$RLOCK"
