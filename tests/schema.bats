@@ -178,6 +178,27 @@ EOF
 	assert_output True
 }
 
+@test "schema: status and log --json against a Redis Cluster, locks on every node" {
+	start_cluster
+	local n
+	for ((n = 1; n <= 6; n++)); do
+		run rlock -u "$C1_URL" exec "c$n" -- sh -c "exit $n"
+		assert_equal "$status" "$n"
+		rlock -u "$C2_URL" acquire --limit 2 -t 30s "c$n" >/dev/null
+	done
+	rlock -u "$C3_URL" acquire --shared -t 30s r >/dev/null
+	run --separate-stderr rlock -u "$C2_URL" --json status
+	assert_success
+	valid status.json <<<"$output"
+	json_check 'len(d) == 7' <<<"$output"
+	rlock -u "$C3_URL" --json status c1 r | valid status.json
+	run --separate-stderr rlock -u "$C1_URL" --json log
+	assert_success
+	valid log.json --lines <<<"$output"
+	run /usr/bin/python3 -c 'import json,sys; print(sorted(e["exit_status"] for e in map(json.loads, sys.stdin) if "exit_status" in e))' <<<"$output"
+	assert_output '[1, 2, 3, 4, 5, 6]'
+}
+
 @test "schema: log --json: exit 0, exit 57, a signal, max-runtime, a release, --reason, lost, forced, expired, leftovers, kinds" {
 	local t i
 	rlock exec job -- true
