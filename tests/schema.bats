@@ -300,7 +300,7 @@ EOF
 	grep '^{' <<<"$stderr" | valid progress.json --lines
 }
 
-@test "schema: each stored outcome as its field: given back, a loss with none, an unnamed signal, one rlock never writes" {
+@test "schema: each stored outcome as its field: given back, a loss with none, an unnamed signal, one rlock never writes, release --reason exit:N" {
 	# Entries as the scripts write them (src/lua/release.lua, note.lua),
 	# each of a run of its own (r: events of one run are shown once).
 	local k='rlock:{g}:log'
@@ -314,5 +314,13 @@ EOF
 	jlog g '[e.get("exit_status", e.get("signal", e.get("reason"))) for e in d] == [None, "exit:-1", "exit:999", "SIG34", "lost", "given-back"]'
 	run rlock log g
 	assert_line --index 3 --partial ': killed by SIG34, fence 6'
+	# A script's own command, its end recorded as exec's.
+	local t
+	t=$(rlock acquire s)
+	sh -c 'exit 3' || rlock release --reason "exit:$?" --token "$t" s
+	t=$(rlock acquire s)
+	rlock release --reason signal:TERM --token "$t" s
+	rlock --json log s | valid log.json --lines
+	jlog s '[e.get("exit_status", e.get("signal")) for e in d if e["event"] == "released"] == ["SIGTERM", 3]'
 	assert_line --index 5 --partial ': given back, fence 5'
 }
