@@ -475,7 +475,7 @@ outcome_json(struct json *j, const struct hist_event *ev)
 		for (p = x + 7; (*p >= 'A' && *p <= 'Z') ||
 		    (*p >= '0' && *p <= '9'); p++)
 			;
-		if (*p == '\0' && p - x < (ptrdiff_t)sizeof name - 3) {
+		if (*p == '\0' && (size_t)(p - (x + 7)) < sizeof name - 3) {
 			snprintf(name, sizeof name, "SIG%s", x + 7);
 			json_key(j, "signal");
 			json_str(j, name);
