@@ -39,7 +39,8 @@ MANPATH=$root/usr/share/man man -w 7 rlock
 for f in usr/share/bash-completion/completions/rlock \
     usr/share/zsh/site-functions/_rlock \
     usr/share/fish/vendor_completions.d/rlock.fish \
-    usr/share/doc/rlock/examples/rlock.conf; do
+    usr/share/doc/rlock/examples/rlock.conf \
+    usr/share/rlock/schema/log.json usr/share/rlock/schema/status.json; do
 	[ -f "$root/$f" ] || { echo "missing $f"; exit 1; }
 done
 # The README, which dh_compress may have gzipped.

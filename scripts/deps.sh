@@ -11,7 +11,7 @@ PACKAGES="$BUILD
 redis-server redis-tools bats bats-assert bats-support mandoc
 openssl python3 tmux procps clang libclang-rt-14-dev
 zsh fish bash-completion strace valgrind
-python3-prometheus-client"
+python3-prometheus-client python3-jsonschema"
 
 [ "${1:-}" = build ] && PACKAGES=$BUILD
 missing=""

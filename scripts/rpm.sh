@@ -70,6 +70,8 @@ for m in rlock.1 rlock.conf.5 rlock.7; do gzip -9n <"man/$m" >"$files/$m.gz"; do
 cp completions/rlock "$files/rlock.bash"
 cp completions/_rlock completions/rlock.fish examples/rlock.conf README.md \
     "$files/"
+mkdir -p "$files/schema"
+cp doc/schema/*.json "$files/schema/"
 sed -n '/^License: ISC$/,$p' debian/copyright | sed '1d; s/^ //; s/^\.$//' \
     >"$files/LICENSE"
 
@@ -112,6 +114,8 @@ install -D -m 644 $files/rlock.conf %{buildroot}%{_sysconfdir}/rlock.conf
 install -D -m 644 $files/README.md %{buildroot}%{_docdir}/rlock/README.md
 install -D -m 644 $files/rlock.conf %{buildroot}%{_docdir}/rlock/examples/rlock.conf
 install -D -m 644 $files/LICENSE %{buildroot}%{_defaultlicensedir}/rlock/LICENSE
+install -d %{buildroot}%{_datadir}/rlock/schema
+install -m 644 $files/schema/*.json %{buildroot}%{_datadir}/rlock/schema/
 
 %files
 %{_bindir}/rlock
@@ -124,6 +128,7 @@ install -D -m 644 $files/LICENSE %{buildroot}%{_defaultlicensedir}/rlock/LICENSE
 %config(noreplace) %{_sysconfdir}/rlock.conf
 %{_docdir}/rlock/README.md
 %{_docdir}/rlock/examples/rlock.conf
+%{_datadir}/rlock
 %license %{_defaultlicensedir}/rlock/LICENSE
 EOF
 rpmbuild -bb --quiet --define "_topdir $work/top" --target "$arch" \
@@ -147,7 +152,8 @@ for f in usr/bin/rlock usr/share/man/man1/rlock.1.gz \
     usr/share/zsh/site-functions/_rlock \
     usr/share/fish/vendor_completions.d/rlock.fish \
     etc/rlock.conf usr/share/doc/rlock/README.md \
-    usr/share/doc/rlock/examples/rlock.conf; do
+    usr/share/doc/rlock/examples/rlock.conf \
+    usr/share/rlock/schema/log.json usr/share/rlock/schema/status.json; do
 	[ -f "$root/$f" ] || { echo "rpm.sh: the package lacks /$f" >&2; exit 1; }
 done
 cmp -s "$root/usr/bin/rlock" "$bin" ||

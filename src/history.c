@@ -1,5 +1,6 @@
 /* history.c: a lock's history, read back and shown (rlock log). */
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -486,6 +487,57 @@ json_str_field(struct json *j, const char *key, const char *v)
 	json_str(j, v);
 }
 
+/*
+ * How a released or lost hold ended, as a field of its own (the stream
+ * keeps it as one string, "x": see HF_OUTCOME): "exit_status" a number
+ * when exec's command exited, "signal" its name ("SIGTERM", as rlock
+ * names signals everywhere; an unnamed one "SIG" and its number) when one
+ * killed it, else a "reason": max-runtime, release, given-back (no
+ * outcome: rlock gave it back itself), lost (a loss with no command's end
+ * to tell) or the text of release --reason.  Exactly one of the three on
+ * those events, none on the others.
+ */
+static void
+outcome_json(struct json *j, const struct hist_event *ev)
+{
+	const char	*e = ev->v[HF_EVENT], *x = ev->v[HF_OUTCOME];
+	const char	*p;
+	char		*end, name[32];
+	long		 n;
+	int		 lost;
+
+	lost = strcmp(e, "lost") == 0;
+	if (!lost && strcmp(e, "released") != 0)
+		return;
+	if (x == NULL || *x == '\0') {
+		json_key(j, "reason");
+		json_str(j, lost ? "lost" : "given-back");
+		return;
+	}
+	if (strncmp(x, "exit:", 5) == 0 && x[5] >= '0' && x[5] <= '9') {
+		errno = 0;
+		n = strtol(x + 5, &end, 10);
+		if (errno == 0 && *end == '\0' && n <= 255) {
+			json_key(j, "exit_status");
+			json_int(j, n);
+			return;
+		}
+	}
+	if (strncmp(x, "signal:", 7) == 0 && x[7] != '\0') {
+		for (p = x + 7; (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9'); p++)
+			;
+		if (*p == '\0' && (size_t)(p - (x + 7)) < sizeof name - 3) {
+			snprintf(name, sizeof name, "SIG%s", x + 7);
+			json_key(j, "signal");
+			json_str(j, name);
+			return;
+		}
+	}
+	json_key(j, "reason");
+	json_str(j, x);
+}
+
 void
 history_json(struct json *j, const struct hist_event *ev)
 {
@@ -504,7 +556,7 @@ history_json(struct json *j, const struct hist_event *ev)
 	json_num_field(j, "fence", v[HF_FENCE]);
 	json_num_field(j, "waited_ms", v[HF_WAITED]);
 	json_num_field(j, "held_ms", v[HF_HELD]);
-	json_str_field(j, "outcome", v[HF_OUTCOME]);
+	outcome_json(j, ev);
 	json_str_field(j, "why", v[HF_WHY]);
 	if (v[HF_BY_HOST] != NULL) {
 		json_key(j, "by");

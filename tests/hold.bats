@@ -208,7 +208,7 @@ $RUN_ON"
 	[[ ! -e got ]] || fail "the owner was signalled"
 	run rlock --json log -n 10 "$N"
 	assert_success
-	assert_line --index 1 --partial '"outcome":"release"'
+	assert_line --index 1 --partial '"reason":"release"'
 }
 
 @test "hold: a lock taken away (DEL) gets the owner SIGTERM before its TTL would have run out; release then exits 1" {

@@ -104,7 +104,7 @@ start_watch() {
 import json
 d = [json.loads(l) for l in open("WATCH.out")]
 assert [e["event"] for e in d] == ["acquired", "released"], d
-assert d[1]["outcome"] == "exit:4" and d[1]["name"] == "job" and d[0]["fence"] == d[1]["fence"], d
+assert d[1]["exit_status"] == 4 and d[1]["name"] == "job" and d[0]["fence"] == d[1]["fence"], d
 print("ok")'
 	assert_output ok
 	kill -TERM "$WATCH"
