@@ -135,6 +135,7 @@ static int
 is_secret(const char *entry)
 {
 	return strncmp(entry, "RLOCK_PASSWORD=", 15) == 0 ||
+	    strncmp(entry, "RLOCK_SENTINEL_PASSWORD=", 24) == 0 ||
 	    strncmp(entry, "REDISCLI_AUTH=", 14) == 0 ||
 	    strncmp(entry, "RLOCK_URL=", 10) == 0 ||
 	    strncmp(entry, "RLOCK_NAME=", 11) == 0 ||

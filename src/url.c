@@ -21,7 +21,8 @@
 #include "util.h"
 
 #define URL_DEFAULT_PORT	6379
-#define URL_SCHEMES		"redis://, rediss://, unix:// or redis-sentinel://"
+#define URL_SCHEMES		"redis://, rediss://, unix://, redis-sentinel:// " \
+				"or rediss-sentinel://"
 #define SENTINEL_DEFAULT_PORT	26379
 
 static void
@@ -467,7 +468,7 @@ url_build_display(struct url *u)
 		if (u->db >= 0)
 			buf_printf(&b, "?db=%d", u->db);
 	} else if (u->scheme == URL_SENTINEL) {
-		buf_adds(&b, "redis-sentinel://");
+		buf_adds(&b, u->tls ? "rediss-sentinel://" : "redis-sentinel://");
 		if (u->user != NULL)
 			buf_printf(&b, "%s@", u->user);
 		for (i = 0; i < u->nsentinels; i++)
@@ -537,6 +538,10 @@ url_parse(const char *s, struct url *u, char *why, size_t whylen)
 	} else if (n == 14 && strncasecmp(s, "redis-sentinel", 14) == 0) {
 		u->scheme = URL_SENTINEL;
 		r = parse_sentinel(p, u, why, whylen);
+	} else if (n == 15 && strncasecmp(s, "rediss-sentinel", 15) == 0) {
+		u->scheme = URL_SENTINEL;
+		u->tls = 1;
+		r = parse_sentinel(p, u, why, whylen);
 	} else if (n == 4 && strncasecmp(s, "unix", 4) == 0) {
 		u->scheme = URL_UNIX;
 		r = parse_unix(p, u, why, whylen);
@@ -575,7 +580,8 @@ void
 url_retarget(struct url *dst, const struct url *u, const char *host, int port)
 {
 	memset(dst, 0, sizeof *dst);
-	dst->scheme = u->scheme == URL_TLS ? URL_TLS : URL_TCP;
+	dst->scheme = u->scheme == URL_TLS ||
+	    (u->scheme == URL_SENTINEL && u->tls) ? URL_TLS : URL_TCP;
 	dst->host = xstrdup(host);
 	dst->port = port;
 	dst->user = u->user ? xstrdup(u->user) : NULL;

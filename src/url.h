@@ -8,7 +8,7 @@ enum url_scheme {
 	URL_TCP,		/* redis://  */
 	URL_TLS,		/* rediss:// */
 	URL_UNIX,		/* unix://   */
-	URL_SENTINEL,		/* redis-sentinel:// */
+	URL_SENTINEL,		/* redis-sentinel://, rediss-sentinel:// */
 };
 
 struct url_node {
@@ -29,11 +29,13 @@ struct url {
 	struct url_node	*sentinels;
 	int		 nsentinels;
 	char		*master;
+	int		 tls;		/* rediss-sentinel://: TLS to all */
 };
 
 /*
  * A copy of u pointing at another server (a sentinel's answer, a Cluster
- * redirection): same scheme family and credentials, new host and port.
+ * redirection): same scheme family and credentials, new host and port;
+ * rediss:// for a rediss:// or rediss-sentinel:// u, else redis://.
  */
 void	url_retarget(struct url *dst, const struct url *u, const char *host,
 	    int port);
@@ -45,6 +47,8 @@ void	url_retarget(struct url *dst, const struct url *u, const char *host,
  *   unix:///path/to/redis.sock[?db=N]
  *   redis-sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[?db=N]
  *                                         (sentinel port default 26379)
+ *   rediss-sentinel://...                 (same shape, TLS to the sentinels
+ *                                         and to the master they name)
  * IPv6 hosts come in brackets ("redis://[::1]:6380").  USER and PASSWORD
  * are percent-decoded.  DB is 0..2147483647.  display is built as
  * "redis://[USER@]HOST:PORT[/DB]" or "unix:///path[?db=N]" -- the password
