@@ -9,7 +9,14 @@
  * and a failed parse leaves nothing allocated in *u.
  */
 
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
 #include <ctype.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -588,6 +595,67 @@ url_retarget(struct url *dst, const struct url *u, const char *host, int port)
 	dst->password = u->password ? secret_strdup(u->password) : NULL;
 	dst->db = u->db;
 	url_build_display(dst);
+}
+
+void
+url_dup_anonymous(struct url *dst, const struct url *u)
+{
+	int	i;
+
+	memset(dst, 0, sizeof *dst);
+	dst->scheme = u->scheme;
+	dst->host = u->host ? xstrdup(u->host) : NULL;
+	dst->port = u->port;
+	dst->path = u->path ? xstrdup(u->path) : NULL;
+	dst->db = u->db;
+	dst->master = u->master ? xstrdup(u->master) : NULL;
+	dst->tls = u->tls;
+	if (u->nsentinels > 0) {
+		dst->sentinels = xcalloc(u->nsentinels, sizeof *dst->sentinels);
+		for (i = 0; i < u->nsentinels; i++) {
+			dst->sentinels[i].host = xstrdup(u->sentinels[i].host);
+			dst->sentinels[i].port = u->sentinels[i].port;
+		}
+		dst->nsentinels = u->nsentinels;
+	}
+	url_build_display(dst);
+}
+
+static int
+addr_is_loopback(const struct sockaddr *sa)
+{
+	const struct in6_addr	*a6;
+	const unsigned char	*b;
+
+	if (sa->sa_family == AF_INET) {
+		b = (const unsigned char *)
+		    &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+		return b[0] == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(a6))
+			return 1;
+		return IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127;
+	}
+	return 0;
+}
+
+int
+url_host_is_loopback(const char *host)
+{
+	struct addrinfo	 hints, *res, *ai;
+	int		 all = 1;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	if (host == NULL || getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 0;
+	for (ai = res; ai != NULL; ai = ai->ai_next)
+		if (!addr_is_loopback(ai->ai_addr))
+			all = 0;
+	freeaddrinfo(res);
+	return all;
 }
 
 /* ------------------------------------------------- secrets in text */

@@ -58,6 +58,14 @@ void	url_retarget(struct url *dst, const struct url *u, const char *host,
  */
 int	url_parse(const char *s, struct url *u, char *why, size_t whylen);
 void	url_free(struct url *u);
+/* A deep copy of u without its user and password (doctor's probe). */
+void	url_dup_anonymous(struct url *dst, const struct url *u);
+/*
+ * Is host a loopback address: 127.0.0.0/8, ::1 or ::ffff:127.x.y.z,
+ * written so or a name all of whose addresses are (looked up with
+ * getaddrinfo; a name that does not resolve is not).  1 or 0.
+ */
+int	url_host_is_loopback(const char *host);
 /* (Re)build u->display from everything in u but the password. */
 void	url_build_display(struct url *u);
 
