@@ -333,3 +333,14 @@ c.close()
 	assert_equal "$(mcli TR GET 'rlock:{job}')" "$tok"
 	assert_equal "$(stcli TS1 SENTINEL GET-MASTER-ADDR-BY-NAME mm | sed -n 2p)" "$TR_PORT"
 }
+
+@test "sentinel-tls: doctor finds TLS to the sentinels and the master, and a master that wants a password" {
+	run --separate-stderr rlock -u "$TURL" --tls-ca "$TLS_CA" \
+		--sentinel-password-file spw doctor
+	local shown="rediss-sentinel://$TSENT_HOSTS/mm"
+	[[ "$output" == *"ok       $shown: transport: TLS to the sentinels and to the master they name"* ]] ||
+		fail "no transport ok: $output $stderr"
+	[[ "$output" == *"ok       $shown: auth: a client without a password is refused"* ]] ||
+		fail "no auth ok: $output $stderr"
+	[[ "$output$stderr" != *"$MPW"* && "$output$stderr" != *"$SPW"* ]] || fail "a password shows"
+}
