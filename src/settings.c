@@ -559,7 +559,6 @@ settings_config_text(const struct opts *o)
 	n += o->tls.key ? strlen(o->tls.key) : 0;
 	n += o->tls.server_name ? strlen(o->tls.server_name) : 0;
 	n += o->sentinel_user ? strlen(o->sentinel_user) : 0;
-	n += o->sentinel_password_file ? strlen(o->sentinel_password_file) : 0;
 	buf_init(&b);
 	buf_reserve(&b, n);
 	buf_adds(&b, "url =");
@@ -578,10 +577,8 @@ settings_config_text(const struct opts *o)
 	bad |= put(&b, "tls-server-name", o->tls.server_name) == -1;
 	if (o->tls.insecure)
 		buf_adds(&b, "tls-insecure = yes\n");
-	/* A file, not the password: RLOCK_SENTINEL_PASSWORD is not passed on. */
+	/* The sentinels' password goes apart (see guard.c), as the master's. */
 	bad |= put(&b, "sentinel-user", o->sentinel_user) == -1;
-	bad |= put(&b, "sentinel-password-file", o->sentinel_password_file) ==
-	    -1;
 	buf_printf(&b, "history-length = %d\nhistory-expiry = %lldms\n",
 	    o->history_length, (long long)o->history_expiry_ms);
 	if (o->no_history)

@@ -344,3 +344,35 @@ c.close()
 		fail "no auth ok: $output $stderr"
 	[[ "$output$stderr" != *"$MPW"* && "$output$stderr" != *"$SPW"* ]] || fail "a password shows"
 }
+
+@test "sentinel-tls: exec's guard gives the lock back through the TLS sentinels when rlock is SIGKILLed (the sentinels' password from the environment)" {
+	export RLOCK_SENTINEL_PASSWORD=$SPW
+	bg_start R "$RLOCK" -u "$TURL" --tls-ca "$TLS_CA" exec -t 60s gjob \
+		-c 'echo $$ > cmd.pid; exec sleep 60'
+	wait_file cmd.pid 10000 || fail "the command did not start: $(cat "$BATS_TEST_TMPDIR/R.err")"
+	track_pid "$(cat cmd.pid)" sleep
+	[[ -n "$(mcli TM GET 'rlock:{gjob}')" ]] || fail "the lock is not held"
+	local i
+	for ((i = 0; i < 250; i++)); do
+		pgrep -P "$R" -x rlock-guard >/dev/null && break
+		sleep 0.02
+	done
+	pgrep -P "$R" -x rlock-guard >/dev/null || fail "no guard"
+	kill -KILL "$R"
+	# Well before the 60 s TTL (bounded: 10 s).
+	for ((i = 0; i < 200; i++)); do
+		[[ "$(mcli TM EXISTS 'rlock:{gjob}')" == 0 ]] && break
+		sleep 0.05
+	done
+	assert_equal "$(mcli TM EXISTS 'rlock:{gjob}')" 0
+	wait_gone "$(cat cmd.pid)" 5000 || fail "the command outlived rlock"
+}
+
+@test "sentinel-tls: exec's command does not see RLOCK_SENTINEL_PASSWORD" {
+	RLOCK_SENTINEL_PASSWORD=$SPW run --separate-stderr rlock -u "$TURL" \
+		--tls-ca "$TLS_CA" exec envjob -- sh -c 'env > cmd.env'
+	assert_success
+	[[ -s cmd.env ]] || fail "the command did not run"
+	! grep -q "$SPW" cmd.env || fail "the command sees the sentinels' password"
+	! grep -q "$MPW" cmd.env || fail "the command sees the master's password"
+}
