@@ -376,3 +376,23 @@ c.close()
 	! grep -q "$SPW" cmd.env || fail "the command sees the sentinels' password"
 	! grep -q "$MPW" cmd.env || fail "the command sees the master's password"
 }
+
+@test "sentinel-tls: a missing, empty or non-regular --sentinel-password-file is one usage line, exit 64, at once" {
+	run --separate-stderr rlock -u "$TURL" --tls-ca "$TLS_CA" \
+		--sentinel-password-file nosuch acquire job
+	assert_equal "$status" 64
+	assert_equal "$(printf '%s\n' "$stderr" | wc -l)" 1
+	assert_stderr_has "--sentinel-password-file" "nosuch"
+	: >empty
+	run --separate-stderr rlock -u "$TURL" --tls-ca "$TLS_CA" \
+		--sentinel-password-file empty acquire job
+	assert_equal "$status" 64
+	assert_stderr_has "--sentinel-password-file" "holds no password"
+	mkfifo fifo
+	run --separate-stderr timeout 10 "$RLOCK" -u "$TURL" --tls-ca "$TLS_CA" \
+		--sentinel-password-file fifo acquire job
+	assert_equal "$status" 64
+	assert_equal "$(printf '%s\n' "$stderr" | wc -l)" 1
+	assert_stderr_has "--sentinel-password-file"
+	assert_equal "$(mcli TM EXISTS 'rlock:{job}')" 0
+}
