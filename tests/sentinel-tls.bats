@@ -396,3 +396,18 @@ c.close()
 	assert_stderr_has "--sentinel-password-file"
 	assert_equal "$(mcli TM EXISTS 'rlock:{job}')" 0
 }
+
+@test "sentinel-tls: without sentinel options, a sentinel that answers NOAUTH gets the URL's credentials (as before)" {
+	local v
+	for v in TS1 TS2 TS3; do
+		assert_equal "$(stcli "$v" ACL SETUSER both on '>both-pw' '+@all')" OK
+	done
+	assert_equal "$(mcli TM ACL SETUSER both on '>both-pw' '~*' '+@all')" OK
+	run --separate-stderr rlock -u "rediss-sentinel://both:both-pw@$TSENT_HOSTS/mm" \
+		--tls-ca "$TLS_CA" acquire job
+	local st=$status out=$output err=$stderr
+	for v in TS1 TS2 TS3; do stcli "$v" ACL DELUSER both >/dev/null; done
+	mcli TM ACL DELUSER both >/dev/null
+	((st == 0)) || fail "exit $st: $err"
+	assert_equal "$(mcli TM GET 'rlock:{job}')" "$out"
+}
