@@ -37,7 +37,7 @@ function __rlock_exec_argv
                 case -c --command '--command=*'
                     test "$cmd" = exec; and return 1
                     continue
-                case -u --url --password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --record --label --pid --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
+                case -u --url --password-file --sentinel-user --sentinel-password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --record --label --pid --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
                     set skip 1
                     continue
                 case '-*'
@@ -95,6 +95,8 @@ complete -c rlock -n "__fish_seen_subcommand_from help" -a "acquire release exte
 # the words of the command that exec runs)
 complete -c rlock -n __rlock_not_in_exec_command -s u -l url -x -d 'Redis to use (default $RLOCK_URL, else redis://127.0.0.1:6379)'
 complete -c rlock -n __rlock_not_in_exec_command -l password-file -r -F -d "Read the password from FILE's first line"
+complete -c rlock -n __rlock_not_in_exec_command -l sentinel-user -x -d 'The user the sentinels of a redis-sentinel:// URL know'
+complete -c rlock -n __rlock_not_in_exec_command -l sentinel-password-file -r -F -d "Read the sentinels' own password from FILE's first line"
 complete -c rlock -n __rlock_not_in_exec_command -l prefix -x -d 'Key prefix (default $RLOCK_PREFIX, else rlock:)'
 complete -c rlock -n __rlock_not_in_exec_command -l connect-timeout -x -d 'Bound on connecting and authenticating (default 2s)'
 complete -c rlock -n __rlock_not_in_exec_command -l timeout -x -d 'Bound on one Redis round trip (default 2s)'

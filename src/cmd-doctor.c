@@ -893,10 +893,115 @@ check_busy(struct report *rp, struct quorum *q, const char *server)
 		    ms > q->opts->timeout_ms ? ")" : "");
 }
 
+/*
+ * How the traffic goes, from the URL and the settings (nothing is sent):
+ * a password over plain TCP to a server that is not on a loopback
+ * address can be read by anyone on the path, and redis-sentinel:// is
+ * plain TCP to the sentinels and to the master they name.
+ */
+static void
+check_transport(struct report *rp, const struct url *u,
+    const struct redis_opts *ro)
+{
+	const char	*server = u->display;
+	int		 pw = u->password != NULL || ro->password != NULL;
+
+	switch (u->scheme) {
+	case URL_UNIX:
+		finding(rp, server, "transport", SEV_OK, NULL, "Unix socket: "
+		    "nothing crosses the network");
+		return;
+	case URL_TLS:
+		finding(rp, server, "transport", SEV_OK, NULL, "TLS");
+		return;
+	case URL_SENTINEL:
+		if (u->tls)
+			finding(rp, server, "transport", SEV_OK, NULL, "TLS to "
+			    "the sentinels and to the master they name");
+		else
+			finding(rp, server, "transport", SEV_WARN, "use "
+			    "rediss-sentinel:// (tls-port and tls-replication "
+			    "yes on the sentinels, the master and its replicas)",
+			    "redis-sentinel:// is plain TCP to the sentinels "
+			    "and to the master they name%s",
+			    pw || ro->sentinel_password != NULL ? ": the "
+			    "password goes in clear" : "");
+		return;
+	case URL_TCP:
+		break;
+	}
+	if (url_host_is_loopback(u->host))
+		finding(rp, server, "transport", SEV_OK, NULL, "plain TCP to a "
+		    "loopback address");
+	else if (pw)
+		finding(rp, server, "transport", SEV_WARN, "use rediss:// "
+		    "(TLS), or a Unix socket on the server's host",
+		    "the password goes in clear over plain TCP to %s, which "
+		    "is not a loopback address: anyone on the path can read it",
+		    u->host);
+	else
+		finding(rp, server, "transport", SEV_INFO, "use rediss:// "
+		    "(TLS)", "plain TCP to %s, which is not a loopback address: "
+		    "the locks' traffic can be read and changed on the path",
+		    u->host);
+}
+
+/*
+ * Does the server let in a client that gives no credentials?  Asked on a
+ * connection of its own, made without the URL's user and password (the
+ * sentinels' own, if any, still go to the sentinels).
+ */
+static void
+check_auth(struct report *rp, const struct url *u,
+    const struct redis_opts *ro)
+{
+	struct quorum		 aq;
+	struct url		 anon;
+	struct redis_opts	 aro = *ro;
+	struct redis_reply	*rr;
+	struct err		 e;
+	const char		*ping[] = { "PING" };
+
+	url_dup_anonymous(&anon, u);
+	aro.password = NULL;
+	aro.identify = 0;
+	aro.check_version = 0;
+	err_clear(&e);
+	quorum_init(&aq, &anon, 1, &aro);
+	rr = ask(&aq, 1, ping, &e);
+	if (rr != NULL && rr->type == REDIS_T_STATUS)
+		finding(rp, u->display, "auth", SEV_WARN, "set requirepass, "
+		    "or turn the default user off and give rlock a user of its "
+		    "own as rlock(1), ACL users, shows; then give rlock the "
+		    "password with --password-file", "a client without a "
+		    "password is let in "
+		    "(requirepass unset, the default user nopass): anyone who "
+		    "can reach the server can take, release or forge any lock");
+	else if (rr != NULL && rr->type == REDIS_T_ERROR &&
+	    strncmp(rr->str, "DENIED", 6) == 0)
+		finding(rp, u->display, "auth", SEV_WARN, "set requirepass, "
+		    "or give rlock a user of its own as rlock(1), ACL users, "
+		    "shows; then give rlock the password with --password-file",
+		    "no password is needed: only protected "
+		    "mode keeps clients that are not local out");
+	else if ((rr != NULL && rr->type == REDIS_T_ERROR &&
+	    strncmp(rr->str, "NOAUTH", 6) == 0) ||
+	    (rr == NULL && strstr(e.msg, "NOAUTH") != NULL))
+		finding(rp, u->display, "auth", SEV_OK, NULL, "a client "
+		    "without a password is refused");
+	else
+		finding(rp, u->display, "auth", SEV_INFO, NULL, "cannot tell "
+		    "whether a client without a password is let in: %s",
+		    rr != NULL && rr->str != NULL ? rr->str : e.msg);
+	redis_reply_free(rr);
+	quorum_close(&aq);
+	url_free(&anon);
+}
+
 /* 0, or -1 when the server cannot be used at all (refused, NOAUTH). */
 static int
 check_server(struct report *rp, struct quorum *q, const struct url *u,
-    const char *prefix)
+    const struct redis_opts *ro, const char *prefix)
 {
 	int	cluster = 0;
 
@@ -904,6 +1009,8 @@ check_server(struct report *rp, struct quorum *q, const struct url *u,
 	rp->broken = 0;
 	if (check_rtt(rp, q, u->display) == -1)
 		return -1;
+	check_transport(rp, u, ro);
+	check_auth(rp, u, ro);
 	check_settings(rp, q, u->display, &cluster);
 	if (!rp->broken)
 		check_scripts(rp, q, u->display);
@@ -933,7 +1040,8 @@ cmd_doctor_exec(struct cmd_ctx *ctx)
 		/* Each server alone: a quorum of one, connected by the first PING. */
 		quorum_init(&q, &ctx->set.urls[i], 1, &ctx->set.ropts);
 		if (check_server(&rp, &q, &ctx->set.urls[i],
-		    ctx->o.prefix) == -1 && unreachable++ == 0)
+		    &ctx->set.ropts, ctx->o.prefix) == -1 &&
+		    unreachable++ == 0)
 			rp.unusable = ctx->set.urls[i].display;
 		quorum_close(&q);
 	}

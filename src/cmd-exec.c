@@ -135,6 +135,7 @@ static int
 is_secret(const char *entry)
 {
 	return strncmp(entry, "RLOCK_PASSWORD=", 15) == 0 ||
+	    strncmp(entry, "RLOCK_SENTINEL_PASSWORD=", 24) == 0 ||
 	    strncmp(entry, "REDISCLI_AUTH=", 14) == 0 ||
 	    strncmp(entry, "RLOCK_URL=", 10) == 0 ||
 	    strncmp(entry, "RLOCK_NAME=", 11) == 0 ||
@@ -429,7 +430,8 @@ ready_release(struct cmd_ctx *ctx, const struct lock *l,
 	if ((config = settings_config_text(&ctx->o)) == NULL)
 		return -1;
 	rc = guard_release_init(rel, config, ctx->set.password,
-	    (ctx->o.given & OPT(PASSWORD_FILE)) != 0, extra, l->name, l->token);
+	    (ctx->o.given & OPT(PASSWORD_FILE)) != 0,
+	    ctx->set.sentinel_password, extra, l->name, l->token);
 	explicit_bzero(config, strlen(config));	/* its URLs' passwords */
 	free(config);
 	return rc;

@@ -147,6 +147,7 @@ ctx_free(struct cmd_ctx *ctx)
 	for (i = 0; i < ctx->set.nurls; i++)
 		url_free(&ctx->set.urls[i]);
 	secret_free(ctx->set.password);
+	secret_free(ctx->set.sentinel_password);
 	free(ctx->o.args);
 	options_clear_urls(&ctx->o);
 	secret_free(ctx->set.config_text);

@@ -328,7 +328,7 @@ guard_main(struct guard_shared *sh, pid_t parent, pid_t pg,
 static void
 arrange_fds(int pipe_fd, const struct guard_release *rel)
 {
-	int	fds[3] = { -1, -1, -1 }, i;
+	int	fds[4] = { -1, -1, -1, -1 }, i;
 
 	if (rel != NULL) {
 		/* Out of the way of 0 and of 3-5 first, whatever they were. */
@@ -336,19 +336,22 @@ arrange_fds(int pipe_fd, const struct guard_release *rel)
 		fds[1] = fcntl(rel->config, F_DUPFD_CLOEXEC, 16);
 		if (rel->password >= 0)
 			fds[2] = fcntl(rel->password, F_DUPFD_CLOEXEC, 16);
+		if (rel->sentinel_password >= 0)
+			fds[3] = fcntl(rel->sentinel_password, F_DUPFD_CLOEXEC,
+			    16);
 	}
 	if (pipe_fd != 0) {
 		dup2(pipe_fd, 0);
 		close(pipe_fd);
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		if (fds[i] >= 0)
 			dup2(fds[i], GUARD_FD_EXE + i);	/* not close-on-exec */
 		else
 			close(GUARD_FD_EXE + i);
 	close(1);
 	close(2);
-	close_from(rel != NULL ? GUARD_FD_PASSWORD + 1 : 3);
+	close_from(rel != NULL ? GUARD_FD_SENTINEL_PASSWORD + 1 : 3);
 }
 
 int
@@ -559,29 +562,39 @@ dropped(const char *entry)
 
 int
 guard_release_init(struct guard_release *rel, const char *config,
-    const char *password, int password_argv, const char *const *extra,
-    const char *name, const char *token)
+    const char *password, int password_argv, const char *sentinel_password,
+    const char *const *extra, const char *name, const char *token)
 {
 	extern char	**environ;
 	char		**p;
 	size_t		  n = 0, k = 0;
-	char		  cfg[32], pw[32], *text;
+	char		  cfg[32], pw[32], spw[32], *text, *t2;
 
 	memset(rel, 0, sizeof *rel);
-	rel->exe = rel->config = rel->password = -1;
+	rel->exe = rel->config = rel->password = rel->sentinel_password = -1;
 	snprintf(cfg, sizeof cfg, "/dev/fd/%d", GUARD_FD_CONFIG);
 	snprintf(pw, sizeof pw, "/dev/fd/%d", GUARD_FD_PASSWORD);
+	snprintf(spw, sizeof spw, "/dev/fd/%d", GUARD_FD_SENTINEL_PASSWORD);
 	/* Where exec had it: on the command line, or with the file's rank. */
 	if (password != NULL && !password_argv)
 		xasprintf(&text, "%spassword-file = %s\n", config, pw);
 	else
 		text = xstrdup(config);
+	/* The sentinels' own, wherever it came from: their pipe. */
+	if (sentinel_password != NULL) {
+		xasprintf(&t2, "%ssentinel-password-file = %s\n", text, spw);
+		explicit_bzero(text, strlen(text));
+		free(text);
+		text = t2;
+	}
 	rel->config = text_pipe(text);
 	explicit_bzero(text, strlen(text));	/* URLs with passwords */
 	free(text);
 	if ((rel->exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) == -1 ||
 	    rel->config == -1 ||
-	    (password != NULL && (rel->password = text_pipe(password)) == -1))
+	    (password != NULL && (rel->password = text_pipe(password)) == -1) ||
+	    (sentinel_password != NULL &&
+	    (rel->sentinel_password = text_pipe(sentinel_password)) == -1))
 		goto fail;
 	for (n = 0; extra != NULL && extra[n] != NULL; n++)
 		;
@@ -635,8 +648,10 @@ guard_release_free(struct guard_release *rel)
 		close(rel->config);
 	if (rel->password >= 0)
 		close(rel->password);
+	if (rel->sentinel_password >= 0)
+		close(rel->sentinel_password);
 	free_vector(rel->argv);
 	free_vector(rel->envp);
 	memset(rel, 0, sizeof *rel);
-	rel->exe = rel->config = rel->password = -1;
+	rel->exe = rel->config = rel->password = rel->sentinel_password = -1;
 }

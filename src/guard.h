@@ -21,12 +21,14 @@ struct guard_release {
 	int		  exe;		/* /proc/self/exe, O_PATH; -1: none */
 	int		  config;	/* read end of the settings' pipe */
 	int		  password;	/* read end of the password's; -1 */
+	int		  sentinel_password;	/* the sentinels' own; -1 */
 	char		**argv;
 	char		**envp;
 };
 #define GUARD_FD_EXE		3
 #define GUARD_FD_CONFIG		4
 #define GUARD_FD_PASSWORD	5
+#define GUARD_FD_SENTINEL_PASSWORD	6
 
 struct guard {
 	pid_t			 pid;	/* the guard, and the group's id */
@@ -51,12 +53,14 @@ int	guard_start(struct guard *, pid_t pg, int64_t valid_until,
 /*
  * Ready rel: config is the settings as a config file's text, password
  * the password or NULL (given to release on its command line if
- * password_argv, as exec's --password-file was, else in the file), extra
+ * password_argv, as exec's --password-file was, else in the file),
+ * sentinel_password the sentinels' own or NULL (in the file), extra
  * options before the command word (NULL-terminated), the lock's name and
  * token.  0, or -1 (rel left empty: the lock then expires by itself).
  */
 int	guard_release_init(struct guard_release *rel, const char *config,
-	    const char *password, int password_argv, const char *const *extra,
+	    const char *password, int password_argv,
+	    const char *sentinel_password, const char *const *extra,
 	    const char *name, const char *token);
 void	guard_release_free(struct guard_release *rel);
 /*

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-/* TLS settings for rediss:// URLs. */
+/* TLS settings for rediss:// and rediss-sentinel:// URLs. */
 struct tls_opts {
 	const char	*ca;		/* CA file; NULL: the system store */
 	const char	*cert;		/* client certificate (chain) */
@@ -19,6 +19,15 @@ struct redis_opts {
 	int64_t		 timeout_ms;		/* one round trip */
 	const char	*password;		/* when the URL has none */
 	const struct tls_opts *tls;		/* for rediss:// */
+	/*
+	 * What the sentinels of a redis-sentinel:// URL are authenticated
+	 * with (AUTH [user] password before asking them), when they have
+	 * credentials of their own; NULL: none are sent unless a sentinel
+	 * answers NOAUTH, then the master's (the URL's userinfo, else
+	 * password above), as before these existed.
+	 */
+	const char	*sentinel_user;
+	const char	*sentinel_password;
 	int		 identify;	/* learn each server's run_id */
 	int		 check_version;	/* INFO only to refuse a server < 6.0 */
 };

@@ -394,6 +394,14 @@ static const struct opt_def opt_defs[] = {
 	  "read the password from FILE's first line "
 	  "(default $RLOCK_PASSWORD, then $REDISCLI_AUTH)",
 	  STRING(password_file) },
+	{ O_SENTINEL_USER, 0, "sentinel-user", "NAME",
+	  "the user the sentinels of a redis-sentinel:// URL know "
+	  "(with --sentinel-password-file)",
+	  STRING(sentinel_user) },
+	{ O_SENTINEL_PASSWORD_FILE, 0, "sentinel-password-file", "FILE",
+	  "the sentinels' own password, from FILE's first line (default "
+	  "$RLOCK_SENTINEL_PASSWORD; else the master's, if they ask)",
+	  STRING(sentinel_password_file) },
 	{ O_PREFIX, 0, "prefix", "P",
 	  "key prefix (default $RLOCK_PREFIX, else " DEFAULT_PREFIX ")",
 	  PARSE(parse_prefix) },

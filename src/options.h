@@ -64,6 +64,8 @@ enum opt_id {
 	O_LABEL,
 	O_HOLD,
 	O_PID,
+	O_SENTINEL_USER,
+	O_SENTINEL_PASSWORD_FILE,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -75,7 +77,8 @@ enum opt_id {
 			 OPT(QUIET) | OPT(VERBOSE) | OPT(HELP) | \
 			 OPT(TLS_CA) | OPT(TLS_CERT) | OPT(TLS_KEY) | \
 			 OPT(TLS_SERVER_NAME) | OPT(TLS_INSECURE) | OPT(CONFIG) | \
-			 OPT(SYSLOG))
+			 OPT(SYSLOG) | OPT(SENTINEL_USER) | \
+			 OPT(SENTINEL_PASSWORD_FILE))
 
 struct opts {
 	uint64_t	 given;		/* OPT() bits seen on the command line */
@@ -83,6 +86,8 @@ struct opts {
 	char		*url[MAX_URLS];	/* owned copies */
 	int		 nurl;
 	const char	*password_file;
+	const char	*sentinel_user;		/* the sentinels' own ACL user */
+	const char	*sentinel_password_file;
 	const char	*prefix;
 	int64_t		 connect_timeout_ms;
 	int64_t		 timeout_ms;

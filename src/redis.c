@@ -860,16 +860,27 @@ ask_sentinel(struct redis *r, struct err *e)
 	int64_t			 left = r->connect_deadline - now_mono_ms();
 
 	url_free(&r->sub_url);
+	/* rediss-sentinel://: TLS to the sentinel too, with the --tls-* files. */
 	url_retarget(&r->sub_url, u, u->sentinels[r->sentinel].host,
 	    u->sentinels[r->sentinel].port);
-	r->sub_url.scheme = URL_TCP;
 	secret_free(r->sub_url.password);
 	r->sub_url.password = NULL;
 	r->sub_url.db = -1;
-	/* Sentinels get no password unless they ask; the master is the one identified. */
 	r->sub_opts = *r->opts;
 	r->sub_opts.password = NULL;
-	r->sub_opts.tls = NULL;
+	r->sub_opts.tls = u->tls ? r->opts->tls : NULL;
+	/*
+	 * The sentinels' own credentials, when given, go first; else they get
+	 * no password unless they ask (sentinel_answer): the URL's userinfo
+	 * is the master's.
+	 */
+	if (r->opts->sentinel_password != NULL) {
+		free(r->sub_url.user);
+		r->sub_url.user = r->opts->sentinel_user != NULL ?
+		    xstrdup(r->opts->sentinel_user) : NULL;
+		url_build_display(&r->sub_url);
+		r->sub_opts.password = r->opts->sentinel_password;
+	}
 	r->sub_opts.identify = 0;
 	r->sub_opts.check_version = 0;
 	if (left < 1)
@@ -917,6 +928,13 @@ sentinel_answer(struct redis *r, struct redis_reply *rr, struct err *e)
 		r->url = &r->target;
 		return 1;
 	}
+	if (rr->type == REDIS_T_ERROR && (strncmp(rr->str, "NOAUTH", 6) == 0 ||
+	    strncmp(rr->str, "WRONGPASS", 9) == 0)) {
+		err_set(e, ERR_AUTH, "sentinel %s: %s (give the sentinels' "
+		    "password with --sentinel-password-file or "
+		    "RLOCK_SENTINEL_PASSWORD)", r->sub_url.display, rr->str);
+		return -1;
+	}
 	err_set(e, ERR_REPLY, "sentinel %s does not know master '%s'%s%s",
 	    r->sub_url.display, u->master,
 	    rr->type == REDIS_T_ERROR ? ": " : "",
@@ -933,6 +951,7 @@ static int
 step_sentinel(struct redis *r, struct err *e)
 {
 	struct redis_reply	*rr;
+	char			 msg[sizeof r->sub_err.msg];
 	int			 rc;
 
 	for (;;) {
@@ -952,6 +971,26 @@ step_sentinel(struct redis *r, struct err *e)
 			err_set(&r->sub_err, ERR_TIMEOUT, "sentinel %s did not "
 			    "answer within the --connect-timeout",
 			    r->sub_url.display);
+		/* A sentinel that refuses what it was sent: say which. */
+		if (rc == -1 && r->sub_err.kind == ERR_AUTH &&
+		    strstr(r->sub_err.msg, "RLOCK_SENTINEL_PASSWORD") == NULL) {
+			snprintf(msg, sizeof msg, "%s", r->sub_err.msg);
+			err_set(&r->sub_err, ERR_AUTH, "sentinel %.320s (it was "
+			    "sent the %s password; give the sentinels' own with "
+			    "--sentinel-password-file or RLOCK_SENTINEL_PASSWORD)",
+			    msg, r->opts->sentinel_password != NULL ?
+			    "sentinels'" : "master's");
+		}
+		/* A TLS-only sentinel hangs up on plain text at once. */
+		if (rc == -1 && !r->orig->tls &&
+		    r->sub_err.kind == ERR_UNAVAILABLE &&
+		    (strstr(r->sub_err.msg, "reset by peer") != NULL ||
+		    strstr(r->sub_err.msg, "closed by the server") != NULL)) {
+			snprintf(msg, sizeof msg, "%s", r->sub_err.msg);
+			err_set(&r->sub_err, ERR_UNAVAILABLE, "%.400s (if the "
+			    "sentinels speak TLS, use rediss-sentinel://)",
+			    msg);
+		}
 		redis_free(r->sub);
 		r->sub = NULL;
 		if (rc == 1) {

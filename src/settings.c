@@ -302,26 +302,26 @@ settings_read_config(struct settings *s, struct opts *o)
  * Read with a bound: the file may be a device or a pipe that never ends.
  */
 static int
-read_password_file(const char *path, char **out)
+read_secret_file(const char *opt, const char *path, char **out)
 {
 	char	*text;
 	size_t	 len, n;
 	int	 rc;
 
 	if ((rc = read_bounded(path, PASSWORD_FILE_MAX, &text, &len)) == -1)
-		return unreadable("--password-file", path, errno);
+		return unreadable(opt, path, errno);
 	if (rc == -3)
-		return not_regular("--password-file", path);
+		return not_regular(opt, path);
 	if (rc == -2)
-		return options_usage_error(NULL, "--password-file %s is larger "
-		    "than %d bytes; it should hold the password on its first "
-		    "line", path, PASSWORD_FILE_MAX);
+		return options_usage_error(NULL, "%s %s is larger than %d "
+		    "bytes; it should hold the password on its first line",
+		    opt, path, PASSWORD_FILE_MAX);
 	n = strcspn(text, "\n");
 	if (memchr(text, '\0', n < len ? n : len) != NULL) {
 		explicit_bzero(text, len);
 		free(text);
-		return options_usage_error(NULL, "--password-file %s: a NUL "
-		    "byte on the first line; the file is not text", path);
+		return options_usage_error(NULL, "%s %s: a NUL byte on "
+		    "the first line; the file is not text", opt, path);
 	}
 	text[n] = '\0';
 	while (n > 0 && text[n - 1] == '\r')
@@ -329,15 +329,21 @@ read_password_file(const char *path, char **out)
 	if (n == 0) {
 		explicit_bzero(text, len);
 		free(text);
-		return options_usage_error(NULL, "--password-file %s holds no "
-		    "password on its first line", path);
+		return options_usage_error(NULL, "%s %s holds no password "
+		    "on its first line", opt, path);
 	}
 	/* Kept where a core dump does not look; the read buffer wiped. */
 	*out = secret_strndup(text, n);
 	explicit_bzero(text, len);
 	free(text);
-	warn_if_readable(path, "--password-file");
+	warn_if_readable(path, opt);
 	return 0;
+}
+
+static int
+read_password_file(const char *path, char **out)
+{
+	return read_secret_file("--password-file", path, out);
 }
 
 /*
@@ -410,7 +416,8 @@ settle_urls(struct settings *s, struct opts *o)
 	for (i = 0; i < o->nurl; i++) {
 		if (url_parse(o->url[i], &s->urls[i], why, sizeof why) == -1)
 			return strchr(o->url[i], ',') != NULL &&
-			    strncmp(o->url[i], "redis-sentinel:", 15) != 0 ?
+			    strncmp(o->url[i], "redis-sentinel:", 15) != 0 &&
+			    strncmp(o->url[i], "rediss-sentinel:", 16) != 0 ?
 			    options_usage_error(NULL, "invalid %s: %s (to give "
 			    "several servers, separate URLs with spaces or "
 			    "repeat -u)", from, why) : o->nurl == 1 ?
@@ -456,6 +463,35 @@ settle_password(struct settings *s, struct opts *o)
 	return 0;
 }
 
+/*
+ * The sentinels' own password: --sentinel-password-file on the command
+ * line > RLOCK_SENTINEL_PASSWORD > sentinel-password-file in the config
+ * file.  None: the sentinels are sent the master's, if they ask.  A user
+ * without a password says nothing AUTH could use: a usage error.
+ */
+static int
+settle_sentinel_password(struct settings *s, struct opts *o)
+{
+	const char	*v;
+	int		 rc;
+
+	if (o->given & OPT(SENTINEL_PASSWORD_FILE)) {
+		if ((rc = read_secret_file("--sentinel-password-file",
+		    o->sentinel_password_file, &s->sentinel_password)) != 0)
+			return rc;
+	} else if ((v = env("RLOCK_SENTINEL_PASSWORD")) != NULL)
+		s->sentinel_password = secret_strdup(v);
+	else if (o->sentinel_password_file != NULL &&
+	    (rc = read_secret_file("--sentinel-password-file",
+	    o->sentinel_password_file, &s->sentinel_password)) != 0)
+		return rc;
+	if (o->sentinel_user != NULL && s->sentinel_password == NULL)
+		return options_usage_error(NULL, "--sentinel-user needs the "
+		    "sentinels' password too: give it with "
+		    "--sentinel-password-file or RLOCK_SENTINEL_PASSWORD");
+	return 0;
+}
+
 int
 settings_settle(struct settings *s, struct opts *o)
 {
@@ -468,7 +504,8 @@ settings_settle(struct settings *s, struct opts *o)
 		return rc;
 	if (o->prefix == NULL)
 		o->prefix = DEFAULT_PREFIX;
-	if ((rc = settle_password(s, o)) != 0)
+	if ((rc = settle_password(s, o)) != 0 ||
+	    (rc = settle_sentinel_password(s, o)) != 0)
 		return rc;
 	if ((rc = check_readable("--tls-ca", o->tls.ca)) != 0 ||
 	    (rc = check_readable("--tls-cert", o->tls.cert)) != 0 ||
@@ -478,6 +515,8 @@ settings_settle(struct settings *s, struct opts *o)
 		log_warn("--tls-insecure: the server's certificate is not "
 		    "checked, so anyone on the path can pose as the server");
 	s->ropts.password = s->password;
+	s->ropts.sentinel_user = o->sentinel_user;
+	s->ropts.sentinel_password = s->sentinel_password;
 	s->ropts.identify = s->nurls > 1;
 	s->ropts.connect_timeout_ms = o->connect_timeout_ms;
 	s->ropts.timeout_ms = o->timeout_ms;
@@ -519,6 +558,7 @@ settings_config_text(const struct opts *o)
 	n += o->tls.cert ? strlen(o->tls.cert) : 0;
 	n += o->tls.key ? strlen(o->tls.key) : 0;
 	n += o->tls.server_name ? strlen(o->tls.server_name) : 0;
+	n += o->sentinel_user ? strlen(o->sentinel_user) : 0;
 	buf_init(&b);
 	buf_reserve(&b, n);
 	buf_adds(&b, "url =");
@@ -537,6 +577,8 @@ settings_config_text(const struct opts *o)
 	bad |= put(&b, "tls-server-name", o->tls.server_name) == -1;
 	if (o->tls.insecure)
 		buf_adds(&b, "tls-insecure = yes\n");
+	/* The sentinels' password goes apart (see guard.c), as the master's. */
+	bad |= put(&b, "sentinel-user", o->sentinel_user) == -1;
 	buf_printf(&b, "history-length = %d\nhistory-expiry = %lldms\n",
 	    o->history_length, (long long)o->history_expiry_ms);
 	if (o->no_history)

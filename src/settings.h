@@ -12,6 +12,7 @@ struct settings {
 	int			 nurls;
 	struct redis_opts	 ropts;
 	char			*password;
+	char			*sentinel_password;	/* the sentinels' own */
 	char			*config_text;	/* the file values point into */
 };
 

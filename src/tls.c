@@ -205,13 +205,25 @@ wants_client_cert(int reason)
 	    reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE;
 }
 
-/* A TLS failure after the handshake, as a person should read it. */
-static void
+/*
+ * A TLS failure after the handshake, as a person should read it: 1 when
+ * it is the server closing the connection without close_notify (OpenSSL
+ * 3 says "unexpected eof while reading"), which is an EOF as over TCP: a
+ * server killed in a failover, not a TLS problem.
+ */
+static int
 io_reason(struct tls *t)
 {
-	if (wants_client_cert(ssl_reason(t->why, sizeof t->why)))
+	int	reason = ssl_reason(t->why, sizeof t->why);
+
+	if (wants_client_cert(reason))
 		snprintf(t->why, sizeof t->why, "the server requires "
 		    "a client certificate (give --tls-cert and --tls-key)");
+#ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
+	if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING)
+		return 1;
+#endif
+	return 0;
 }
 
 static ssize_t
@@ -246,7 +258,19 @@ io_result(struct tls *t, int n, short *events)
 			return 0;	/* EOF without close_notify */
 		return -1;
 	default:
-		io_reason(t);
+		if (io_reason(t) == 1) {
+			/* As SSL_ERROR_SYSCALL above, in OpenSSL 3's words. */
+			if (!t->used && !t->has_cert) {
+				snprintf(t->why, sizeof t->why, "the server "
+				    "closed the connection after the TLS "
+				    "handshake (it may require a client "
+				    "certificate: give --tls-cert and "
+				    "--tls-key)");
+				errno = EPROTO;
+				return -1;
+			}
+			return 0;
+		}
 		errno = EPROTO;
 		return -1;
 	}

@@ -9,7 +9,14 @@
  * and a failed parse leaves nothing allocated in *u.
  */
 
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
 #include <ctype.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,7 +28,8 @@
 #include "util.h"
 
 #define URL_DEFAULT_PORT	6379
-#define URL_SCHEMES		"redis://, rediss://, unix:// or redis-sentinel://"
+#define URL_SCHEMES		"redis://, rediss://, unix://, redis-sentinel:// " \
+				"or rediss-sentinel://"
 #define SENTINEL_DEFAULT_PORT	26379
 
 static void
@@ -467,7 +475,7 @@ url_build_display(struct url *u)
 		if (u->db >= 0)
 			buf_printf(&b, "?db=%d", u->db);
 	} else if (u->scheme == URL_SENTINEL) {
-		buf_adds(&b, "redis-sentinel://");
+		buf_adds(&b, u->tls ? "rediss-sentinel://" : "redis-sentinel://");
 		if (u->user != NULL)
 			buf_printf(&b, "%s@", u->user);
 		for (i = 0; i < u->nsentinels; i++)
@@ -537,6 +545,10 @@ url_parse(const char *s, struct url *u, char *why, size_t whylen)
 	} else if (n == 14 && strncasecmp(s, "redis-sentinel", 14) == 0) {
 		u->scheme = URL_SENTINEL;
 		r = parse_sentinel(p, u, why, whylen);
+	} else if (n == 15 && strncasecmp(s, "rediss-sentinel", 15) == 0) {
+		u->scheme = URL_SENTINEL;
+		u->tls = 1;
+		r = parse_sentinel(p, u, why, whylen);
 	} else if (n == 4 && strncasecmp(s, "unix", 4) == 0) {
 		u->scheme = URL_UNIX;
 		r = parse_unix(p, u, why, whylen);
@@ -575,13 +587,75 @@ void
 url_retarget(struct url *dst, const struct url *u, const char *host, int port)
 {
 	memset(dst, 0, sizeof *dst);
-	dst->scheme = u->scheme == URL_TLS ? URL_TLS : URL_TCP;
+	dst->scheme = u->scheme == URL_TLS ||
+	    (u->scheme == URL_SENTINEL && u->tls) ? URL_TLS : URL_TCP;
 	dst->host = xstrdup(host);
 	dst->port = port;
 	dst->user = u->user ? xstrdup(u->user) : NULL;
 	dst->password = u->password ? secret_strdup(u->password) : NULL;
 	dst->db = u->db;
 	url_build_display(dst);
+}
+
+void
+url_dup_anonymous(struct url *dst, const struct url *u)
+{
+	int	i;
+
+	memset(dst, 0, sizeof *dst);
+	dst->scheme = u->scheme;
+	dst->host = u->host ? xstrdup(u->host) : NULL;
+	dst->port = u->port;
+	dst->path = u->path ? xstrdup(u->path) : NULL;
+	dst->db = u->db;
+	dst->master = u->master ? xstrdup(u->master) : NULL;
+	dst->tls = u->tls;
+	if (u->nsentinels > 0) {
+		dst->sentinels = xcalloc(u->nsentinels, sizeof *dst->sentinels);
+		for (i = 0; i < u->nsentinels; i++) {
+			dst->sentinels[i].host = xstrdup(u->sentinels[i].host);
+			dst->sentinels[i].port = u->sentinels[i].port;
+		}
+		dst->nsentinels = u->nsentinels;
+	}
+	url_build_display(dst);
+}
+
+static int
+addr_is_loopback(const struct sockaddr *sa)
+{
+	const struct in6_addr	*a6;
+	const unsigned char	*b;
+
+	if (sa->sa_family == AF_INET) {
+		b = (const unsigned char *)
+		    &((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+		return b[0] == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(a6))
+			return 1;
+		return IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127;
+	}
+	return 0;
+}
+
+int
+url_host_is_loopback(const char *host)
+{
+	struct addrinfo	 hints, *res, *ai;
+	int		 all = 1;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_socktype = SOCK_STREAM;
+	if (host == NULL || getaddrinfo(host, NULL, &hints, &res) != 0)
+		return 0;
+	for (ai = res; ai != NULL; ai = ai->ai_next)
+		if (!addr_is_loopback(ai->ai_addr))
+			all = 0;
+	freeaddrinfo(res);
+	return all;
 }
 
 /* ------------------------------------------------- secrets in text */

@@ -8,7 +8,7 @@ enum url_scheme {
 	URL_TCP,		/* redis://  */
 	URL_TLS,		/* rediss:// */
 	URL_UNIX,		/* unix://   */
-	URL_SENTINEL,		/* redis-sentinel:// */
+	URL_SENTINEL,		/* redis-sentinel://, rediss-sentinel:// */
 };
 
 struct url_node {
@@ -29,11 +29,13 @@ struct url {
 	struct url_node	*sentinels;
 	int		 nsentinels;
 	char		*master;
+	int		 tls;		/* rediss-sentinel://: TLS to all */
 };
 
 /*
  * A copy of u pointing at another server (a sentinel's answer, a Cluster
- * redirection): same scheme family and credentials, new host and port.
+ * redirection): same scheme family and credentials, new host and port;
+ * rediss:// for a rediss:// or rediss-sentinel:// u, else redis://.
  */
 void	url_retarget(struct url *dst, const struct url *u, const char *host,
 	    int port);
@@ -45,6 +47,8 @@ void	url_retarget(struct url *dst, const struct url *u, const char *host,
  *   unix:///path/to/redis.sock[?db=N]
  *   redis-sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[?db=N]
  *                                         (sentinel port default 26379)
+ *   rediss-sentinel://...                 (same shape, TLS to the sentinels
+ *                                         and to the master they name)
  * IPv6 hosts come in brackets ("redis://[::1]:6380").  USER and PASSWORD
  * are percent-decoded.  DB is 0..2147483647.  display is built as
  * "redis://[USER@]HOST:PORT[/DB]" or "unix:///path[?db=N]" -- the password
@@ -54,6 +58,14 @@ void	url_retarget(struct url *dst, const struct url *u, const char *host,
  */
 int	url_parse(const char *s, struct url *u, char *why, size_t whylen);
 void	url_free(struct url *u);
+/* A deep copy of u without its user and password (doctor's probe). */
+void	url_dup_anonymous(struct url *dst, const struct url *u);
+/*
+ * Is host a loopback address: 127.0.0.0/8, ::1 or ::ffff:127.x.y.z,
+ * written so or a name all of whose addresses are (looked up with
+ * getaddrinfo; a name that does not resolve is not).  1 or 0.
+ */
+int	url_host_is_loopback(const char *host);
 /* (Re)build u->display from everything in u but the password. */
 void	url_build_display(struct url *u);
 

@@ -140,11 +140,14 @@ acl_line() {
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/WATCH.err")" ""
 	assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/WATCH.out")" 2
 
+	# The default user with a password too, or doctor warns that anyone
+	# gets in without one.
+	rcli_as GOOD CONFIG SET requirepass admin-pw >/dev/null
 	run_doctor "$url"
 	assert_equal "$status" 0
 	assert_equal "$(acl_line "$shown")" "ok       $shown: acl: user alice may run every command rlock sends"
 	# The probe left nothing behind.
-	assert_equal "$(rcli_as GOOD EXISTS 'rlock:{doctor}:probe')" 0
+	assert_equal "$(RCLI_AUTH=admin-pw rcli_as GOOD EXISTS 'rlock:{doctor}:probe')" 0
 }
 
 @test "acl: quorum mode with the documented commands on every server" {

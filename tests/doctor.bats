@@ -84,7 +84,7 @@ assert_all_findings() {
 	# The findings come in the documented order.
 	local order
 	order=$(sed -E 's/^[a-z]+ +[^ ]+ ([a-z-]+): .*/\1/' <<<"$output" | tr '\n' ' ')
-	assert_equal "$order" "reachable version role replicas eviction persistence scripts busy-scripts acl locks "
+	assert_equal "$order" "reachable transport auth version role replicas eviction persistence scripts busy-scripts acl locks "
 	# doctor writes nothing.
 	assert_equal "$(rcli DBSIZE)" 0
 }
@@ -190,7 +190,7 @@ assert_all_findings() {
 	echo "$output" | json_check 'all(f["severity"] in ("ok","info","warning","error") for f in d)'
 	echo "$output" | json_check 'all(isinstance(f["message"], str) and f["message"] for f in d)'
 	echo "$output" | json_check 'all(f["remedy"] is None or isinstance(f["remedy"], str) for f in d)'
-	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","version","role","replicas","eviction","persistence","scripts","busy-scripts","acl","locks"]'
+	echo "$output" | json_check '[f["check"] for f in d] == ["reachable","transport","auth","version","role","replicas","eviction","persistence","scripts","busy-scripts","acl","locks"]'
 	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["severity"] == "warning"'
 	echo "$output" | json_check '[f for f in d if f["check"] == "persistence"][0]["remedy"]'
 	echo "$output" | json_check '[f for f in d if f["check"] == "role"][0]["remedy"] is None'
@@ -202,10 +202,11 @@ assert_all_findings() {
 	echo "$output" | json_check 'len(d) == 1 and d[0]["check"] == "reachable" and d[0]["severity"] == "error"'
 }
 
-@test "doctor: a server with appendonly, a replica and noeviction gets only ok and info lines, exit 0" {
-	start_redis_as GOOD --appendonly yes --appendfsync everysec --maxmemory-policy noeviction
-	start_redis_as REP --replicaof 127.0.0.1 "$GOOD_PORT"
-	wait_replica_up GOOD REP
+@test "doctor: a server with a password, appendonly, a replica and noeviction gets only ok and info lines, exit 0" {
+	start_redis_auth_as GOOD good-pw --appendonly yes --appendfsync everysec --maxmemory-policy noeviction
+	start_redis_auth_as REP good-pw --replicaof 127.0.0.1 "$GOOD_PORT" --masterauth good-pw
+	RCLI_AUTH=good-pw wait_replica_up GOOD REP
+	export RLOCK_PASSWORD=good-pw
 	run_doctor "$GOOD_URL"
 	assert_equal "$status" 0
 	assert_equal "$stderr" ""
@@ -253,4 +254,84 @@ assert_all_findings() {
 	start_redis_as BUSY --busy-reply-threshold 10000
 	run_doctor "$BUSY_URL"
 	assert_finding info "$BUSY_URL" busy-scripts "*busy-reply-threshold 10s*--timeout 2s*"
+}
+
+# ---------------------------------------------------------------------------
+# Security: how the traffic goes, and whether the server wants a password
+# ---------------------------------------------------------------------------
+
+@test "doctor: no password on the server is an auth warning with the remedy; a password makes it ok" {
+	run_doctor "$RLOCK_URL"
+	assert_finding warning "$RLOCK_URL" auth "a client without a password is let in* (set requirepass*--password-file)"
+	assert_finding ok "$RLOCK_URL" transport "plain TCP to a loopback address"
+
+	start_redis_auth_as PW pw-1
+	RLOCK_PASSWORD=pw-1 run_doctor "$PW_URL"
+	assert_equal "$stderr" ""
+	assert_finding ok "$PW_URL" auth "a client without a password is refused"
+	# The password is in no finding.
+	[[ "$output" != *pw-1* ]] || fail "the password shows: $output"
+
+	# The default user off, rlock an ACL user of its own: refused too.
+	start_redis_as ACLD
+	rcli_as ACLD ACL SETUSER locker on '>locker-pw' '~*' '+@all' >/dev/null
+	rcli_as ACLD ACL SETUSER default off >/dev/null
+	run_doctor "redis://locker:locker-pw@127.0.0.1:$ACLD_PORT"
+	assert_finding ok "redis://locker@127.0.0.1:$ACLD_PORT" auth "a client without a password is refused"
+}
+
+@test "doctor: a password over plain TCP to localhost (loopback) is no transport warning; a Unix socket is ok" {
+	start_redis_auth_as PW pw-2
+	run_doctor "redis://:pw-2@localhost:$PW_PORT"
+	assert_equal "$stderr" ""
+	assert_finding ok "redis://localhost:$PW_PORT" transport "plain TCP to a loopback address"
+	assert_finding ok "redis://localhost:$PW_PORT" auth
+	run_doctor "redis://:pw-2@[::1]:$PW_PORT" --connect-timeout 1s
+	# ::1 may not be bound: only the finding's logic matters when it is.
+	if [[ "$output" == *"reachable: round trip"* ]]; then
+		assert_finding ok "redis://[::1]:$PW_PORT" transport "plain TCP to a loopback address"
+	fi
+	RLOCK_PASSWORD=pw-2 run_doctor "unix://$PW_SOCK"
+	assert_finding ok "unix://$PW_SOCK" transport "Unix socket*"
+}
+
+# In a network namespace of its own (unshare -rn), a non-loopback address
+# (10.11.12.13 on the namespace's own lo) that no packet can leave: a
+# server there with a password, and one without (protected-mode no).
+@test "doctor: a password over plain TCP to a non-loopback address is a transport warning; without a password it is info" {
+	unshare -rn true 2>/dev/null || skip "unshare -rn (a network namespace) is not available here"
+	command -v ip >/dev/null || skip "ip(8) is not installed"
+	cd "$BATS_TEST_TMPDIR"
+	cat >ns.sh <<'EOF'
+set -u
+dir=$1 pids=$2 RLOCK=$3
+ip link set lo up && ip addr add 10.11.12.13/32 dev lo || exit 90
+start() {
+	redis-server --port "$1" --bind 10.11.12.13 --save '' --appendonly no \
+		--daemonize no --dir "$dir" "${@:2}" </dev/null >>"$dir/redis.out" 2>&1 &
+	echo $! >>"$pids"
+	echo $!
+}
+a=$(start 6390 --requirepass ns-pw)
+b=$(start 6391 --protected-mode no)
+for ((i = 0; i < 250; i++)); do
+	redis-cli -h 10.11.12.13 -p 6390 --no-auth-warning -a ns-pw PING 2>/dev/null | grep -q PONG &&
+		redis-cli -h 10.11.12.13 -p 6391 PING 2>/dev/null | grep -q PONG && break
+	sleep 0.02
+done
+"$RLOCK" -u redis://:ns-pw@10.11.12.13:6390 doctor >"$dir/pw.out" 2>&1
+"$RLOCK" -u redis://10.11.12.13:6391 doctor >"$dir/nopw.out" 2>&1
+kill "$a" "$b"
+wait "$a" "$b"
+exit 0
+EOF
+	run timeout 60 unshare -rn bash ns.sh "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/.redis-pids" "$RLOCK"
+	assert_success
+	run cat pw.out
+	assert_finding warning "redis://10.11.12.13:6390" transport "the password goes in clear over plain TCP to 10.11.12.13, which is not a loopback address* (use rediss://*)"
+	assert_finding ok "redis://10.11.12.13:6390" auth
+	[[ "$output" != *ns-pw* ]] || fail "the password shows: $output"
+	run cat nopw.out
+	assert_finding info "redis://10.11.12.13:6391" transport "plain TCP to 10.11.12.13, which is not a loopback address*"
+	assert_finding warning "redis://10.11.12.13:6391" auth
 }

@@ -294,6 +294,10 @@ real_output() {
 		rlock --json -v exec -t 1s x -- true 2>&1
 		rlock doctor 2>/dev/null || true
 		rlock -u redis://127.0.0.1:1 doctor 2>/dev/null || true
+		# A server that wants a password (auth ok).
+		if [[ -n "${QA_URL:-}" ]]; then
+			RLOCK_PASSWORD=qa-pw rlock -u "$QA_URL" doctor 2>/dev/null || true
+		fi
 		kill "${pids[0]}"
 		bg_wait "${pids[0]}" 10000
 		bg_wait "${pids[1]}" 10000
@@ -303,6 +307,7 @@ real_output() {
 @test "quickstart: every example of output in the README and the manual is shaped like rlock's real output" {
 	start_redis_as Q1
 	start_redis_as Q2
+	start_redis_auth_as QA qa-pw
 	real_output "$BATS_TEST_TMPDIR/real"
 	run /usr/bin/python3 "$BATS_TEST_DIRNAME/docshape.py" "$BATS_TEST_TMPDIR/real" \
 		"$TOP/README.md" "$TOP/man/rlock.1" "$TOP/man/rlock.conf.5" "$TOP/man/rlock.7"

@@ -192,3 +192,18 @@ echo done > finished' >/dev/null
 	[[ "$(rcli_as SR EXISTS 'rlock:{job}')" == 0 ]] ||
 		fail "the lock was left held on the new master: $(grep -i release ex.err)"
 }
+
+@test "sentinel: doctor warns that redis-sentinel:// is plain TCP, with the remedy rediss-sentinel://" {
+	run --separate-stderr rlock -u "$SENT_URL" doctor
+	assert_equal "$status" 1
+	[[ "$output" == *"warning  $SENT_URL: transport: redis-sentinel:// is plain TCP to the sentinels and to the master they name (use rediss-sentinel://"* ]] ||
+		fail "no transport warning: $output"
+	# With a password (an ACL user on the master), it says the password
+	# goes in clear.
+	rcli_as SM ACL SETUSER doc on '>doc-pw' '~*' '+@all' >/dev/null
+	run --separate-stderr rlock -u "redis-sentinel://doc:doc-pw@127.0.0.1:$SS_PORT/mm" doctor
+	[[ "$output" == *"transport: redis-sentinel:// is plain TCP to the sentinels and to the master they name: the password goes in clear"* ]] ||
+		fail "no password in the transport warning: $output"
+	[[ "$output$stderr" != *doc-pw* ]] || fail "the password shows"
+	rcli_as SM ACL DELUSER doc >/dev/null
+}

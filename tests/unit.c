@@ -352,7 +352,9 @@ static const struct url_bad url_bad[] = {
 	{ "db1", "missing scheme" },
 	{ "://db1", "missing scheme" },
 	{ "http://db1", "unknown scheme 'http'" },
-	{ "http://db1", "redis://, rediss://, unix:// or redis-sentinel://" },
+	{ "http://db1", "redis://, rediss://, unix://, redis-sentinel:// or "
+	    "rediss-sentinel://" },
+	{ "rediss-sentinel://h:26379", "missing /MASTER" },
 	{ "redis-sentinel://h:26379", "missing /MASTER" },
 	{ "redis-sentinel://h:26379/", "missing the master's name" },
 	{ "redis-sentinel://h1,,h2/m", "empty sentinel address" },
@@ -1017,6 +1019,57 @@ test_sentinel_url(void)
 	    "url_parse: sentinel credentials and db; display without the "
 	    "password");
 	url_free(&u);
+	rc = url_parse("rediss-sentinel://al:s3cret@s1,s2:1/m", &u, why,
+	    sizeof why);
+	CHECK(rc == 0 && u.scheme == URL_SENTINEL && u.tls &&
+	    u.nsentinels == 2 && strcmp(u.display, "rediss-sentinel://al@"
+	    "s1:26379,s2:1/m") == 0, "url_parse: rediss-sentinel:// is Sentinel "
+	    "over TLS, displayed so");
+	if (rc == 0) {
+		struct url	m, a;
+
+		url_retarget(&m, &u, "10.0.0.9", 6380);
+		CHECK(m.scheme == URL_TLS && strcmp(m.password, "s3cret") == 0 &&
+		    strcmp(m.display, "rediss://al@10.0.0.9:6380") == 0,
+		    "url_retarget: the master a rediss-sentinel:// names is "
+		    "rediss:// with the URL's credentials");
+		url_free(&m);
+		url_dup_anonymous(&a, &u);
+		CHECK(a.user == NULL && a.password == NULL && a.tls &&
+		    a.nsentinels == 2 && strcmp(a.display, "rediss-sentinel://"
+		    "s1:26379,s2:1/m") == 0, "url_dup_anonymous: a copy without "
+		    "the credentials");
+		url_free(&a);
+	}
+	url_free(&u);
+	rc = url_parse("redis-sentinel://s1/m", &u, why, sizeof why);
+	if (rc == 0) {
+		struct url	m;
+
+		url_retarget(&m, &u, "h", 1);
+		CHECK(m.scheme == URL_TCP && !u.tls, "url_retarget: the master "
+		    "a redis-sentinel:// names is redis://");
+		url_free(&m);
+	}
+	url_free(&u);
+}
+
+/* What doctor counts as a loopback server (no password warning). */
+static void
+test_loopback(void)
+{
+	static const struct { const char *host; int want; } c[] = {
+		{ "127.0.0.1", 1 }, { "127.5.6.7", 1 }, { "::1", 1 },
+		{ "::ffff:127.0.0.1", 1 }, { "localhost", 1 },
+		{ "10.0.0.5", 0 }, { "192.0.2.1", 0 }, { "128.0.0.1", 0 },
+		{ "2001:db8::1", 0 }, { "::ffff:10.0.0.1", 0 }, { "::", 0 },
+		{ "0.0.0.0", 0 },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof c / sizeof c[0]; i++)
+		CHECK(url_host_is_loopback(c[i].host) == c[i].want,
+		    "url_host_is_loopback(%s) is %d", c[i].host, c[i].want);
 }
 
 static void
@@ -1068,6 +1121,7 @@ main(void)
 	test_clock();
 	test_config();
 	test_sentinel_url();
+	test_loopback();
 	fclose(out);
 
 	printf("1..%d\n", tests);
