@@ -145,7 +145,7 @@ assert_seed_usage_error() {
 	wait_gone "$opid" 5000
 
 	# Waits through the failover: the replica is promoted within seconds.
-	run --separate-stderr rlock -u "$url" exec -w 30s -t 5s "$name" -- echo ran
+	run --separate-stderr rlock -v -u "$url" exec -w 30s -t 5s "$name" -- echo ran
 	assert_success
 	assert_output "ran"
 	refute_raw_cluster_error "$stderr"

@@ -322,7 +322,7 @@ start_cluster() {
 # create --cluster-replicas 1` (three masters, each with a replica), with a
 # cluster-node-timeout of 1 s so that a replica is promoted soon after its
 # master dies; returns once every node says cluster_state:ok, knows all six
-# and all 16384 slots, and each master has its replica (bounded: about 30 s).
+# and all 16384 slots, and three replicas have synced (bounded: about 30 s).
 start_cluster_replicas() {
 	local v i ok info addrs=()
 	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
@@ -343,9 +343,14 @@ start_cluster_replicas() {
 				grep -qx 'cluster_known_nodes:6' <<<"$info" &&
 				grep -qx 'cluster_slots_ok:16384' <<<"$info" || ok=0
 		done
-		# Every master has a replica that is linked (master_link_status:up).
-		((ok)) && [[ $(rcli_as CR1 CLUSTER NODES | tr -d '\r' |
-			awk '$3 ~ /slave/ && $8 == "connected"' | wc -l) -eq 3 ]] || ok=0
+		# Every master has a replica that has synced with it (a replica
+		# that never did refuses to be promoted).
+		local ups=0
+		for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+			rcli_as "$v" INFO replication 2>/dev/null | tr -d '\r' |
+				grep -qx 'master_link_status:up' && ups=$((ups + 1))
+		done
+		((ups == 3)) || ok=0
 		((ok)) && return 0
 		sleep 0.05
 	done
