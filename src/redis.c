@@ -1582,17 +1582,19 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 	r->waited = 0;
 	redis_reply_free(r->reply);
 	r->reply = NULL;
-	if (r->ndoors > 0) {
-		/* A Cluster: start at the node that serves the key's slot. */
-		r->tried = 0;
-		r->slot = request_slot(req);
-		r->req_deadline = now_mono_ms() + r->opts->connect_timeout_ms +
-		    r->opts->timeout_ms + req->extra_ms +
-		    (req->wait_key != NULL ? req->wait_ms : 0);
-		if (r->state != IDLE && r->slot >= 0 &&
-		    r->slots[r->slot] >= 0 && r->slots[r->slot] != r->door)
-			disconnect(r);
-	}
+	/*
+	 * A Cluster (doors known, or learnt during this request): the
+	 * request starts at the node that serves its key's slot, and may
+	 * try other doors until req_deadline.  Nothing is sent for it.
+	 */
+	r->tried = 0;
+	r->slot = request_slot(req);
+	r->req_deadline = now_mono_ms() + r->opts->connect_timeout_ms +
+	    r->opts->timeout_ms + req->extra_ms +
+	    (req->wait_key != NULL ? req->wait_ms : 0);
+	if (r->ndoors > 0 && r->state != IDLE && r->slot >= 0 &&
+	    r->slots[r->slot] >= 0 && r->slots[r->slot] != r->door)
+		disconnect(r);
 	if (redis_prepare(r, e) == -1)
 		return -1;
 	if (r->state == READY && queue_request(r, e) == -1)
