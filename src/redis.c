@@ -1149,6 +1149,35 @@ step_sentinel(struct redis *r, struct err *e)
 	}
 }
 
+/*
+ * A Cluster: the first door that can be started (a name that does not
+ * resolve fails at once), from the slot's owner or home on.
+ */
+static int
+enter_any_door(struct redis *r, struct err *e)
+{
+	int	d, k;
+
+	if (!r->pending)
+		r->tried = 0;	/* a connect ahead of any request */
+	if ((d = pick_door(r)) < 0)
+		d = r->home;
+	for (k = 0; k < r->ndoors; k++, d = (d + 1) % r->ndoors) {
+		if (r->pending && (r->tried & (1ULL << d)))
+			continue;
+		if (enter_door(r, d, e) == 0) {
+			if (r->home != d && k > 0)
+				r->home = d;
+			return 0;
+		}
+		r->tried |= 1ULL << d;
+		if (k + 1 < r->ndoors)
+			log_verbose("cannot connect to %s: %s; trying the "
+			    "cluster's next node", r->doors[d]->display, e->msg);
+	}
+	return -1;
+}
+
 /* Start connecting to where the URL says (asking the sentinels first). */
 static int
 begin_connect(struct redis *r, struct err *e)
@@ -1159,8 +1188,7 @@ begin_connect(struct redis *r, struct err *e)
 	r->door = -1;
 	/* A Cluster: the slot's owner if known, else the last door that answered. */
 	if (r->ndoors > 0)
-		return enter_door(r, pick_door(r) >= 0 ? pick_door(r) :
-		    r->home, e);
+		return enter_any_door(r, e);
 	if (r->orig->scheme == URL_SENTINEL) {
 		r->sentinel = 0;
 		err_clear(&r->sub_err);

@@ -51,6 +51,12 @@ assert_seed_usage_error() {
 	run --separate-stderr rlock -u "$url" release --token "$tok" door-a
 	assert_success
 	refute_raw_cluster_error "$stderr"
+	# A first seed whose name does not resolve (.invalid never does).
+	url="redis://no-such-node.invalid:7000,127.0.0.1:$CR2_PORT"
+	run --separate-stderr rlock -u "$url" acquire -t 1m door-a
+	assert_success
+	run --separate-stderr rlock -u "$url" release --token "$output" door-a
+	assert_success
 }
 
 @test "doors: with every seed but the last never up, status and log list the locks of every master" {
