@@ -3,9 +3,11 @@
 # (redis://h1:p1,h2:p2,h3:p3): any live node is a door.  A first seed that
 # was never up is passed by; the seed that owns the lock's slot SIGKILLed
 # (its replica promoted) does not stop exec -w, acquire, status or release
-# through the seed list, and no raw MOVED/ASK/CLUSTERDOWN is ever printed;
-# bad seed lists are usage errors (64).  A cluster of three masters, each
-# with a replica, cluster-node-timeout 1 s.
+# through the seed list, nor exec's heartbeat, and no raw
+# MOVED/ASK/CLUSTERDOWN is ever printed; bad seed lists are usage errors
+# (64).  One cluster for the file: three masters, each with a replica,
+# cluster-node-timeout 1 s; a test that kills a master picks a lock whose
+# master still has a live replica, so the tests run in any order or alone.
 
 load helpers
 load exec-helpers
@@ -129,7 +131,7 @@ assert_seed_usage_error() {
 
 @test "doors: the seed owning the lock's slot SIGKILLed: exec -w 30s, acquire, status and release go through the other seeds once its replica is promoted" {
 	local name owner others url ovar opid tok m
-	name=doorkill
+	name=$(cr_name_replicated doorkill)
 	owner=$(crport_owner "$name")
 	[[ "$owner" =~ ^[0-9]+$ ]]
 	others=()
@@ -172,4 +174,29 @@ assert_seed_usage_error() {
 
 	# The owner is now a former replica: it is not the dead port.
 	[[ "$(crport_owner "$name")" != "$owner" ]]
+}
+
+@test "doors: exec's heartbeat through a seed list rides through its slot owner's SIGKILL: the lock is kept and the command ends with 0" {
+	local name owner others url ovar opid m ex
+	name=$(cr_name_replicated beat)
+	owner=$(crport_owner "$name")
+	[[ "$owner" =~ ^[0-9]+$ ]]
+	others=()
+	for m in $(cr_masters); do [[ "$m" == "$owner" ]] || others+=("$m"); done
+	url="redis://127.0.0.1:$owner,127.0.0.1:${others[0]},127.0.0.1:${others[1]}"
+
+	bg_start ex "$RLOCK" -v -u "$url" exec -t 10s "$name" -- sh -c 'echo "$RLOCK_TOKEN" > token; sleep 12'
+	wait_file token 10000 || fail "the command did not start: $(cat ex.err)"
+	ovar=$(crvar_of_port "$owner")
+	opid="${ovar}_PID"
+	opid=${!opid}
+	kill -KILL "$opid"
+	wait_gone "$opid" 5000
+
+	bg_wait "$ex" 40000 || fail "exec did not finish: $(cat ex.err)"
+	assert_equal "$BG_STATUS" 0
+	refute_raw_cluster_error "$(cat ex.err)"
+	# Released on the promoted replica: the lock is free.
+	run --separate-stderr rlock -u "$url" status "$name"
+	refute_line --regexp "^$name: held by "
 }

@@ -382,6 +382,31 @@ crport_owner() {
 	return 1
 }
 
+# cr_replicated_masters: the ports of the live masters that have a live
+# replica (which a failover can promote), one a line.
+cr_replicated_masters() {
+	local v pv
+	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+		pv="${v}_PORT"
+		redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
+			awk '$3 ~ /slave/ && $3 !~ /fail/ { has[$4] = 1 }
+			$3 ~ /master/ && $3 !~ /fail/ && NF >= 9 { split($2, a, "[:@]"); port[$1] = a[2] }
+			END { for (id in port) if (id in has) print port[id] }' | grep . && return 0
+	done
+	return 1
+}
+
+# cr_name_replicated PREFIX: a lock name (PREFIX-N) whose slot's master has
+# a live replica (tries at most 100 names).
+cr_name_replicated() {
+	local k ok
+	ok=$(cr_replicated_masters) || return 1
+	for ((k = 0; k < 100; k++)); do
+		grep -qx "$(crport_owner "$1-$k")" <<<"$ok" && { echo "$1-$k"; return 0; }
+	done
+	return 1
+}
+
 # crvar_of_port PORT: which of CR1..CR6 listens on PORT.
 crvar_of_port() {
 	local v pv
