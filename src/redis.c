@@ -421,12 +421,13 @@ enter_door(struct redis *r, int d, struct err *e)
  * The request failed at its door (a connect, a closed connection, no
  * reply in time): the node is taken for dead, whatever the map said it
  * served is forgotten, and the request starts again at another door
- * while it has time.  1 when it did (pending), 0 when there is none.
+ * while it has time.  1 when it did (pending), 0 when there is none, 2
+ * when the last door tried could not even be started (e says so).
  */
 static int
 next_door(struct redis *r, struct err *e)
 {
-	int	d, i;
+	int	d, i, moved = 0;
 
 	if (!r->pending || r->door < 0 || r->ndoors < 2 ||
 	    (e->kind != ERR_REFUSED && e->kind != ERR_UNAVAILABLE &&
@@ -453,9 +454,12 @@ next_door(struct redis *r, struct err *e)
 			r->home = d;	/* the dead one is no place to start */
 		if (enter_door(r, d, e) == 0)
 			return 1;
+		if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE)
+			err_prefix(e, "cannot connect to %s", r->url->display);
+		moved = 2;
 		r->tried |= 1ULL << d;
 	}
-	return 0;
+	return moved;
 }
 static void	note_wait_error(struct redis *, const struct redis_reply *);
 
@@ -683,7 +687,7 @@ static int
 fail(struct redis *r, struct err *e, int connecting)
 {
 	size_t	n;
-	int	others = 0, i;
+	int	others = 0, i, rc;
 
 	if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE) {
 		if (connecting)
@@ -691,8 +695,9 @@ fail(struct redis *r, struct err *e, int connecting)
 		else
 			err_prefix(e, "%s", r->url->display);
 	}
-	if (next_door(r, e))
+	if ((rc = next_door(r, e)) == 1)
 		return 0;
+	connecting |= rc == 2;
 	for (i = 0; i < r->ndoors; i++)
 		others += i != r->door && (r->tried & (1ULL << i));
 	if (others > 0 && (n = strlen(e->msg)) < sizeof e->msg)
