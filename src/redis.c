@@ -1163,6 +1163,7 @@ enter_any_door(struct redis *r, struct err *e)
 {
 	int	d, k;
 
+	err_set(e, ERR_UNAVAILABLE, "no node of the cluster left to try");
 	if (!r->pending)
 		r->tried = 0;	/* a connect ahead of any request */
 	if ((d = pick_door(r)) < 0)
