@@ -1,13 +1,14 @@
 #!/usr/bin/env bats
 # cluster-doors.bats: one Redis Cluster named by several seed nodes
 # (redis://h1:p1,h2:p2,h3:p3): any live node is a door.  A first seed that
-# was never up is passed by; the seed that owns the lock's slot SIGKILLed
-# (its replica promoted) does not stop exec -w, acquire, status or release
-# through the seed list, nor exec's heartbeat, and no raw
-# MOVED/ASK/CLUSTERDOWN is ever printed; bad seed lists are usage errors
-# (64).  One cluster for the file: three masters, each with a replica,
-# cluster-node-timeout 1 s; a test that kills a master picks a lock whose
-# master still has a live replica, so the tests run in any order or alone.
+# was never up (or whose name does not resolve) is passed by; the seed that
+# owns the lock's slot SIGKILLed or frozen (its replica promoted) stops
+# neither exec -w, acquire, status and release through the seed list, nor
+# exec's heartbeat, and no raw MOVED/ASK/CLUSTERDOWN is ever printed; bad
+# seed lists are usage errors (64).  One cluster for the file: three
+# masters, each with a replica, cluster-node-timeout 1 s; a test that kills
+# or freezes a master picks a lock whose master still has a live replica,
+# so the tests run in any order or alone.
 
 load helpers
 load exec-helpers
@@ -22,7 +23,10 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-teardown() { exec_teardown; }
+teardown() {
+	thaw_all
+	exec_teardown
+}
 
 # No raw redirection or cluster error in $1.
 refute_raw_cluster_error() {
@@ -198,4 +202,26 @@ assert_seed_usage_error() {
 	# Released on the promoted replica: the lock is free.
 	run --separate-stderr rlock -u "$url" status "$name"
 	refute_line --regexp "^$name: held by "
+}
+
+@test "doors: the seed owning the lock's slot frozen (SIGSTOP): exec -w 30s through the seed list gets the lock once its replica is promoted" {
+	local name owner others url ovar opid m
+	name=$(cr_name_replicated frozen)
+	owner=$(crport_owner "$name")
+	[[ "$owner" =~ ^[0-9]+$ ]]
+	others=()
+	for m in $(cr_masters); do [[ "$m" == "$owner" ]] || others+=("$m"); done
+	url="redis://127.0.0.1:$owner,127.0.0.1:${others[0]},127.0.0.1:${others[1]}"
+
+	ovar=$(crvar_of_port "$owner")
+	opid="${ovar}_PID"
+	opid=${!opid}
+	echo "$opid" >>"$BATS_TEST_TMPDIR/.frozen"
+	kill -STOP "$opid"
+
+	run --separate-stderr rlock -v -u "$url" --timeout 1s exec -w 30s -t 5s "$name" -- echo ran
+	assert_success
+	assert_output "ran"
+	refute_raw_cluster_error "$stderr"
+	[[ "$(crport_owner "$name")" != "$owner" ]]
 }

@@ -359,14 +359,15 @@ start_cluster_replicas() {
 }
 
 # crport_owner NAME: the port of the master (of CR1..CR6) that serves lock
-# NAME's slot, asked of any live node.
+# NAME's slot, asked of any live node.  (Here every redis-cli is bounded by
+# timeout(1): a frozen node accepts connections but never answers.)
 crport_owner() {
 	local v slot pv
 	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
 		pv="${v}_PORT"
-		slot=$(redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER KEYSLOT "rlock:{$1}" 2>/dev/null) || continue
+		slot=$(timeout 2 redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER KEYSLOT "rlock:{$1}" 2>/dev/null) || continue
 		[[ "$slot" =~ ^[0-9]+$ ]] || continue
-		redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
+		timeout 2 redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
 			awk -v s="$slot" '
 			$3 ~ /master/ && $3 !~ /fail/ {
 				split($2, a, "[:@]")
@@ -388,7 +389,7 @@ cr_replicated_masters() {
 	local v pv
 	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
 		pv="${v}_PORT"
-		redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
+		timeout 2 redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
 			awk '$3 ~ /slave/ && $3 !~ /fail/ { has[$4] = 1 }
 			$3 ~ /master/ && $3 !~ /fail/ && NF >= 9 { split($2, a, "[:@]"); port[$1] = a[2] }
 			END { for (id in port) if (id in has) print port[id] }' | grep . && return 0
@@ -422,7 +423,7 @@ cr_masters() {
 	local v pv
 	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
 		pv="${v}_PORT"
-		redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
+		timeout 2 redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
 			awk '$3 ~ /master/ && $3 !~ /fail/ && NF >= 9 { split($2, a, "[:@]"); print a[2] }' |
 			grep . && return 0
 	done
