@@ -785,31 +785,10 @@ scan_masters(struct quorum *q, int i, char *nodes, const char *pattern,
 	return rc;
 }
 
-/* CRC16/XMODEM (polynomial 0x1021, no reflection, start 0): Cluster's. */
-static unsigned
-crc16(const char *p, size_t len)
-{
-	unsigned	crc = 0;
-	int		k;
-
-	while (len-- > 0) {
-		crc ^= (unsigned)(unsigned char)*p++ << 8;
-		for (k = 0; k < 8; k++)
-			crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
-	}
-	return crc & 0xffff;
-}
-
 int
 quorum_key_slot(const char *key)
 {
-	const char	*open, *close;
-
-	/* A non-empty {tag} decides, as for every rlock key. */
-	if ((open = strchr(key, '{')) != NULL &&
-	    (close = strchr(open + 1, '}')) != NULL && close > open + 1)
-		return (int)(crc16(open + 1, (size_t)(close - open - 1)) % 16384);
-	return (int)(crc16(key, strlen(key)) % 16384);
+	return redis_key_slot(key);
 }
 
 int

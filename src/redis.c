@@ -32,14 +32,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "duration.h"
+#include "log.h"
 #include "redis.h"
 #include "transport.h"
 #include "util.h"
 
 /* How often one request may be redirected (MOVED/ASK) before giving up. */
 #define MAX_REDIRECTS	5
+
+/*
+ * The doors of a Cluster: the nodes a request may start at, the seeds of
+ * the URL first, then the nodes redirections named.  At most this many
+ * (a tried-bitmask's bits).
+ */
+#define MAX_DOORS	64
+#define CLUSTER_SLOTS	16384
 
 /* ------------------------------------------------------------ bounds */
 
@@ -285,9 +295,172 @@ struct redis {
 	struct redis_req	 sub_req;
 	const char		*sub_argv[3];
 	struct err		 sub_err;	/* why the last one failed */
+
+	/*
+	 * A Cluster (redis:// or rediss:// only): the doors, each a node a
+	 * request may start at, and slot -> door as MOVED replies and
+	 * answers taught it (-1: not known).  None until the URL names seeds
+	 * or a redirection shows a cluster: a plain server never gets any.
+	 */
+	struct url		**doors;
+	int			 ndoors;
+	int			 door;		/* r->url is doors[door]; -1 not */
+	int			 home;		/* where a request starts else */
+	short			*slots;
+	int			 slot;		/* the request's; -1 none */
+	uint64_t		 tried;		/* doors it failed at */
+	int64_t			 req_deadline;	/* no new door after */
 };
 
 static int	step(struct redis *, struct err *);
+static int	open_transport(struct redis *, struct err *);
+
+/* CRC16/XMODEM (polynomial 0x1021, no reflection, start 0): Cluster's. */
+static unsigned
+crc16(const char *p, size_t len)
+{
+	unsigned	crc = 0;
+	int		k;
+
+	while (len-- > 0) {
+		crc ^= (unsigned)(unsigned char)*p++ << 8;
+		for (k = 0; k < 8; k++)
+			crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+	}
+	return crc & 0xffff;
+}
+
+int
+redis_key_slot(const char *key)
+{
+	const char	*open, *close;
+
+	/* A non-empty {tag} decides, as for every rlock key. */
+	if ((open = strchr(key, '{')) != NULL &&
+	    (close = strchr(open + 1, '}')) != NULL && close > open + 1)
+		return (int)(crc16(open + 1, (size_t)(close - open - 1)) %
+		    CLUSTER_SLOTS);
+	return (int)(crc16(key, strlen(key)) % CLUSTER_SLOTS);
+}
+
+/* ------------------------------------------------------------ doors */
+
+/* The door at host:port, added if new: its index, or -1 (no room). */
+static int
+door_of(struct redis *r, const char *host, int port, int db)
+{
+	int	i;
+
+	for (i = 0; i < r->ndoors; i++)
+		if (r->doors[i]->port == port &&
+		    strcasecmp(r->doors[i]->host, host) == 0)
+			return i;
+	if (r->ndoors == MAX_DOORS)
+		return -1;
+	r->doors = xrealloc(r->doors, (r->ndoors + 1) * sizeof *r->doors);
+	r->doors[r->ndoors] = xcalloc(1, sizeof **r->doors);
+	url_retarget(r->doors[r->ndoors], r->orig, host, port);
+	r->doors[r->ndoors]->db = db;
+	url_build_display(r->doors[r->ndoors]);
+	return r->ndoors++;
+}
+
+/*
+ * A cluster is seen (a redirection, or seeds): the URL's own node(s)
+ * become the first doors, and the slot map starts empty.  Not behind a
+ * Sentinel, whose master is whoever the sentinels name.
+ */
+static void
+doors_init(struct redis *r)
+{
+	int	i;
+
+	if (r->ndoors > 0 || (r->orig->scheme != URL_TCP &&
+	    r->orig->scheme != URL_TLS))
+		return;
+	if (r->orig->nseeds == 0)
+		door_of(r, r->orig->host, r->orig->port, r->orig->db);
+	for (i = 0; i < r->orig->nseeds; i++)
+		door_of(r, r->orig->seeds[i].host, r->orig->seeds[i].port,
+		    r->orig->db);
+	r->slots = xmalloc(CLUSTER_SLOTS * sizeof *r->slots);
+	for (i = 0; i < CLUSTER_SLOTS; i++)
+		r->slots[i] = -1;
+	r->home = 0;
+	r->door = -1;
+}
+
+/* Where the request starts: the slot's owner, else home, else any untried. */
+static int
+pick_door(const struct redis *r)
+{
+	int	d;
+
+	if (r->pending && r->slot >= 0 && (d = r->slots[r->slot]) >= 0 &&
+	    !(r->tried & (1ULL << d)))
+		return d;
+	if (!(r->tried & (1ULL << r->home)))
+		return r->home;
+	for (d = 0; d < r->ndoors; d++)
+		if (!(r->tried & (1ULL << d)))
+			return d;
+	return -1;
+}
+
+/* Go through door d (a new connection); -1 with e filled if it cannot start. */
+static int
+enter_door(struct redis *r, int d, struct err *e)
+{
+	r->door = d;
+	r->url = r->doors[d];
+	r->connect_deadline = now_mono_ms() + r->opts->connect_timeout_ms;
+	return open_transport(r, e);
+}
+
+/*
+ * The request failed at its door (a connect, a closed connection, no
+ * reply in time): the node is taken for dead, whatever the map said it
+ * served is forgotten, and the request starts again at another door
+ * while it has time.  1 when it did (pending), 0 when there is none, 2
+ * when the last door tried could not even be started (e says so).
+ */
+static int
+next_door(struct redis *r, struct err *e)
+{
+	int	d, i, moved = 0;
+
+	if (!r->pending || r->door < 0 || r->ndoors < 2 ||
+	    (e->kind != ERR_REFUSED && e->kind != ERR_UNAVAILABLE &&
+	    e->kind != ERR_TIMEOUT))
+		return 0;
+	r->tried |= 1ULL << r->door;
+	for (i = 0; i < CLUSTER_SLOTS; i++)
+		if (r->slots[i] == r->door)
+			r->slots[i] = -1;
+	while (now_mono_ms() < r->req_deadline && (d = pick_door(r)) >= 0) {
+		log_verbose("%s; trying the cluster's node %s", e->msg,
+		    r->doors[d]->display);
+		transport_close(r->t);
+		r->t = NULL;
+		free(r->out);
+		r->out = NULL;
+		r->outlen = r->outoff = 0;
+		r->body_at = SIZE_MAX;
+		r->ndue = 0;
+		r->ask = 0;
+		r->waited = 1;	/* the wait is the caller's to make again */
+		r->check_role = 0;
+		if (r->home == r->door)
+			r->home = d;	/* the dead one is no place to start */
+		if (enter_door(r, d, e) == 0)
+			return 1;
+		if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE)
+			err_prefix(e, "cannot connect to %s", r->url->display);
+		moved = 2;
+		r->tried |= 1ULL << d;
+	}
+	return moved;
+}
 static void	note_wait_error(struct redis *, const struct redis_reply *);
 
 static struct redis_reply *
@@ -472,6 +645,9 @@ redis_new(const struct url *u, const struct redis_opts *opts)
 	r->orig = r->url = u;
 	r->opts = opts;
 	r->body_at = SIZE_MAX;
+	r->door = r->slot = -1;
+	if (u->nseeds > 0)
+		doors_init(r);
 	return r;
 }
 
@@ -510,12 +686,23 @@ redis_abandon(struct redis *r)
 static int
 fail(struct redis *r, struct err *e, int connecting)
 {
+	size_t	n;
+	int	others = 0, i, rc;
+
 	if (e->kind != ERR_INTERRUPTED && e->kind != ERR_USAGE) {
 		if (connecting)
 			err_prefix(e, "cannot connect to %s", r->url->display);
 		else
 			err_prefix(e, "%s", r->url->display);
 	}
+	if ((rc = next_door(r, e)) == 1)
+		return 0;
+	connecting |= rc == 2;
+	for (i = 0; i < r->ndoors; i++)
+		others += i != r->door && (r->tried & (1ULL << i));
+	if (others > 0 && (n = strlen(e->msg)) < sizeof e->msg)
+		snprintf(e->msg + n, sizeof e->msg - n, " (%d nodes of the "
+		    "cluster tried)", others + 1);
 	r->connect_failed = connecting;
 	redis_abandon(r);
 	return -1;
@@ -1006,6 +1193,36 @@ step_sentinel(struct redis *r, struct err *e)
 	}
 }
 
+/*
+ * A Cluster: the first door that can be started (a name that does not
+ * resolve fails at once), from the slot's owner or home on.
+ */
+static int
+enter_any_door(struct redis *r, struct err *e)
+{
+	int	d, k;
+
+	err_set(e, ERR_UNAVAILABLE, "no node of the cluster left to try");
+	if (!r->pending)
+		r->tried = 0;	/* a connect ahead of any request */
+	if ((d = pick_door(r)) < 0)
+		d = r->home;
+	for (k = 0; k < r->ndoors; k++, d = (d + 1) % r->ndoors) {
+		if (r->pending && (r->tried & (1ULL << d)))
+			continue;
+		if (enter_door(r, d, e) == 0) {
+			if (r->home != d && k > 0)
+				r->home = d;
+			return 0;
+		}
+		r->tried |= 1ULL << d;
+		if (k + 1 < r->ndoors)
+			log_verbose("cannot connect to %s: %s; trying the "
+			    "cluster's next node", r->doors[d]->display, e->msg);
+	}
+	return -1;
+}
+
 /* Start connecting to where the URL says (asking the sentinels first). */
 static int
 begin_connect(struct redis *r, struct err *e)
@@ -1013,6 +1230,10 @@ begin_connect(struct redis *r, struct err *e)
 	r->connect_deadline = now_mono_ms() + r->opts->connect_timeout_ms;
 	r->check_role = 0;
 	r->url = r->orig;	/* not a node a redirection named */
+	r->door = -1;
+	/* A Cluster: the slot's owner if known, else the last door that answered. */
+	if (r->ndoors > 0)
+		return enter_any_door(r, e);
 	if (r->orig->scheme == URL_SENTINEL) {
 		r->sentinel = 0;
 		err_clear(&r->sub_err);
@@ -1116,6 +1337,7 @@ redirect(struct redis *r, const char *text, struct err *e)
 	struct url	 to;
 	const char	*addr, *colon;
 	char		*host;
+	int		 d, slot;
 
 	/* Past the word and the slot number. */
 	if ((addr = strchr(text, ' ')) == NULL ||
@@ -1125,6 +1347,25 @@ redirect(struct redis *r, const char *text, struct err *e)
 		return -1;
 	}
 	host = xstrndup(addr, (size_t)(colon - addr));
+	doors_init(r);
+	d = r->ndoors > 0 ? door_of(r, host, atoi(colon + 1), -1) : -1;
+	slot = atoi(strchr(text, ' ') + 1);
+	if (d >= 0 && r->pending && (r->tried & (1ULL << d))) {
+		/*
+		 * A node this request could not reach: the cluster has not
+		 * seen it fail yet.  Another door may know better (fail()
+		 * moves on), or the failover is still to come.
+		 */
+		err_set(e, ERR_UNAVAILABLE, "the cluster names %s for slot "
+		    "%d, which cannot be reached (a failover may be under way; "
+		    "give -w to wait through it)", r->doors[d]->display, slot);
+		free(host);
+		return -1;
+	}
+	/* A door: MOVED says who serves the slot from now on. */
+	if (d >= 0 && strncmp(text, "MOVED ", 6) == 0 && slot >= 0 &&
+	    slot < CLUSTER_SLOTS)
+		r->slots[slot] = (short)d;
 	url_retarget(&to, r->orig->scheme == URL_SENTINEL ? r->url : r->orig,
 	    host, atoi(colon + 1));
 	free(host);
@@ -1142,6 +1383,12 @@ redirect(struct redis *r, const char *text, struct err *e)
 	url_free(&r->target);
 	r->target = to;
 	r->url = &r->target;
+	r->door = -1;
+	if (d >= 0) {
+		url_free(&r->target);
+		r->url = r->doors[d];
+		r->door = d;
+	}
 	r->check_role = 0;
 	r->connect_deadline = now_mono_ms() + r->opts->connect_timeout_ms;
 	return open_transport(r, e);
@@ -1184,6 +1431,13 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 			redis_reply_free(rr);
 			return rc == -1 ? -1 : 0;
 		}
+	}
+	/* The node answered for the slot: requests for it start there. */
+	if (r->door >= 0 && !r->asked && (rr->type != REDIS_T_ERROR ||
+	    !passing_words(rr->str, NULL, 0))) {
+		if (r->slot >= 0)
+			r->slots[r->slot] = (short)r->door;
+		r->home = r->door;
 	}
 	r->reply = rr;
 	r->pending = 0;
@@ -1374,6 +1628,17 @@ redis_wait_error(const struct redis *r)
 	return r->wait_err[0] != '\0' ? r->wait_err : NULL;
 }
 
+/* The slot of the key a request names (a script's first, a BLPOP's); -1. */
+static int
+request_slot(const struct redis_req *q)
+{
+	if (q->script != NULL && q->nkeys > 0)
+		return redis_key_slot(q->keys[0]);
+	if (q->wait_key != NULL)
+		return redis_key_slot(q->wait_key);
+	return -1;
+}
+
 int
 redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 {
@@ -1382,8 +1647,6 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 		err_set(e, ERR_SOFTWARE, "request already in flight");
 		return -1;
 	}
-	if (redis_prepare(r, e) == -1)
-		return -1;
 	r->req = req;
 	r->pending = 1;
 	r->connect_failed = 0;	/* says how this request failed, if it does */
@@ -1392,6 +1655,21 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 	r->waited = 0;
 	redis_reply_free(r->reply);
 	r->reply = NULL;
+	/*
+	 * A Cluster (doors known, or learnt during this request): the
+	 * request starts at the node that serves its key's slot, and may
+	 * try other doors until req_deadline.  Nothing is sent for it.
+	 */
+	r->tried = 0;
+	r->slot = request_slot(req);
+	r->req_deadline = now_mono_ms() + r->opts->connect_timeout_ms +
+	    r->opts->timeout_ms + req->extra_ms +
+	    (req->wait_key != NULL ? req->wait_ms : 0);
+	if (r->ndoors > 0 && r->state != IDLE && r->slot >= 0 &&
+	    r->slots[r->slot] >= 0 && r->slots[r->slot] != r->door)
+		disconnect(r);
+	if (redis_prepare(r, e) == -1)
+		return -1;
 	if (r->state == READY && queue_request(r, e) == -1)
 		return fail(r, e, 0);
 	return 0;
@@ -1453,5 +1731,11 @@ redis_free(struct redis *r)
 		redisReaderFree(r->reader);
 	redis_reply_free(r->reply);
 	url_free(&r->target);
+	while (r->ndoors > 0) {
+		url_free(r->doors[--r->ndoors]);
+		free(r->doors[r->ndoors]);
+	}
+	free(r->doors);
+	free(r->slots);
 	free(r);
 }

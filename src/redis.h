@@ -106,6 +106,8 @@ const char	*redis_display(const struct redis *);
  */
 const char	*redis_run_id(const struct redis *);
 
+/* The hash slot of a key, as Redis Cluster computes it. */
+int		 redis_key_slot(const char *key);
 /* A BLPOP timeout of ms milliseconds, as seconds (at least 1 ms). */
 void		 redis_timeout_arg(char *buf, size_t len, int64_t ms);
 void		 redis_reply_free(struct redis_reply *);

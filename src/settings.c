@@ -415,17 +415,17 @@ settle_urls(struct settings *s, struct opts *o)
 		options_add_urls(o, DEFAULT_URL, NULL);
 	for (i = 0; i < o->nurl; i++) {
 		if (url_parse(o->url[i], &s->urls[i], why, sizeof why) == -1)
-			return strchr(o->url[i], ',') != NULL &&
-			    strncmp(o->url[i], "redis-sentinel:", 15) != 0 &&
-			    strncmp(o->url[i], "rediss-sentinel:", 16) != 0 ?
-			    options_usage_error(NULL, "invalid %s: %s (to give "
-			    "several servers, separate URLs with spaces or "
-			    "repeat -u)", from, why) : o->nurl == 1 ?
+			return o->nurl == 1 ?
 			    options_usage_error(NULL, "invalid %s: %s", from,
 			    why) :
 			    options_usage_error(NULL, "invalid %s (URL %d of "
 			    "%d): %s", from, i + 1, o->nurl, why);
 		s->nurls++;
+		if (s->urls[i].nseeds > 0 && o->nurl > 1)
+			return options_usage_error(NULL, "%s is a seed list: it "
+			    "names one cluster, not a quorum; give it as the "
+			    "only URL (or give a quorum's servers one URL "
+			    "each)", s->urls[i].display);
 		if ((j = same_server(s->urls, i)) >= 0)
 			return options_usage_error(NULL, "%s and %s name the "
 			    "same server; each server counts once in a quorum, "

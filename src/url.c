@@ -269,6 +269,78 @@ parse_host(const char **sp, struct url *u, int *bracketed, char *why,
 	return 0;
 }
 
+static int	parse_tcp(const char *, struct url *, char *, size_t);
+
+/*
+ * "h1:p1,h2:p2,...[/DB]" (past the userinfo): the seed nodes of one
+ * Cluster, each with the default port if it names none.  The credentials
+ * and the scheme are the URL's, for every seed.
+ */
+static int
+parse_seeds(const char *s, struct url *u, char *why, size_t whylen)
+{
+	struct url	 node;
+	const char	*p, *end, *tail;
+	char		*piece;
+	size_t		 len;
+	int		 rc, i;
+
+	tail = s + strcspn(s, "/?");
+	for (p = s; p <= tail; p = end + 1) {
+		end = p + strcspn(p, ",/?");
+		len = (size_t)(end - p);
+		if (len == 0) {
+			say(why, whylen, "empty host in the seed list (write "
+			    "redis://h1:7000,h2:7000,h3:7000)");
+			return -1;
+		}
+		if (u->nseeds == URL_MAX_SEEDS) {
+			say(why, whylen, "more than %d seed nodes; %d of a "
+			    "cluster are enough", URL_MAX_SEEDS, URL_MAX_SEEDS);
+			return -1;
+		}
+		xasprintf(&piece, "//%.*s", (int)len, p);
+		memset(&node, 0, sizeof node);
+		rc = parse_tcp(piece, &node, why, whylen);
+		free(piece);
+		if (rc != 0) {
+			url_free(&node);
+			return -1;
+		}
+		for (i = 0; i < u->nseeds; i++)
+			if (strcasecmp(u->seeds[i].host, node.host) == 0 &&
+			    u->seeds[i].port == node.port) {
+				say(why, whylen, "seed %d is given twice in the "
+				    "seed list", i + 1);
+				url_free(&node);
+				return -1;
+			}
+		u->seeds = xrealloc(u->seeds, (u->nseeds + 1) *
+		    sizeof *u->seeds);
+		u->seeds[u->nseeds].host = node.host;
+		u->seeds[u->nseeds].port = node.port;
+		u->nseeds++;
+		node.host = NULL;
+		url_free(&node);
+		if (*end != ',')
+			break;
+	}
+	/* The db and what follows, behind the first seed. */
+	xasprintf(&piece, strchr(u->seeds[0].host, ':') ? "//[%s]:%d%s" :
+	    "//%s:%d%s", u->seeds[0].host, u->seeds[0].port, tail);
+	memset(&node, 0, sizeof node);
+	rc = parse_tcp(piece, &node, why, whylen);
+	free(piece);
+	if (rc == 0) {
+		u->host = node.host;
+		u->port = node.port;
+		u->db = node.db;
+		node.host = NULL;
+	}
+	url_free(&node);
+	return rc;
+}
+
 static int
 parse_tcp(const char *s, struct url *u, char *why, size_t whylen)
 {
@@ -278,6 +350,13 @@ parse_tcp(const char *s, struct url *u, char *why, size_t whylen)
 
 	if (parse_authority_start(&s, u, why, whylen) != 0)
 		return -1;
+	if (strstr(s, "://") != NULL) {
+		say(why, whylen, "one scheme for every seed: write "
+		    "redis://h1:7000,h2:7000 (rediss:// for TLS to all)");
+		return -1;
+	}
+	if (memchr(s, ',', strcspn(s, "/?")) != NULL)
+		return parse_seeds(s, u, why, whylen);
 	p = s;
 	if (parse_host(&p, u, &bracketed, why, whylen) != 0)
 		return -1;
@@ -362,6 +441,16 @@ parse_unix_query(const char *q, struct url *u, char *why, size_t whylen)
 	}
 }
 
+/* Whether ",/" occurs in s up to end. */
+static int
+comma_slash(const char *s, const char *end)
+{
+	for (; s + 1 < end; s++)
+		if (s[0] == ',' && s[1] == '/')
+			return 1;
+	return 0;
+}
+
 static int
 parse_unix(const char *s, struct url *u, char *why, size_t whylen)
 {
@@ -373,6 +462,12 @@ parse_unix(const char *s, struct url *u, char *why, size_t whylen)
 	end = s + strcspn(s, "?");
 	if (end == s) {
 		say(why, whylen, "empty socket path");
+		return -1;
+	}
+	/* "unix:///a.sock,/b.sock" is no seed list: a socket is one server. */
+	if (end[-1] == ',' || comma_slash(s, end)) {
+		say(why, whylen, "a unix:// URL names one socket; a seed list "
+		    "(h1:7000,h2:7000) is for redis:// and rediss://");
 		return -1;
 	}
 	if (*s != '/') {
@@ -490,7 +585,15 @@ url_build_display(struct url *u)
 		buf_printf(&b, "%s://", scheme);
 		if (u->user != NULL)
 			buf_printf(&b, "%s@", u->user);
-		if (strchr(u->host, ':') != NULL)
+		for (i = 0; i + 1 < u->nseeds; i++)
+			buf_printf(&b, strchr(u->seeds[i].host, ':') ?
+			    "[%s]:%d," : "%s:%d,", u->seeds[i].host,
+			    u->seeds[i].port);
+		if (u->nseeds > 0)
+			buf_printf(&b, strchr(u->seeds[i].host, ':') ?
+			    "[%s]:%d" : "%s:%d", u->seeds[i].host,
+			    u->seeds[i].port);
+		else if (strchr(u->host, ':') != NULL)
 			buf_printf(&b, "[%s]:%d", u->host, u->port);
 		else
 			buf_printf(&b, "%s:%d", u->host, u->port);
@@ -579,6 +682,9 @@ url_free(struct url *u)
 	while (u->nsentinels > 0)
 		free(u->sentinels[--u->nsentinels].host);
 	free(u->sentinels);
+	while (u->nseeds > 0)
+		free(u->seeds[--u->nseeds].host);
+	free(u->seeds);
 	memset(u, 0, sizeof *u);
 	u->db = -1;
 }

@@ -30,7 +30,17 @@ struct url {
 	int		 nsentinels;
 	char		*master;
 	int		 tls;		/* rediss-sentinel://: TLS to all */
+	/*
+	 * TCP/TLS: the seed nodes of one Cluster, when the URL names several
+	 * (redis://h1:7000,h2:7000/DB); host and port are the first.  0
+	 * when it names one.
+	 */
+	struct url_node	*seeds;
+	int		 nseeds;
 };
+
+/* The most seed nodes one URL may name. */
+#define URL_MAX_SEEDS	16
 
 /*
  * A copy of u pointing at another server (a sentinel's answer, a Cluster
@@ -42,8 +52,10 @@ void	url_retarget(struct url *dst, const struct url *u, const char *host,
 
 /*
  * Parse
- *   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...][/DB]
  *   rediss://...                          (same shape, TLS)
+ *                                         (several HOSTs: seed nodes of
+ *                                         one Cluster, see seeds)
  *   unix:///path/to/redis.sock[?db=N]
  *   redis-sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[?db=N]
  *                                         (sentinel port default 26379)

@@ -280,7 +280,8 @@ start_cluster_node_as() {
 		if _spawn_server "$var" "$port" "$dir" --port "$port" --bind 127.0.0.1 \
 			--save '' --appendonly no --daemonize no --dir "$dir" \
 			--logfile "$dir/redis.log" --cluster-enabled yes \
-			--cluster-config-file nodes.conf --cluster-node-timeout 5000; then
+			--cluster-config-file nodes.conf \
+			--cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-5000}"; then
 			return 0
 		fi
 	done
@@ -314,6 +315,118 @@ start_cluster() {
 		sleep 0.05
 	done
 	echo "start_cluster: the cluster never became ok" >&2
+	return 1
+}
+
+# start_cluster_replicas: six nodes CR1..CR6 joined with `redis-cli --cluster
+# create --cluster-replicas 1` (three masters, each with a replica), with a
+# cluster-node-timeout of 1 s so that a replica is promoted soon after its
+# master dies; returns once every node says cluster_state:ok, knows all six
+# and all 16384 slots, and three replicas have synced (bounded: about 30 s).
+start_cluster_replicas() {
+	local v i ok info addrs=()
+	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+		CLUSTER_NODE_TIMEOUT=1000 start_cluster_node_as "$v" || return 1
+		local pv="${v}_PORT"
+		addrs+=("127.0.0.1:${!pv}")
+	done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 \
+		--cluster-yes >"$(_scope_dir)/cluster-create.log" 2>&1 </dev/null || {
+		cat "$(_scope_dir)/cluster-create.log" >&2
+		return 1
+	}
+	for ((i = 0; i < 600; i++)); do
+		ok=1
+		for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+			info=$(rcli_as "$v" CLUSTER INFO 2>/dev/null | tr -d '\r')
+			grep -qx 'cluster_state:ok' <<<"$info" &&
+				grep -qx 'cluster_known_nodes:6' <<<"$info" &&
+				grep -qx 'cluster_slots_ok:16384' <<<"$info" || ok=0
+		done
+		# Every master has a replica that has synced with it (a replica
+		# that never did refuses to be promoted).
+		local ups=0
+		for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+			rcli_as "$v" INFO replication 2>/dev/null | tr -d '\r' |
+				grep -qx 'master_link_status:up' && ups=$((ups + 1))
+		done
+		((ups == 3)) || ok=0
+		((ok)) && return 0
+		sleep 0.05
+	done
+	echo "start_cluster_replicas: the cluster never became ok" >&2
+	return 1
+}
+
+# crport_owner NAME: the port of the master (of CR1..CR6) that serves lock
+# NAME's slot, asked of any live node.  (Here every redis-cli is bounded by
+# timeout(1): a frozen node accepts connections but never answers.)
+crport_owner() {
+	local v slot pv
+	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+		pv="${v}_PORT"
+		slot=$(timeout 2 redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER KEYSLOT "rlock:{$1}" 2>/dev/null) || continue
+		[[ "$slot" =~ ^[0-9]+$ ]] || continue
+		timeout 2 redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
+			awk -v s="$slot" '
+			$3 ~ /master/ && $3 !~ /fail/ {
+				split($2, a, "[:@]")
+				for (i = 9; i <= NF; i++) {
+					if ($i ~ /^\[/) continue
+					n = split($i, r, "-")
+					lo = r[1]; hi = (n > 1) ? r[2] : r[1]
+					if (s + 0 >= lo + 0 && s + 0 <= hi + 0) { print a[2]; exit }
+				}
+			}'
+		return 0
+	done
+	return 1
+}
+
+# cr_replicated_masters: the ports of the live masters that have a live
+# replica (which a failover can promote), one a line.
+cr_replicated_masters() {
+	local v pv
+	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+		pv="${v}_PORT"
+		timeout 2 redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
+			awk '$3 ~ /slave/ && $3 !~ /fail/ { has[$4] = 1 }
+			$3 ~ /master/ && $3 !~ /fail/ && NF >= 9 { split($2, a, "[:@]"); port[$1] = a[2] }
+			END { for (id in port) if (id in has) print port[id] }' | grep . && return 0
+	done
+	return 1
+}
+
+# cr_name_replicated PREFIX: a lock name (PREFIX-N) whose slot's master has
+# a live replica (tries at most 100 names).
+cr_name_replicated() {
+	local k ok
+	ok=$(cr_replicated_masters) || return 1
+	for ((k = 0; k < 100; k++)); do
+		grep -qx "$(crport_owner "$1-$k")" <<<"$ok" && { echo "$1-$k"; return 0; }
+	done
+	return 1
+}
+
+# crvar_of_port PORT: which of CR1..CR6 listens on PORT.
+crvar_of_port() {
+	local v pv
+	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+		pv="${v}_PORT"
+		[[ "${!pv}" == "$1" ]] && { echo "$v"; return 0; }
+	done
+	return 1
+}
+
+# cr_masters: the ports of the live masters, one a line (asked of any node).
+cr_masters() {
+	local v pv
+	for v in CR1 CR2 CR3 CR4 CR5 CR6; do
+		pv="${v}_PORT"
+		timeout 2 redis-cli -h 127.0.0.1 -p "${!pv}" CLUSTER NODES 2>/dev/null | tr -d '\r' |
+			awk '$3 ~ /master/ && $3 !~ /fail/ && NF >= 9 { split($2, a, "[:@]"); print a[2] }' |
+			grep . && return 0
+	done
 	return 1
 }
 
