@@ -140,3 +140,84 @@ finish_move() {
 	assert_success
 	assert_equal "$(ccli $b EXISTS "rlock:{$name}")" 0
 }
+
+# reshard_slot FROM TO: `redis-cli --cluster reshard` of FROM's lowest
+# slot to TO (it takes a source's slots in ascending order).
+reshard_slot() {
+	local fid tid
+	fid=$(ccli "$1" CLUSTER MYID) tid=$(ccli "$2" CLUSTER MYID)
+	timeout 60 redis-cli --cluster reshard "127.0.0.1:$C1_PORT" \
+		--cluster-from "$fid" --cluster-to "$tid" --cluster-slots 1 \
+		--cluster-yes </dev/null >>"$BATS_TEST_TMPDIR/reshard.log" 2>&1 || {
+		cat "$BATS_TEST_TMPDIR/reshard.log" >&2
+		return 1
+	}
+}
+
+@test "reshard: a live redis-cli --cluster reshard of the lock's slot (three moves) while a holder heartbeats and six contenders wait: no overlap, no raw error, every contender served, fences increasing" {
+	local name slot d=$BATS_TEST_TMPDIR i k pids=() st p n
+	slot=$(lowest_slot 1)
+	name=$(name_at_slot "$slot" live)
+	[ "$(owner_of "$name")" = 1 ]
+	# A section: mkdir is the overlap check (it fails if another is in).
+	cat >"$d/sec.sh" <<'SH'
+#!/bin/sh
+d=$1
+mkdir "$d/in" 2>/dev/null || echo "overlap $$" >>"$d/overlaps"
+echo "$RLOCK_FENCE" >>"$d/fences"
+if [ "${2:-}" = hold ]; then
+	n=0
+	while [ ! -e "$d/stop" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
+else
+	sleep 0.3
+fi
+rmdir "$d/in"
+SH
+	chmod +x "$d/sec.sh"
+	bg_start H "$RLOCK" -u "$C1_URL" exec -t 3s "$name" -- "$d/sec.sh" "$d" hold
+	for ((i = 0; i < 500; i++)); do
+		[[ -d $d/in ]] && break
+		sleep 0.02
+	done
+	[[ -d $d/in ]]
+	for k in 1 2 3 4 5 6; do
+		bg_start "C$k" "$RLOCK" -u "$C1_URL" exec -w 30s -t 3s "$name" -- "$d/sec.sh" "$d"
+		p="C$k"
+		pids+=("${!p}")
+	done
+	until_waiting 6 rlock -u "$C1_URL" status "$name"
+	# The first move while the holder heartbeats (-t 3s: every second),
+	# across at least one heartbeat.
+	reshard_slot 1 2
+	[ "$(owner_of "$name")" = 2 ]
+	# A heartbeat renews the lease on the new owner (PTTL goes up).
+	p=$(ccli 2 PTTL "rlock:{$name}")
+	for ((i = 0; i < 500; i++)); do
+		n=$(ccli 2 PTTL "rlock:{$name}")
+		((n > p)) && break
+		p=$n
+		sleep 0.02
+	done
+	((n > p))
+	touch "$d/stop"
+	# The contenders take turns while the slot moves twice more.
+	reshard_slot 2 3
+	reshard_slot 3 1
+	[ "$(owner_of "$name")" = 1 ]
+	bg_wait "$H" 30000
+	assert_equal "$BG_STATUS" 0
+	for p in "${pids[@]}"; do
+		bg_wait "$p" 35000
+		assert_equal "$BG_STATUS" 0
+	done
+	for k in H C1 C2 C3 C4 C5 C6; do
+		if grep -Eq "$RAW" "$d/$k.err"; then
+			cat "$d/$k.err"
+			false
+		fi
+	done
+	[[ ! -e $d/overlaps ]]
+	assert_equal "$(wc -l <"$d/fences")" 7
+	# Fences strictly increasing in the order the sections ran.
+	sort -n -c -u "$d/fences" || { cat "$d/fences"; false; }
+}
