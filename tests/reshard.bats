@@ -154,7 +154,7 @@ reshard_slot() {
 	}
 }
 
-@test "reshard: a live redis-cli --cluster reshard of the lock's slot (three moves) while a holder heartbeats and six contenders wait: no overlap, no raw error, every contender served, fences increasing" {
+@test "reshard: a live redis-cli --cluster reshard of the lock's slot (three moves) while a holder heartbeats, six contenders wait and status polls: no overlap, no raw error, every contender served, fences increasing, status never 69" {
 	local name slot d=$BATS_TEST_TMPDIR i k pids=() st p n
 	slot=$(lowest_slot 1)
 	name=$(name_at_slot "$slot" live)
@@ -174,6 +174,25 @@ fi
 rmdir "$d/in"
 SH
 	chmod +x "$d/sec.sh"
+	# 3,000 keys of no lock in the slot: each move takes a while (MIGRATE
+	# goes 10 keys at a time), a window where the lock's keys are partly
+	# moved and every request for them is refused with TRYAGAIN.
+	for ((i = 0; i < 3000; i++)); do
+		echo "SET fill{$name}:$i x"
+	done | ccli 1 >/dev/null
+	# A status poller, without a wait, all along: each call rides through
+	# the moves within its --timeout (0 held, 1 free; never 69).
+	cat >"$d/poll.sh" <<'SH'
+#!/bin/sh
+n=0
+while [ ! -e "$1/pstop" ] && [ $n -lt 3000 ]; do
+	"$2" -u "$3" --timeout 10s status "$4" >/dev/null 2>>"$1/P.err"
+	echo $? >>"$1/poll-codes"
+	n=$((n + 1))
+done
+SH
+	chmod +x "$d/poll.sh"
+	bg_start P "$d/poll.sh" "$d" "$RLOCK" "$C3_URL" "$name"
 	bg_start H "$RLOCK" -u "$C1_URL" exec -t 3s "$name" -- "$d/sec.sh" "$d" hold
 	for ((i = 0; i < 500; i++)); do
 		[[ -d $d/in ]] && break
@@ -204,13 +223,21 @@ SH
 	reshard_slot 2 3
 	reshard_slot 3 1
 	[ "$(owner_of "$name")" = 1 ]
+	touch "$d/pstop"
+	bg_wait "$P" 30000
+	assert_equal "$BG_STATUS" 0
+	if grep -qvx '[01]' "$d/poll-codes"; then
+		sort "$d/poll-codes" | uniq -c
+		cat "$d/P.err"
+		false
+	fi
 	bg_wait "$H" 30000
 	assert_equal "$BG_STATUS" 0
 	for p in "${pids[@]}"; do
 		bg_wait "$p" 35000
 		assert_equal "$BG_STATUS" 0
 	done
-	for k in H C1 C2 C3 C4 C5 C6; do
+	for k in H C1 C2 C3 C4 C5 C6 P; do
 		if grep -Eq "$RAW" "$d/$k.err"; then
 			cat "$d/$k.err"
 			false
