@@ -534,19 +534,18 @@ fail(struct redis *r, struct err *e, int connecting)
 /*
  * A script stopped by the cluster because a key it used is not on this
  * node (its slot is migrating): Redis 6 "Lua script attempted to access a
- * non local key in a cluster node", Redis 7.0 "Script attempted to access
- * a non local key in a cluster node", 7.2+ "Script attempted to access
- * keys that do not belong to the node".  rlock's scripts declare every
- * key they use in KEYS, so the server refuses them with TRYAGAIN before
- * they run instead (see the comment in lib.lua): this is for a key that
- * still escapes that, and is retried the same way.
+ * non local key in a cluster node", 7.x "Script attempted to access a non
+ * local key in a cluster node script: SHA...".  (Not "keys that do not
+ * hash to the same slot": a script's mistake, which stays.)  rlock's
+ * scripts declare the keys they use in KEYS, so the server refuses them
+ * with TRYAGAIN before they run instead (see "Every key" in lib.lua):
+ * this is for a key that still escapes that, and is sent again the same
+ * way.
  */
 static int
 moving_in_script(const char *text)
 {
-	return strstr(text, "attempted to access a non local key") != NULL ||
-	    strstr(text, "attempted to access keys that do not belong") !=
-	    NULL;
+	return strstr(text, "attempted to access a non local key") != NULL;
 }
 
 /*
@@ -652,8 +651,9 @@ redis_reply_error(struct redis *r, const struct redis_reply *rr,
 		refuse_old(r, ERR_REPLY, p + 16, e);
 		return;
 	}
-	if (redis_script_words(text, words, sizeof words) ||
-	    passing_words(text, words, sizeof words)) {
+	/* Passing first: a script stopped by a migration is one. */
+	if (passing_words(text, words, sizeof words) ||
+	    redis_script_words(text, words, sizeof words)) {
 		err_set(e, kind, "%s: %s%s", r->url->display, what, words);
 		return;
 	}
@@ -1167,8 +1167,9 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 			return queue_script(r, 0, e) == -1 ? -1 : 0;
 		}
 		/*
-		 * The slot is migrating and the keys are partly moved (or
-		 * a script met one that is not here): nothing ran.  Send it
+		 * The slot is migrating and the keys are partly moved:
+		 * nothing ran (or a script met a key that is not here, see
+		 * moving_in_script).  Send it
 		 * again after a short pause, to the same node (with ASKING
 		 * again if it went with it), within the same deadline; the
 		 * last refusal is the reply if the move outlasts it.

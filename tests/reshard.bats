@@ -24,7 +24,7 @@ setup() {
 teardown() { exec_teardown; }
 
 # Raw redirect or cluster error text, as the server says it.
-RAW='MOVED [0-9]|ASK [0-9]|TRYAGAIN [A-Z]|CLUSTERDOWN [A-Z]|non local key|do not belong'
+RAW='MOVED [0-9]|ASK [0-9]|TRYAGAIN [A-Z]|CLUSTERDOWN [A-Z]|non local key'
 
 # name_at_slot SLOT [PREFIX]: a lock name whose keys hash to SLOT (CRC16,
 # as Redis Cluster; bounded to 200000 candidates).
@@ -247,4 +247,34 @@ SH
 	assert_equal "$(wc -l <"$d/fences")" 7
 	# Fences strictly increasing in the order the sections ran.
 	sort -n -c -u "$d/fences" || { cat "$d/fences"; false; }
+}
+
+# start_hostile MODE: tests/hostileserver.py on a Unix socket (HOSTILE_URL).
+start_hostile() {
+	local i
+	HOSTILE_URL=unix://$BATS_TEST_TMPDIR/hostile-$1.sock
+	rm -f "$BATS_TEST_TMPDIR/HOSTILE.out"
+	bg_start HOSTILE /usr/bin/python3 "$BATS_TEST_DIRNAME/hostileserver.py" \
+		--socket "$BATS_TEST_TMPDIR/hostile-$1.sock" --mode "$1" --max-seconds 120
+	for ((i = 0; i < 750; i++)); do
+		[[ "$(head -n 1 "$BATS_TEST_TMPDIR/HOSTILE.out" 2>/dev/null)" == ready ]] && return 0
+		sleep 0.02
+	done
+	fail "the hostile server did not start: $(head -c 2000 "$BATS_TEST_TMPDIR/HOSTILE.err")"
+}
+
+@test "reshard: a script stopped by a key not on the node (Redis's 'non local key') is sent again like TRYAGAIN, and worded, never raw" {
+	local t0 el
+	start_hostile nonlocal3
+	run --separate-stderr rlock -u "$HOSTILE_URL" --timeout 5s acquire -n -t 60s job
+	assert_success
+	start_hostile nonlocal
+	t0=$(now_ms)
+	run --separate-stderr rlock -u "$HOSTILE_URL" --timeout 1s acquire -n -t 60s job
+	el=$(($(now_ms) - t0))
+	assert_equal "$status" 69
+	assert_one_error_line
+	[[ "$stderr" == *"slot is moving between nodes (TRYAGAIN)"* ]]
+	! grep -Eq "$RAW|user_script" <<<"$stderr"
+	[ "$el" -ge 900 ]
 }
