@@ -98,7 +98,7 @@ finish_move() {
 	done
 }
 
-@test "reshard: a slot left MIGRATING with the keys half-moved: extend, status and acquire -n retry within --timeout, then exit 69 in words; they succeed once the move ends" {
+@test "reshard: a slot left MIGRATING with the keys half-moved: extend, status, acquire -n and release retry within --timeout, then exit 69 in words; they succeed once the move ends" {
 	local name slot a=1 b=2 aid bid t t0 el before i fence
 	name=$(name_on_node 1 mig)
 	slot=$(slot_of "rlock:{$name}")
@@ -112,7 +112,8 @@ finish_move() {
 	[[ $(ccli $a EXISTS "rlock:{$name}:info") == ASK* ]]
 	[ "$(ccli $a EXISTS "rlock:{$name}")" = 1 ]
 
-	for cmd in "extend --token $t -t 60s $name" "status $name" "acquire -n $name"; do
+	for cmd in "extend --token $t -t 60s $name" "status $name" "acquire -n $name" \
+		"release --token $t $name"; do
 		before=$(tryagains $a)
 		t0=$(now_ms)
 		# shellcheck disable=SC2086
