@@ -111,6 +111,7 @@ lock_init(struct lock *l, struct quorum *q, const char *prefix,
 	xasprintf(&l->wake_key, "%s{%s}:wake", prefix, name);
 	xasprintf(&l->waiters_key, "%s{%s}:waiters", prefix, name);
 	xasprintf(&l->queue_key, "%s{%s}:queue", prefix, name);
+	xasprintf(&l->log_key, "%s{%s}:log", prefix, name);
 	if (token != NULL)
 		snprintf(l->token, sizeof l->token, "%s", token);
 	/* A --fifo waiter's own wake list: the head is woken by name. */
@@ -126,6 +127,7 @@ lock_free(struct lock *l)
 	free(l->wake_key);
 	free(l->waiters_key);
 	free(l->queue_key);
+	free(l->log_key);
 	free(l->own_wake_key);
 }
 
@@ -389,7 +391,7 @@ lock_history_args(const struct lock *l, struct history_args *h)
 
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char		*keys[6], *args[15];
+	const char		*keys[7], *args[15];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
 	char			 floor[24];
 	struct history_args	 h;
@@ -405,6 +407,7 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->keys[3] = l->wake_key;
 	a->keys[4] = l->waiters_key;
 	a->keys[5] = l->queue_key;
+	a->keys[6] = l->log_key;	/* see "Every key" in lib.lua */
 	snprintf(a->ttl, sizeof a->ttl, "%lld", (long long)ttl_ms);
 	snprintf(a->pid, sizeof a->pid, "%lld", m->pid);
 	/* One that will wait is listed for its lease; 0: not listed. */
@@ -512,11 +515,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
-		    wait_ms, settled_grant, NULL, &script_acquire, 6, a.keys, 15,
+		    wait_ms, settled_grant, NULL, &script_acquire, 7, a.keys, 15,
 		    a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 6, a.keys, 15, a.args, rep, e);
+		    &script_acquire, 7, a.keys, 15, a.args, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
 	l->listed |= l->wait_ms != 0;
@@ -917,7 +920,7 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[6], *args[8];
+	const char		 *keys[7], *args[8];
 	char			  pid[24];
 	int			  i, ok, released = 0, skipped = 0, *ask;
 
@@ -927,6 +930,7 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	keys[3] = l->waiters_key;
 	keys[4] = l->fence_key;
 	keys[5] = l->queue_key;
+	keys[6] = l->log_key;
 	lock_history_args(l, &h);
 	l->listed = 0;	/* the script takes us off the list too */
 	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
@@ -959,7 +963,7 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 6, keys, 8, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 7, keys, 8, args, rep,
 	    e);
 	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
 	    ok, e) + skipped;
@@ -983,7 +987,7 @@ lock_note(struct lock *l, const char *event, const char *why,
 	struct redis_reply	**rep;
 	struct history_args	  h;
 	struct err		  e;
-	const char		 *keys[1], *args[20];
+	const char		 *keys[2], *args[20];
 	char			  pid[24], fence[24], held[24];
 	/* The entry's fields: the numbers are written below. */
 	const char		 *fields[] = {
@@ -1002,6 +1006,7 @@ lock_note(struct lock *l, const char *event, const char *why,
 	snprintf(held, sizeof held, "%lld",
 	    (long long)(now_mono_ms() - l->taken_at));
 	keys[0] = l->key;
+	keys[1] = l->log_key;
 	args[n++] = event;
 	args[n++] = h.len;
 	args[n++] = h.ttl;
@@ -1015,7 +1020,7 @@ lock_note(struct lock *l, const char *event, const char *why,
 	 */
 	quorum_limit(l->q, now_mono_ms() + NOTE_MAX_MS);
 	quorum_retry_now(l->q);
-	quorum_script(l->q, NULL, &script_note, 1, keys, n, args, rep, &e);
+	quorum_script(l->q, NULL, &script_note, 2, keys, n, args, rep, &e);
 	quorum_limit(l->q, 0);
 	quorum_free_replies(l->q, rep);
 	free(rep);

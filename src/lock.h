@@ -53,6 +53,7 @@ struct lock {
 	char		*wake_key;	/* PREFIX{NAME}:wake: release wakes waiters */
 	char		*waiters_key;	/* PREFIX{NAME}:waiters: who waits */
 	char		*queue_key;	/* PREFIX{NAME}:queue: --fifo's order */
+	char		*log_key;	/* PREFIX{NAME}:log: the history */
 	char		*own_wake_key;	/* PREFIX{NAME}:wake:TOKEN */
 	char		 token[TOKEN_MAX + 1];
 

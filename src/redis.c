@@ -42,6 +42,9 @@
 
 /* How often one request may be redirected (MOVED/ASK) before giving up. */
 #define MAX_REDIRECTS	5
+/* The pauses before sending a request again after TRYAGAIN (ms). */
+#define TRYAGAIN_FIRST_MS	10
+#define TRYAGAIN_MAX_MS		200
 
 /*
  * The doors of a Cluster: the nodes a request may start at, the seeds of
@@ -283,6 +286,8 @@ struct redis {
 	size_t			 body_at;	/* where out's request starts */
 	int			 reached;	/* a request ever went out */
 	int			 hops;		/* redirections so far */
+	int64_t			 retry_at;	/* send it again then (TRYAGAIN); 0 */
+	int64_t			 retry_pause;	/* the next pause before that */
 	struct redis_reply	*reply;		/* once done */
 	int64_t			 connect_deadline;
 	int64_t			 deadline;	/* the request's reply */
@@ -714,6 +719,23 @@ fail(struct redis *r, struct err *e, int connecting)
  * text is not a script's error.
  */
 /*
+ * A script stopped by the cluster because a key it used is not on this
+ * node (its slot is migrating): Redis 6 "Lua script attempted to access a
+ * non local key in a cluster node", 7.x "Script attempted to access a non
+ * local key in a cluster node script: SHA...".  (Not "keys that do not
+ * hash to the same slot": a script's mistake, which stays.)  rlock's
+ * scripts declare the keys they use in KEYS, so the server refuses them
+ * with TRYAGAIN before they run instead (see "Every key" in lib.lua):
+ * this is for a key that still escapes that, and is sent again the same
+ * way.
+ */
+static int
+moving_in_script(const char *text)
+{
+	return strstr(text, "attempted to access a non local key") != NULL;
+}
+
+/*
  * What a server says for a while during a failover, a restart or a
  * reshard, in words (the code kept in brackets: the wait loop reads it,
  * see passing() in lock.c).  0 when text is none of those.
@@ -735,6 +757,12 @@ passing_words(const char *text, char *out, size_t len)
 	};
 	size_t	i;
 
+	if (moving_in_script(text)) {
+		snprintf(out, len, "the lock's slot is moving between nodes "
+		    "(TRYAGAIN): a reshard may be under way; try again, or "
+		    "give -w to wait through it");
+		return 1;
+	}
 	for (i = 0; i < sizeof known / sizeof *known; i++)
 		if (strncmp(text, known[i].code, strlen(known[i].code)) == 0) {
 			snprintf(out, len, "%s (%.*s): a failover, a restart or "
@@ -810,8 +838,9 @@ redis_reply_error(struct redis *r, const struct redis_reply *rr,
 		refuse_old(r, ERR_REPLY, p + 16, e);
 		return;
 	}
-	if (redis_script_words(text, words, sizeof words) ||
-	    passing_words(text, words, sizeof words)) {
+	/* Passing first: a script stopped by a migration is one. */
+	if (passing_words(text, words, sizeof words) ||
+	    redis_script_words(text, words, sizeof words)) {
 		err_set(e, kind, "%s: %s%s", r->url->display, what, words);
 		return;
 	}
@@ -1423,6 +1452,26 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 				return -1;
 			return queue_script(r, 0, e) == -1 ? -1 : 0;
 		}
+		/*
+		 * The slot is migrating and the keys are partly moved:
+		 * nothing ran (or a script met a key that is not here, see
+		 * moving_in_script).  Send it
+		 * again after a short pause, to the same node (with ASKING
+		 * again if it went with it), within the same deadline; the
+		 * last refusal is the reply if the move outlasts it.
+		 */
+		if ((strncmp(rr->str, "TRYAGAIN", 8) == 0 ||
+		    moving_in_script(rr->str)) &&
+		    now_mono_ms() + r->retry_pause < r->deadline) {
+			redis_reply_free(rr);
+			r->retry_at = now_mono_ms() + r->retry_pause;
+			if ((r->retry_pause *= 2) > TRYAGAIN_MAX_MS)
+				r->retry_pause = TRYAGAIN_MAX_MS;
+			r->ask = r->asked;
+			r->waited = 1;	/* its BLPOP, if any, is done */
+			r->hops = 0;
+			return 0;
+		}
 		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
 		    strncmp(rr->str, "ASK ", 4) == 0) &&
 		    r->hops++ < MAX_REDIRECTS) {
@@ -1586,6 +1635,16 @@ step(struct redis *r, struct err *e)
 	case READY:
 		if (!r->pending)
 			return 0;
+		if (r->retry_at > 0 && now_mono_ms() >= r->retry_at &&
+		    r->ndue == 0) {
+			/* After TRYAGAIN: again, by the same deadline. */
+			int64_t	deadline = r->deadline;
+
+			r->retry_at = 0;
+			if (queue_body(r, e) == -1)
+				return fail(r, e, 0);
+			r->deadline = deadline;
+		}
 		if ((rc = step_ready(r, e)) != 0)
 			return rc;
 		break;
@@ -1653,6 +1712,8 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 	r->hops = 0;
 	r->ask = 0;
 	r->waited = 0;
+	r->retry_at = 0;
+	r->retry_pause = TRYAGAIN_FIRST_MS;
 	redis_reply_free(r->reply);
 	r->reply = NULL;
 	/*
@@ -1716,6 +1777,8 @@ redis_wake(const struct redis *r)
 		return w;
 	case CONNECTING:
 		return transport_wake(r->t);
+	case READY:
+		return r->retry_at > 0 ? r->retry_at : -1;
 	default:
 		return -1;
 	}

@@ -22,6 +22,10 @@ Modes (what every command is answered with, but those named):
   scanloop     SCAN: always cursor "1" and the same key rlock:{job};
                CLUSTER: an error (no cluster); anything else "+OK"
   scanmany     SCAN: always cursor "1" and a new key each page
+  nonlocal     a script: the error Redis 7 gives a script that meets a key
+               of a slot being migrated ("... non local key ...")
+  nonlocal3    the same for a connection's first 3 scripts, then
+               {1, 7, 60000} (granted)
   busymax      a script: {0, 9223372036854775807} (busy, an extreme PTTL);
                release: 1
   extendmax    a script: {1, 9223372036854775807, 9223372036854775807}
@@ -115,6 +119,14 @@ def answer(conn, mode, args, state):
         conn.sendall(b"*2\r\n" + bulk(b"1") + b"*1\r\n" + bulk(key))
     elif mode in ("scanloop", "scanmany") and word == b"CLUSTER":
         conn.sendall(b"-ERR This instance has cluster support disabled\r\n")
+    elif mode in ("nonlocal", "nonlocal3") and is_script:
+        state["scripts"] = state.get("scripts", 0) + 1
+        if mode == "nonlocal3" and state["scripts"] > 3:
+            conn.sendall(b"*3\r\n:1\r\n:7\r\n:60000\r\n")
+        else:
+            conn.sendall(b"-ERR Script attempted to access a non local key "
+                         b"in a cluster node script: 0123abcd, on "
+                         b"@user_script:1.\r\n")
     elif mode == "busymax" and is_script:
         conn.sendall(b"*2\r\n:0\r\n:9223372036854775807\r\n")
     elif mode == "extendmax" and is_script:

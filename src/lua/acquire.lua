@@ -1,5 +1,5 @@
 -- acquire: take the lock for a token, unless another token holds it.
--- KEYS: lock, fence, info, wake, waiters, queue.  ARGV: token, ttl_ms, host,
+-- KEYS: lock, fence, info, wake, waiters, queue, log.  ARGV: token, ttl_ms, host,
 -- pid, user, command, slack_ms, waited_ms, fifo, limit, listed (whether an
 -- earlier attempt listed the caller among the waiters), shared,
 -- history_len, history_ttl_ms (see record() in lib.lua), fence_floor_us

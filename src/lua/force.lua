@@ -1,7 +1,7 @@
 -- force: delete the lock whoever holds it, and whatever its keys hold, and
 -- wake one waiter; returns what inspect would have shown just before,
 -- and, 15th, the keys it removed because they held what rlock never
--- writes ({key, what it held}, ...).  KEYS: lock, info, fence, wake.
+-- writes ({key, what it held}, ...).  KEYS: lock, info, fence, wake, log.
 -- ARGV: the forcer's host, pid and user, history_len, history_ttl_ms: the
 -- history gets 'forced', by whom, and whom it removed (a semaphore's or a
 -- shared lock's: how many, and the first).

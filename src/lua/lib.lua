@@ -17,6 +17,23 @@ end
 -- slots LOCK:slot:I with LOCK:slot:I:info (see acquire.lua).
 local SHARED = 'shared'
 
+-- Every key: a script declares in KEYS every key of the lock it reads or
+-- writes, including the history (LOCK:log) that it names by itself, even
+-- those that do not exist.  That is what keeps a script whole while a
+-- Cluster slot migrates: the server checks KEYS before the script runs
+-- and, when some of them have moved and some not, refuses it with TRYAGAIN
+-- (the client sends it again, redis.c) instead of running it on half the
+-- data, where a fence counter not yet moved would read as absent and go
+-- backwards, a history written on the importing node would stop the
+-- move (MIGRATE finds the key there), or an event would be lost.  Not
+-- declared yet: the keys of a shared lock (LOCK:readers,
+-- LOCK:reader:TOKEN), of a semaphore (LOCK:slot:I, LOCK:slot:I:info) and
+-- a --fifo waiter's own wake list, most of whose names come from the
+-- data.  While their slot migrates, a script using them
+-- may stop part-way with "attempted to access a non local key" (what it
+-- wrote before that stays: these modes are not yet whole through a move);
+-- the client sends it again the same way.
+
 -- ------------------------------------------------------------ damage
 -- Redis does not undo a script that fails half-way, so each script
 -- makes all of its writes or none: what can fail (a key of another type,

@@ -1,6 +1,6 @@
 -- note: record an event the client found itself in the history (see
 -- record() in lib.lua): exec's heartbeat finding the lock lost.
--- KEYS: lock.  ARGV: event, history_len, history_ttl_ms, token, then the
+-- KEYS: lock, log.  ARGV: event, history_len, history_ttl_ms, token, then the
 -- entry's field/value pairs.
 local fields = {}
 for i = 5, #ARGV do

@@ -1,6 +1,6 @@
 -- release: delete the lock if, and only if, the token holds it, and give
 -- it to the next waiter or wake one.  KEYS: lock, info, wake, waiters,
--- fence, queue.  ARGV: token, outcome (exec's "exit:N", "signal:NAME" or
+-- fence, queue, log.  ARGV: token, outcome (exec's "exit:N", "signal:NAME" or
 -- "max-runtime", "release" for the release command, "" for a give-back),
 -- history_len, history_ttl_ms, the caller's host, pid and user, and
 -- hand_over ('1': one server; see hand_over() in lib.lua: with several,
