@@ -33,8 +33,7 @@ const struct cmd_entry cmd_acquire_entry = {
 	.min_args = 1,
 	.max_args = 1,
 	.opt_help = {
-		[O_ON_LOST] = "with --hold: signal for the owner if the lock is "
-		    "lost (default TERM)",
+		[O_ON_LOST] = "with --hold: signal the owner if lost (default TERM)",
 	},
 	.exec = cmd_acquire_exec,
 };

@@ -40,7 +40,7 @@ static int	cmd_exec_exec(struct cmd_ctx *);
 const struct cmd_entry cmd_exec_entry = {
 	.name = "exec",
 	.args = "NAME [--] COMMAND [ARG...]",
-	.summary = "Run a command (or -c STRING) while holding the lock",
+	.summary = "Run COMMAND (or -c STRING) holding the lock",
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) | OPT(HEARTBEAT) |
 	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |

@@ -12,7 +12,7 @@ static int	cmd_log_exec(struct cmd_ctx *);
 const struct cmd_entry cmd_log_entry = {
 	.name = "log",
 	.args = "[NAME...]",
-	.summary = "Show the locks' history (no NAME: every lock that has one)",
+	.summary = "Show the locks' history (no NAME: every lock's)",
 	.options = OPT(COUNT) | OPT(SINCE),
 	.min_args = 0,
 	.max_args = -1,

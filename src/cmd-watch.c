@@ -46,7 +46,7 @@ static int	cmd_watch_exec(struct cmd_ctx *);
 const struct cmd_entry cmd_watch_entry = {
 	.name = "watch",
 	.args = "[NAME...]",
-	.summary = "Follow the locks' events as they happen (no NAME: every lock)",
+	.summary = "Follow the locks' events live (no NAME: every lock)",
 	.options = 0,
 	.min_args = 0,
 	.max_args = -1,

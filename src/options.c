@@ -387,8 +387,8 @@ options_clear_urls(struct opts *o)
 
 static const struct opt_def opt_defs[] = {
 	{ O_URL, 'u', "url", "URL",
-	  "Redis to use; repeat it, or separate URLs with spaces, for a "
-	  "quorum (default $RLOCK_URL, else " DEFAULT_URL ")",
+	  "Redis to use; repeat it for a quorum (default $RLOCK_URL, "
+	  "else " DEFAULT_URL ")",
 	  PARSE(options_add_urls) },
 	{ O_PASSWORD_FILE, 0, "password-file", "FILE",
 	  "read the password from FILE's first line "
@@ -412,7 +412,7 @@ static const struct opt_def opt_defs[] = {
 	  "bound on one Redis round trip (default 2s)",
 	  DURATION(timeout_ms, 0) },
 	{ O_JSON, 0, "json", NULL,
-	  "machine-readable output on stdout (acquire, status, log, watch, doctor)",
+	  "JSON on stdout (acquire, status, log, watch, doctor)",
 	  SET(json, 1) },
 	{ O_QUIET, 'q', "quiet", NULL, "only errors on stderr",
 	  SET(verbosity, LOG_LEVEL_QUIET) },
@@ -426,12 +426,12 @@ static const struct opt_def opt_defs[] = {
 	  "lock expiry (default 30s)",
 	  PARSE(parse_ttl) },
 	{ O_WAIT, 'w', "wait", "DUR",
-	  "wait at most DUR for a busy lock; 0: do not wait (default: forever)",
+	  "wait at most DUR for a busy lock (default: forever)",
 	  DURATION(wait_ms, 0), .flags = OPTF_ZERO_OK },
 	{ O_NO_WAIT, 'n', "no-wait", NULL, "same as --wait 0",
 	  PARSE(parse_no_wait) },
 	{ O_CONFLICT_EXIT_CODE, 'E', "conflict-exit-code", "N",
-	  "exit status, 0-255, when the lock stays busy (default 1)",
+	  "exit status when the lock stays busy (default 1)",
 	  PARSE(parse_conflict_exit_code) },
 	{ O_TOKEN, 0, "token", "TOKEN",
 	  "take the lock with TOKEN instead of a random one",
@@ -440,13 +440,13 @@ static const struct opt_def opt_defs[] = {
 	  "delete the lock whoever holds it, and say whose it was",
 	  SET(force, 1), .flags = OPTF_ARGV_ONLY },
 	{ O_HEARTBEAT, 0, "heartbeat", "DUR",
-	  "extend the lock this often while the command runs (default TTL/3)",
+	  "extend the lock this often (default TTL/3)",
 	  DURATION(heartbeat_ms, 0) },
 	{ O_ON_LOST, 0, "on-lost", "SIG|ignore",
-	  "signal for the command if the lock is lost (default TERM)",
+	  "signal for the command if lost (default TERM)",
 	  PARSE(parse_on_lost) },
 	{ O_KILL_AFTER, 0, "kill-after", "DUR",
-	  "then SIGKILL if it is still running after DUR (default 10s)",
+	  "then SIGKILL if it still runs after DUR (default 10s)",
 	  DURATION(kill_after_ms, 0), .flags = OPTF_ZERO_OK },
 	{ O_FOREGROUND, 0, "foreground", NULL,
 	  "run the command in rlock's own process group (no guard)",
@@ -454,64 +454,64 @@ static const struct opt_def opt_defs[] = {
 	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING",
 	  STRING(command), .flags = OPTF_ARGV_ONLY },
 	{ O_LEFTOVERS, 0, "leftovers", "MODE",
-	  "what the command left running: wait (keep the lock until it ends; "
-	  "the default), kill (stop it, then release) or leave (release)",
+	  "what the command left running: wait for it (the "
+	  "default), kill it, or leave it and release",
 	  PARSE(parse_leftovers) },
 	{ O_REASON, 0, "reason", "TEXT",
-	  "what the history says of this release (default: by rlock release)",
+	  "what the history says (default: by rlock release)",
 	  STRING(reason), .flags = OPTF_ARGV_ONLY },
 	{ O_RECORD, 0, "record", "WHAT",
-	  "what status and the history keep of the command: name (its first "
-	  "word, the default), full (its words, URL passwords masked) or none",
+	  "keep the command's name (default), its full words "
+	  "(passwords masked) or none",
 	  PARSE(parse_record) },
 	{ O_LABEL, 0, "label", "TEXT",
 	  "record TEXT instead of the command (see --record)",
 	  PARSE(parse_label), .flags = OPTF_ARGV_ONLY },
 	{ O_HOLD, 0, "hold", NULL,
-	  "leave a keeper that holds the lock while the caller (or --pid) lives",
+	  "keep the lock while the caller (or --pid) lives",
 	  SET(hold, 1), .flags = OPTF_ARGV_ONLY },
 	{ O_PID, 0, "pid", "PID",
-	  "with --hold: keep the lock while process PID lives, not the caller",
+	  "with --hold: hold while PID lives, not the caller",
 	  PARSE(parse_pid), .flags = OPTF_ARGV_ONLY },
 	{ O_MIN_HOLD, 0, "min-hold", "DUR",
-	  "keep the lock at least DUR after acquiring; let it expire then",
+	  "keep the lock at least DUR, then let it expire",
 	  DURATION(min_hold_ms, MAX_TTL_MS), .flags = OPTF_ZERO_OK },
 	{ O_TLS_CA, 0, "tls-ca", "FILE",
-	  "verify rediss:// servers against this CA (default: system store)",
+	  "verify rediss:// servers with this CA (default: system)",
 	  STRING(tls.ca) },
 	{ O_TLS_CERT, 0, "tls-cert", "FILE", "client certificate for TLS",
 	  STRING(tls.cert) },
 	{ O_TLS_KEY, 0, "tls-key", "FILE", "private key of --tls-cert",
 	  STRING(tls.key) },
 	{ O_TLS_SERVER_NAME, 0, "tls-server-name", "NAME",
-	  "name the server's certificate must carry (default: the URL's host)",
+	  "expected certificate name (default: URL's host)",
 	  STRING(tls.server_name) },
 	{ O_TLS_INSECURE, 0, "tls-insecure", NULL,
 	  "do not verify the server's certificate (testing only)",
 	  SET(tls.insecure, 1) },
 	{ O_WAIT_REPLICAS, 0, "wait-replicas", "N",
-	  "after each write, wait (up to --timeout) for N replicas to have it",
+	  "wait until N replicas have each write (up to --timeout)",
 	  PARSE(parse_wait_replicas) },
 	{ O_SYSLOG, 0, "syslog", NULL,
-	  "also log errors and notable events to syslog (daemon facility)",
+	  "also log errors and events to syslog (daemon facility)",
 	  SET(syslog, 1) },
 	{ O_MAX_RUNTIME, 0, "max-runtime", "DUR",
-	  "stop the command after DUR (--on-lost's signal), release, exit 124",
+	  "stop the command after DUR, release, exit 124",
 	  DURATION(max_runtime_ms, MAX_TTL_MS) },
 	{ O_LIMIT, 0, "limit", "N",
-	  "a semaphore: up to N holders at once, each with its own token",
+	  "a semaphore: up to N holders at once, each with a token",
 	  PARSE(parse_limit) },
 	{ O_SHARED, 's', "shared", NULL,
-	  "a shared (reader) hold: many at once, but never with an exclusive one",
+	  "a shared (reader) hold: many at once, none exclusive",
 	  SET(shared, 1), .flags = OPTF_ARGV_ONLY },
 	{ O_NO_HISTORY, 0, "no-history", NULL,
 	  "write no history for this run (see rlock log)",
 	  SET(no_history, 1) },
 	{ O_HISTORY_LENGTH, 0, "history-length", "N",
-	  "events kept in each lock's history (default 100; 0: none)",
+	  "events a lock's history keeps (default 100; 0: none)",
 	  PARSE(parse_history_length) },
 	{ O_HISTORY_EXPIRY, 0, "history-expiry", "DUR",
-	  "drop a lock's history DUR after its last event (default 30d)",
+	  "history lasts DUR after its last event (default 30d)",
 	  DURATION(history_expiry_ms, 0) },
 	{ O_COUNT, 'n', "count", "N",
 	  "show the newest N events of each lock (default 20)",
@@ -520,10 +520,10 @@ static const struct opt_def opt_defs[] = {
 	  "show only events of the last DUR",
 	  DURATION(since_ms, 0), .flags = OPTF_ARGV_ONLY },
 	{ O_FORMAT, 0, "format", "FORMAT",
-	  "text (default), json (as --json) or openmetrics (Prometheus)",
+	  "text (default), json or openmetrics (Prometheus)",
 	  PARSE(parse_format), .flags = OPTF_ARGV_ONLY },
 	{ O_FIFO, 0, "fifo", NULL,
-	  "wait in line: waiters get the lock in the order they came",
+	  "wait in line: first come, first served",
 	  SET(fifo, 1) },
 	{ O_CONFIG, 0, "config", "FILE",
 	  "read settings from FILE (default $RLOCK_CONFIG, else "
@@ -809,6 +809,44 @@ options_parse(struct opts *o, int argc, char **argv,
 
 /* --------------------------------------------------------------- help */
 
+/*
+ * Help fits a screen: 80 columns, the description column at HELP_COL,
+ * words wrapped under it.  A command's help lists only its own options
+ * and points to rlock --help for the global ones.
+ */
+#define HELP_WIDTH	80
+#define HELP_COL	24
+
+/*
+ * "  LEFT  TEXT", TEXT wrapped at HELP_WIDTH under HELP_COL; a LEFT too
+ * wide for the column pushes the first line's text right.
+ */
+static void
+print_entry(FILE *f, const char *left, const char *text)
+{
+	const char	*p = text, *end, *sp;
+	int		 col, room;
+
+	col = fprintf(f, "  %s", left);
+	col += fprintf(f, "%*s", col <= HELP_COL - 2 ? HELP_COL - col : 2, "");
+	room = HELP_WIDTH - col;
+	while (*p != '\0') {
+		end = p + strlen(p);
+		if (end - p > room) {
+			/* The last space that keeps the line in the room. */
+			for (sp = p + room; sp > p && *sp != ' '; sp--)
+				;
+			end = sp > p ? sp : p + room;
+		}
+		fprintf(f, "%.*s\n", (int)(end - p), p);
+		for (p = end; *p == ' '; p++)
+			;
+		if (*p != '\0')
+			fprintf(f, "%*s", HELP_COL, "");
+		room = HELP_WIDTH - HELP_COL;
+	}
+}
+
 static void
 print_options(FILE *f, uint64_t mask, const struct cmd_entry *ce)
 {
@@ -826,7 +864,7 @@ print_options(FILE *f, uint64_t mask, const struct cmd_entry *ce)
 		else
 			snprintf(left, sizeof left, "    --%s%s%s", d->longopt,
 			    d->arg ? " " : "", d->arg ? d->arg : "");
-		fprintf(f, "  %-30s %s\n", left,
+		print_entry(f, left,
 		    ce != NULL && ce->opt_help[d->id] ? ce->opt_help[d->id] :
 		    d->help);
 	}
@@ -842,12 +880,11 @@ options_help(FILE *f, const struct cmd_entry *ce,
 	if (ce != NULL) {
 		fprintf(f, "usage: rlock [OPTIONS] %s%s%s\n\n%s.\n",
 		    ce->name, *ce->args ? " " : "", ce->args, ce->summary);
-		if (ce->options != 0) {
-			fprintf(f, "\nOptions:\n");
-			print_options(f, ce->options, ce);
-		}
-		fprintf(f, "\nGlobal options:\n");
-		print_options(f, OPTS_GLOBAL | OPT(VERSION), ce);
+		fprintf(f, "\nOptions:\n");
+		print_options(f, ce->options | OPT(HELP), ce);
+		fprintf(f, "\nGlobal options (--url, --config, --json, --quiet...): "
+		    "'rlock --help'.\n"
+		    "Every option: rlock(1) OPTIONS; how it works: rlock(7).\n");
 		return;
 	}
 	fprintf(f, "usage: rlock [OPTIONS] COMMAND [ARGS...]\n\n"
@@ -856,7 +893,7 @@ options_help(FILE *f, const struct cmd_entry *ce,
 	for (c = table; *c != NULL; c++) {
 		snprintf(left, sizeof left, "%s%s%s", (*c)->name,
 		    *(*c)->args ? " " : "", (*c)->args);
-		fprintf(f, "  %-30s %s\n", left, (*c)->summary);
+		print_entry(f, left, (*c)->summary);
 	}
 	fprintf(f, "\nGlobal options:\n");
 	print_options(f, OPTS_GLOBAL | OPT(VERSION), NULL);

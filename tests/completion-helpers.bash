@@ -30,29 +30,44 @@ require_shell() {
 	fi
 }
 
-# help_long_options CMD: the long options that `rlock CMD --help` lists
-# (command options and global ones), one per line, sorted. With no CMD, those
-# of `rlock --help`. Fails if the help lists none or lacks --help, so that a
-# change in the help's layout cannot make a test pass vacuously.
+# help_long_options CMD: the long options that `rlock CMD` takes: those its
+# --help lists, and the global ones that `rlock --help` lists (a command's
+# help points there instead of repeating them), one per line, sorted. With
+# no CMD, those of `rlock --help`. Fails if a help lists none or lacks
+# --help, so that a change in the help's layout cannot make a test pass
+# vacuously.
 help_long_options() {
 	local opts
-	opts=$("$RLOCK" "$@" --help |
-		grep -oE '^ +(-[[:alnum:]], )?--[[:alnum:]][[:alnum:]-]*' |
-		grep -oE -- '--[[:alnum:]][[:alnum:]-]*' | sort -u) || return 1
-	if ! grep -qx -- --help <<<"$opts"; then
-		echo "help_long_options: no --help in 'rlock $* --help'" >&2
-		return 1
-	fi
+	opts=$({ help_listed_options -- "$@" && help_listed_options --; } |
+		sort -u) || return 1
 	echo "$opts"
 }
 
 # help_short_options CMD: likewise for the short options ("-t, --ttl DUR").
 help_short_options() {
 	local opts
-	opts=$("$RLOCK" "$@" --help |
-		grep -oE '^ +-[[:alnum:]],' | grep -oE -- '-[[:alnum:]]' | sort -u) || return 1
-	if ! grep -qx -- -h <<<"$opts"; then
-		echo "help_short_options: no -h in 'rlock $* --help'" >&2
+	opts=$({ help_listed_options - "$@" && help_listed_options -; } |
+		sort -u) || return 1
+	echo "$opts"
+}
+
+# help_listed_options KIND [CMD]: the options (KIND "--": long, "-": short)
+# that `rlock [CMD] --help` lists at the start of its lines, one per line.
+help_listed_options() {
+	local kind=$1 opts want=-h
+	shift
+	if [[ $kind == -- ]]; then
+		opts=$("$RLOCK" "$@" --help |
+			grep -oE '^ +(-[[:alnum:]], )?--[[:alnum:]][[:alnum:]-]*' |
+			grep -oE -- '--[[:alnum:]][[:alnum:]-]*' | sort -u) || return 1
+	else
+		opts=$("$RLOCK" "$@" --help |
+			grep -oE '^ +-[[:alnum:]],' | grep -oE -- '-[[:alnum:]]' |
+			sort -u) || return 1
+	fi
+	[[ $kind == -- ]] && want=--help
+	if ! grep -qx -- "$want" <<<"$opts"; then
+		echo "help_listed_options: no $want in 'rlock $* --help'" >&2
 		return 1
 	fi
 	echo "$opts"
