@@ -62,7 +62,7 @@ gone() {
 	# however loaded the machine (the limit counts from its start).  With
 	# SIGINT at its default: a suite started in the background has it
 	# ignored, and an ignored signal stays ignored for the command.
-	run --separate-stderr env --default-signal=INT "$RLOCK" exec --on-lost INT --max-runtime 2s job \
+	run --separate-stderr with_default_signals "$RLOCK" exec --on-lost INT --max-runtime 2s job \
 		-c 'trap "echo got-int >sig; exit 9" INT; echo $$ >cmd.pid; while :; do sleep 0.1; done'
 	assert_equal "$status" 124
 	assert_equal "$(cat sig)" got-int

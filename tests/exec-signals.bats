@@ -245,3 +245,22 @@ EOF
 	fi
 	assert_lock_free job
 }
+
+# ---------------------------------------------------------------------------
+# The suite under nohup
+# ---------------------------------------------------------------------------
+
+@test "exec-signals: the forwarding tests pass started under nohup, SIGINT and SIGQUIT ignored too" {
+	# As `nohup ./scripts/test.sh &` from a script starts them: SIGHUP
+	# ignored by nohup, SIGINT and SIGQUIT by the non-interactive shell's
+	# '&'.  The tests must set the dispositions they rely on themselves.
+	local bats=bats
+	[[ -x ${BATS_ROOT:-}/bin/bats ]] && bats=$BATS_ROOT/bin/bats
+	run --separate-stderr env -u BATS_TEST_FILTER --ignore-signal=INT,QUIT \
+		nohup "$bats" --tap -f '^exec-signals: SIG[A-Z0-9]+ sent to rlock reaches the command' \
+		"$BATS_TEST_DIRNAME/exec-signals.bats" </dev/null
+	[[ $status -eq 0 ]] || fail "under nohup (status $status):"$'\n'"$output"$'\n'"$stderr"
+	assert_line "1..6"
+	assert_line --regexp '^ok [0-9]+ exec-signals: SIGHUP sent to rlock'
+	refute_line --regexp '^not ok'
+}

@@ -42,7 +42,7 @@ teardown() { exec_teardown; }
 }
 
 @test "exec: a command that kills itself with SIGTERM makes rlock exit 143 and releases the lock" {
-	run --separate-stderr rlock exec job -- sh -c 'kill -TERM $$; sleep 5; exit 9'
+	run --separate-stderr with_default_signals "$RLOCK" exec job -- sh -c 'kill -TERM $$; sleep 5; exit 9'
 	assert_equal "$status" 143
 	assert_lock_free job
 }
@@ -50,7 +50,7 @@ teardown() { exec_teardown; }
 @test "exec: a command that kills itself with SIGUSR1 makes rlock exit 138 and releases the lock" {
 	# rlock blocks signals for itself: the child must get them unblocked and
 	# at their defaults, or it would survive this and exit 9.
-	run --separate-stderr rlock exec job -- sh -c 'kill -USR1 $$; sleep 5; exit 9'
+	run --separate-stderr with_default_signals "$RLOCK" exec job -- sh -c 'kill -USR1 $$; sleep 5; exit 9'
 	assert_equal "$status" 138
 	assert_lock_free job
 }

@@ -226,14 +226,27 @@ free_port() {
 # Background processes started by a test
 # ---------------------------------------------------------------------------
 
+# with_default_signals CMD [ARGS...]: run CMD with every signal at its
+# default disposition.  A signal ignored when the suite started (nohup's
+# SIGHUP; SIGINT and SIGQUIT of a script's background job, and of every
+# background job of a non-interactive shell, bats's own included) stays
+# ignored in everything the shell starts, and rlock rightly keeps it
+# ignored for itself and its command; a shell cannot reset it.  So a test
+# that sends a signal to rlock or its command, and expects it to act,
+# starts them through this (bg_start does).
+with_default_signals() {
+	env --default-signal "$@"
+}
+
 # bg_start VAR CMD [ARGS...]: run CMD in the background with stdout in
 # $BATS_TEST_TMPDIR/VAR.out and stderr in VAR.err; its PID goes in VAR.
-# SIGINT and SIGQUIT are reset to their defaults (a non-interactive shell
-# starts background jobs with them ignored). Stopped by PID in teardown.
+# Every signal is at its default, as with_default_signals sets them (not
+# called here: a function run with '&' would be a shell of its own, and VAR
+# its PID rather than CMD's). Stopped by PID in teardown.
 bg_start() {
 	local var=$1
 	shift
-	env --default-signal=INT,QUIT "$@" </dev/null \
+	env --default-signal "$@" </dev/null \
 		>"$BATS_TEST_TMPDIR/$var.out" 2>"$BATS_TEST_TMPDIR/$var.err" 3>&- &
 	printf -v "$var" '%s' "$!"
 	echo "$!" >>"$BATS_TEST_TMPDIR/.bg-pids"
