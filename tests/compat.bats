@@ -6,17 +6,12 @@
 # limit, fifo, max-runtime, history, doctor, tls, quorum, sentinel, cluster.
 
 load helpers
-load exec-helpers
-load dist-helpers
 load tls-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() { exec_teardown; }
+setup() { file_server_setup; }
+teardown() { test_teardown; }
 
 # The major version of the server started as VAR (default REDIS).
 major_of() {

@@ -8,15 +8,11 @@
 
 load helpers
 load extra-helpers
-load exec-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() { exec_teardown; }
+setup() { file_server_setup; }
+teardown() { test_teardown; }
 
 EVIL=$'\e[2J\e[31mEVIL\a'
 # How it must read once escaped.

@@ -11,15 +11,11 @@
 # command did not run" is checked as "ticks did not grow".
 
 load helpers
-load exec-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() { exec_teardown; }
+setup() { file_server_setup; }
+teardown() { test_teardown; }
 
 # The one-letter state of PID ("S", "T", ...), or nothing if it is gone.
 proc_state() {

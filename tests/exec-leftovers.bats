@@ -8,13 +8,11 @@
 # guard gives the lock back once the command is dead.
 
 load helpers
-load exec-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
 setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
+	file_server_setup
 	# The leftover: it ignores SIGTERM (so does the sleep it runs), says
 	# its pid, and runs until the file "go" appears (at most 20 s).  If it
 	# lives that long it writes "stamp": "held" if the lock was still the
@@ -34,7 +32,7 @@ fi' >/dev/null
 }
 teardown() {
 	if [[ -s left.pid ]]; then track_pid "$(cat left.pid)" left.sh; fi
-	exec_teardown
+	test_teardown
 }
 
 # wait_leftover: the leftover has started (its pid file is written).

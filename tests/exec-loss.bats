@@ -5,18 +5,14 @@
 # whole process group goes, and rlock exits 75 with one line on stderr.
 
 load helpers
-load exec-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
+setup() { file_server_setup; }
 teardown() {
 	# A frozen server must never outlive its test frozen.
 	if [[ -n "${FZ_PID:-}" ]]; then kill -CONT "$FZ_PID" 2>/dev/null || true; fi
-	exec_teardown
+	test_teardown
 }
 
 # loss_script NAME SIG: a child that traps SIG (writing its name to the file

@@ -5,15 +5,11 @@
 # a terminal (under a private tmux server).
 
 load helpers
-load exec-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() { exec_teardown; }
+setup() { file_server_setup; }
+teardown() { test_teardown; }
 
 # A child that traps SIG: the trap writes SIG to the file "got", stops the
 # child's background sleep and exits 0. Without the signal it would wait 30 s

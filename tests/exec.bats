@@ -6,15 +6,11 @@
 # process groups in exec-signals.bats.
 
 load helpers
-load exec-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() { exec_teardown; }
+setup() { file_server_setup; }
+teardown() { test_teardown; }
 
 # ---------------------------------------------------------------------------
 # Exit status

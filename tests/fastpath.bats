@@ -6,19 +6,14 @@
 # a silent server costs one --connect-timeout however many there are.
 
 load helpers
-load exec-helpers
 load tls-helpers
-load dist-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
+setup() { file_server_setup; }
 teardown() {
 	thaw_all
-	exec_teardown
+	test_teardown
 }
 
 # calls CMD: the calls of one command since the last RESETSTAT.

@@ -1,7 +1,8 @@
 # fault-helpers.bash: helpers for faults.bats.
 #
-# Loaded after helpers.bash (and exec-helpers.bash, dist-helpers.bash). It
-# puts faultproxy.py (a loopback TCP proxy that delays, blackholes, resets or
+# Loaded after helpers.bash (the test file's setup, file_server_setup, loads
+# exec-helpers.bash: stopper_script uses its make_script). It puts
+# faultproxy.py (a loopback TCP proxy that delays, blackholes, resets or
 # cuts traffic on command) between rlock and a real redis-server. Every proxy
 # belongs to one test: it is started in the test, recorded by PID and stopped
 # by PID in teardown (and it exits by itself after --max-seconds anyway).
@@ -74,26 +75,7 @@ proxy_stat() {
 
 # Stop every proxy of this test by PID, then remove their directories.
 stop_all_proxies() {
-	local pid d
-	if [[ -f "$BATS_TEST_TMPDIR/.proxy-pids" ]]; then
-		while read -r pid; do
-			if _proc_alive "$pid"; then
-				kill -TERM "$pid" 2>/dev/null || true
-				if ! wait_gone "$pid" 3000; then
-					kill -KILL "$pid" 2>/dev/null || true
-					wait_gone "$pid" 2000 || true
-				fi
-			fi
-			wait "$pid" 2>/dev/null || true
-		done <"$BATS_TEST_TMPDIR/.proxy-pids"
-		rm -f "$BATS_TEST_TMPDIR/.proxy-pids"
-	fi
-	if [[ -f "$BATS_TEST_TMPDIR/.proxy-dirs" ]]; then
-		while read -r d; do
-			if [[ "$d" == /tmp/rlp.* ]]; then rm -rf -- "$d"; fi
-		done <"$BATS_TEST_TMPDIR/.proxy-dirs"
-		rm -f "$BATS_TEST_TMPDIR/.proxy-dirs"
-	fi
+	stop_listed "$BATS_TEST_TMPDIR/.proxy-pids" "$BATS_TEST_TMPDIR/.proxy-dirs" /tmp/rlp.
 }
 
 # wait_key_gone_on PORT KEY [MAX_MS]: wait (bounded, 20 ms steps) until KEY

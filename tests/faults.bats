@@ -9,19 +9,14 @@
 # tell "in time" from "a TTL too late" or "never", not milliseconds apart.
 
 load helpers
-load exec-helpers
-load dist-helpers
 load fault-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
+setup() { file_server_setup; }
 teardown() {
 	stop_all_proxies || true
-	exec_teardown
+	test_teardown
 }
 
 # track_stopper: have teardown stop stopper.sh if a test left it running.

@@ -4,19 +4,8 @@
 # up, within a bound when it dies), and status shows each one's place.
 
 load helpers
-load dist-helpers
-load exec-helpers
-
-setup_file() { default_setup_file; }
-teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	start_redis
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { own_server_setup; }
+teardown() { test_teardown; }
 
 # in_line N: poll (up to 10 s) until the queue holds N waiters on every
 # server the test uses (SERVERS: names for rcli_as; empty: the default).

@@ -6,19 +6,8 @@
 # no longer than the waiter's lease.
 
 load helpers
-load dist-helpers
-load exec-helpers
-
-setup_file() { default_setup_file; }
-teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	start_redis
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { own_server_setup; }
+teardown() { test_teardown; }
 
 # until_waiters NAME N: poll (up to 20 s) until status lists N waiters.
 until_waiters() {

@@ -178,19 +178,28 @@ stop_redis() {
 
 # Stop every server recorded in this scope (test or file), by PID.
 stop_all_redis() {
-	local scope pid d
+	local scope
 	scope=$(_scope_dir)
-	if [[ -f "$scope/.redis-pids" ]]; then
+	stop_listed "$scope/.redis-pids" "$scope/.redis-dirs" /tmp/rlk.
+}
+
+# stop_listed PIDS DIRS PREFIX: stop, by PID, every process the file PIDS
+# lists, then remove every directory the file DIRS lists that starts with
+# PREFIX (a private /tmp directory of ours: nothing else is ever removed);
+# remove both files.
+stop_listed() {
+	local pids=$1 dirs=$2 prefix=$3 pid d
+	if [[ -f "$pids" ]]; then
 		while read -r pid; do
 			_kill_pid "$pid" || true
-		done <"$scope/.redis-pids"
-		rm -f "$scope/.redis-pids"
+		done <"$pids"
+		rm -f "$pids"
 	fi
-	if [[ -f "$scope/.redis-dirs" ]]; then
+	if [[ -f "$dirs" ]]; then
 		while read -r d; do
-			if [[ "$d" == /tmp/rlk.* ]]; then rm -rf -- "$d"; fi
-		done <"$scope/.redis-dirs"
-		rm -f "$scope/.redis-dirs"
+			if [[ "$d" == "$prefix"* ]]; then rm -rf -- "$d"; fi
+		done <"$dirs"
+		rm -f "$dirs"
 	fi
 }
 
@@ -429,7 +438,50 @@ default_teardown_file() {
 
 default_setup() {
 	require_rlock
-	unset RLOCK_TOKEN RLOCK_PREFIX RLOCK_PASSWORD REDISCLI_AUTH RLOCK_CONFIG
+	unset_rlock_env
 	rcli FLUSHALL >/dev/null
 	rcli CONFIG RESETSTAT >/dev/null
+}
+
+# No setting of rlock's from the caller's environment (RLOCK_URL is the
+# test server's).
+unset_rlock_env() {
+	unset RLOCK_TOKEN RLOCK_PREFIX RLOCK_PASSWORD REDISCLI_AUTH RLOCK_CONFIG
+}
+
+# A test file whose every test gets a redis-server of its own (RLOCK_URL
+# names it), runs in its temporary directory and may use the exec and
+# distributed helpers starts in three lines:
+#
+#	load helpers
+#	setup() { own_server_setup; }
+#	teardown() { test_teardown; }
+own_server_setup() {
+	load dist-helpers
+	load exec-helpers
+	require_rlock
+	unset_rlock_env
+	start_redis
+	cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+# The same with one server for the whole file, flushed before each test
+# (cheaper where tests are many and need nothing of the server's own):
+#
+#	load helpers
+#	setup_file() { default_setup_file; }
+#	teardown_file() { default_teardown_file; }
+#	setup() { file_server_setup; }
+#	teardown() { test_teardown; }
+file_server_setup() {
+	load dist-helpers
+	load exec-helpers
+	default_setup
+	cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+# The teardown of both: stray grandchildren, tmux, background jobs, and the
+# test's own servers.
+test_teardown() {
+	exec_teardown
 }

@@ -4,19 +4,8 @@
 # newest first, in text and JSON.
 
 load helpers
-load dist-helpers
-load exec-helpers
-
-setup_file() { default_setup_file; }
-teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	start_redis
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { own_server_setup; }
+teardown() { test_teardown; }
 
 # jlog NAME EXPR: rlock --json log NAME parsed as a list `d` (newest
 # first), EXPR checked as json_check does.

@@ -9,11 +9,8 @@ load helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() { cleanup_test; }
+setup() { file_server_setup; }
+teardown() { test_teardown; }
 
 # The holders of a --limit lock that status lists.
 holders() {

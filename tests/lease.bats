@@ -7,19 +7,8 @@
 # attempt, however often its entry is renewed.
 
 load helpers
-load dist-helpers
-load exec-helpers
-
-setup_file() { default_setup_file; }
-teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	start_redis
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { own_server_setup; }
+teardown() { test_teardown; }
 
 # The lease: renewed every 2 s, it lasts that, --timeout (2 s by default)
 # and a second; the tests allow twice that, for a loaded machine, which is

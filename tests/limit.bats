@@ -5,19 +5,8 @@
 # refuses it.
 
 load helpers
-load dist-helpers
-load exec-helpers
-
-setup_file() { default_setup_file; }
-teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	start_redis
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { own_server_setup; }
+teardown() { test_teardown; }
 
 @test "limit: 8 workers under --limit 3 never overlap more than 3, and 3 do overlap" {
 	local w k

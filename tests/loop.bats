@@ -7,19 +7,12 @@
 # that swallows connects costs a fraction of --connect-timeout, not all of it.
 
 load helpers
-load dist-helpers
-load exec-helpers
 load tls-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { file_server_setup; }
+teardown() { test_teardown; }
 
 # no_lock_keys: none of Q1..Q3 holds a lock key (rlock:{NAME}).
 no_lock_keys() {

@@ -6,19 +6,8 @@
 # section starts and ends, not from sleeps.
 
 load helpers
-load dist-helpers
-load exec-helpers
-
-setup_file() { default_setup_file; }
-teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	start_redis
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { own_server_setup; }
+teardown() { test_teardown; }
 
 # The section a worker runs: "NS KIND+" then "NS KIND-" in sections.log.
 SECTION='echo "$(date +%s%N) $K+" >>sections.log; sleep $S; echo "$(date +%s%N) $K-" >>sections.log'

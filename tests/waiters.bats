@@ -4,19 +4,8 @@
 # or dies (within a bound: the holder's time left, --timeout and a second).
 
 load helpers
-load dist-helpers
-load exec-helpers
-
-setup_file() { default_setup_file; }
-teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	start_redis
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { own_server_setup; }
+teardown() { test_teardown; }
 
 # waiters_of NAME: how many waiters status --json lists.
 waiters_of() {

@@ -4,19 +4,8 @@
 # SIGINT, SIGTERM and a closed pipe.
 
 load helpers
-load dist-helpers
-load exec-helpers
-
-setup_file() { default_setup_file; }
-teardown_file() { default_teardown_file; }
-setup() {
-	default_setup
-	start_redis
-	cd "$BATS_TEST_TMPDIR"
-}
-teardown() {
-	exec_teardown
-}
+setup() { own_server_setup; }
+teardown() { test_teardown; }
 
 # wait_lines FILE N [MS]: until FILE has N lines (bounded, default 10 s).
 wait_lines() {

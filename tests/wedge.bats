@@ -7,16 +7,14 @@
 # spinning; config and password files are read with bounds.
 
 load helpers
-load exec-helpers
-load dist-helpers
 load fault-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
-setup() { default_setup; cd "$BATS_TEST_TMPDIR"; }
+setup() { file_server_setup; }
 teardown() {
 	stop_all_proxies
-	exec_teardown
+	test_teardown
 }
 
 # keys_everywhere VAR...: how many of the lock's key and metadata are on
