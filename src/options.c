@@ -461,14 +461,15 @@ static const struct opt_def opt_defs[] = {
 	  "what the history says (default: by rlock release)",
 	  STRING(reason), .flags = OPTF_ARGV_ONLY },
 	{ O_RECORD, 0, "record", "WHAT",
-	  "keep the command's name (default), its full words "
-	  "(passwords masked) or none",
+	  "what status and history keep: name "
+	  "(the default), full (its words, passwords masked) or none",
 	  PARSE(parse_record) },
 	{ O_LABEL, 0, "label", "TEXT",
 	  "record TEXT instead of the command (see --record)",
 	  PARSE(parse_label), .flags = OPTF_ARGV_ONLY },
 	{ O_HOLD, 0, "hold", NULL,
-	  "keep the lock while the caller (or --pid) lives",
+	  "leave a keeper holding the lock while the caller (or "
+	  "--pid) lives",
 	  SET(hold, 1), .flags = OPTF_ARGV_ONLY },
 	{ O_PID, 0, "pid", "PID",
 	  "with --hold: hold while PID lives, not the caller",
