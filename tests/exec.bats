@@ -400,7 +400,7 @@ exit 0'
 # ---------------------------------------------------------------------------
 
 @test "exec: 4 workers x 15 cycles of a read-modify-write under exec count exactly 60" {
-	local w i alive
+	local w
 	echo 0 >f
 	# A counter above the clock's floor counts acquires one by one.
 	rcli SET 'rlock:{ctr}:fence' 8000000000000000 >/dev/null
@@ -414,17 +414,8 @@ exit 0'
 		pids+=("$!")
 		echo "$!" >>.bg-pids
 	done
-	# At most 120 s for all of them.
-	for ((i = 0; i < 1200; i++)); do
-		alive=0
-		for w in "${pids[@]}"; do
-			_proc_alive "$w" && alive=1
-		done
-		((alive)) || break
-		sleep 0.1
-	done
+	wait_all_gone 120000 "${pids[@]}" || fail "workers still running after 120 s"
 	for w in "${pids[@]}"; do
-		_proc_alive "$w" && fail "worker $w still running after 120 s"
 		wait "$w"
 	done
 	[[ ! -s failures ]] || fail "failures: $(cat failures); stderr: $(cat workers.err)"

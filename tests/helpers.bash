@@ -74,6 +74,22 @@ wait_gone() {
 	! _proc_alive "$pid"
 }
 
+# wait_all_gone MAX_MS PID...: wait (at most MAX_MS in all, 50 ms steps)
+# until none of the PIDs runs; returns 1 on time-out.
+wait_all_gone() {
+	local max_ms=$1 i pid alive
+	shift
+	for ((i = 0; i <= max_ms / 50; i++)); do
+		alive=0
+		for pid in "$@"; do
+			_proc_alive "$pid" && { alive=1; break; }
+		done
+		((alive)) || return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # start_redis_as VAR [redis-server args...]
 #
 # Start a private redis-server on a random free loopback port (20000-60000,

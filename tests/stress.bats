@@ -29,7 +29,7 @@ worker() {
 }
 
 @test "stress: 4 workers x 25 cycles of read-modify-write under the lock count exactly 100" {
-	local dir=$BATS_TEST_TMPDIR w i
+	local dir=$BATS_TEST_TMPDIR w
 	echo 0 >"$dir/count"
 	: >"$dir/fences"
 	# A counter above the clock's floor counts acquires one by one.
@@ -40,17 +40,8 @@ worker() {
 		pids+=("$!")
 		echo "$!" >>"$dir/.bg-pids"
 	done
-	# At most 60 s for all of them.
-	for ((i = 0; i < 600; i++)); do
-		local alive=0
-		for w in "${pids[@]}"; do
-			_proc_alive "$w" && alive=1
-		done
-		((alive)) || break
-		sleep 0.1
-	done
+	wait_all_gone 60000 "${pids[@]}" || fail "workers still running after 60 s"
 	for w in "${pids[@]}"; do
-		_proc_alive "$w" && fail "worker $w still running after 60 s"
 		wait "$w"
 	done
 	if [[ -s "$dir/failures" ]]; then
@@ -66,7 +57,7 @@ worker() {
 }
 
 @test "stress: 10 concurrent waiters on a held lock all get it in turn" {
-	local dir=$BATS_TEST_TMPDIR holder w i
+	local dir=$BATS_TEST_TMPDIR holder w
 	rcli SET 'rlock:{q}:fence' 8000000000000000 >/dev/null
 	holder=$(rlock acquire -t 30s q)
 	local pids=()
@@ -78,17 +69,9 @@ worker() {
 	done
 	sleep 0.5
 	rlock release --token "$holder" q
-	for ((i = 0; i < 300; i++)); do
-		local alive=0
-		for w in "${pids[@]}"; do
-			_proc_alive "$w" && alive=1
-		done
-		((alive)) || break
-		sleep 0.05
-	done
+	wait_all_gone 15000 "${pids[@]}" || fail "waiters still waiting 15 s after the release"
 	local failed=0
 	for w in "${pids[@]}"; do
-		_proc_alive "$w" && fail "waiter $w still waiting 15 s after the release"
 		wait "$w" || failed=$((failed + 1))
 	done
 	assert_equal "$failed" 0
