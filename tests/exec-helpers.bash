@@ -149,6 +149,20 @@ tmux_wait_screen() {
 	return 1
 }
 
+# check_reads_terminal [OPTION...]: on a pane's terminal, `rlock exec
+# OPTION... job` runs a command that reads a line typed there and prints it;
+# rlock exits 0 and releases.
+check_reads_terminal() {
+	tty_wrapper exec "$@" job -- sh -c 'read a; echo "got:$a"'
+	tmux_start "$BATS_TEST_TMPDIR/run.sh"
+	wait_held job || fail "the lock was never taken: $(cat rlock.err 2>/dev/null)"
+	tmux_cmd send-keys -t t hello Enter
+	tmux_wait_screen '^got:hello$' 10000 || fail "no got:hello on the terminal: $TMUX_SCREEN"
+	wait_file status 10000 || fail "rlock did not finish: $(cat rlock.err 2>/dev/null)"
+	assert_equal "$(cat status)" exit:0
+	assert_lock_free job
+}
+
 stop_tmux() {
 	local d
 	[[ -f "$BATS_TEST_TMPDIR/.tmux-dirs" ]] || return 0

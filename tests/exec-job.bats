@@ -296,13 +296,7 @@ on_tty() {
 }
 
 @test "exec-job: at a terminal the command reads what is typed, without --foreground" {
-	on_tty exec job -- sh -c 'read a; echo "got:$a"'
-	wait_held job || fail "the lock was never taken: $(cat rlock.err 2>/dev/null)"
-	tmux_cmd send-keys -t t hello Enter
-	tmux_wait_screen '^got:hello$' 10000 || fail "no got:hello on the terminal: $TMUX_SCREEN"
-	wait_file status 10000 || fail "rlock did not finish: $(cat rlock.err 2>/dev/null)"
-	assert_equal "$(cat status)" exit:0
-	assert_lock_free job
+	check_reads_terminal
 }
 
 @test "exec-job: Ctrl-C at the terminal while the command reads ends it; rlock exits 130 and releases" {

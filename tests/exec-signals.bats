@@ -198,14 +198,7 @@ exit 0' >/dev/null
 # ---------------------------------------------------------------------------
 
 @test "exec-signals: --foreground lets the command read the terminal" {
-	tty_wrapper exec --foreground job -- sh -c 'read x; echo got:$x'
-	tmux_start "$BATS_TEST_TMPDIR/run.sh"
-	wait_held job || fail "the lock was never taken: $(cat rlock.err 2>/dev/null)"
-	tmux_cmd send-keys -t t hello Enter
-	tmux_wait_screen '^got:hello$' 10000 || fail "no got:hello on the terminal: $TMUX_SCREEN"
-	wait_file status 10000 || fail "rlock did not finish: $(cat rlock.err 2>/dev/null)"
-	assert_equal "$(cat status)" exit:0
-	assert_lock_free job
+	check_reads_terminal --foreground
 }
 
 @test "exec-signals: Ctrl-C with --foreground reaches the command once, not twice" {
