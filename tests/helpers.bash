@@ -99,7 +99,7 @@ wait_all_gone() {
 start_redis_as() {
 	local var=$1
 	shift
-	local scope dir sock port pid try i up
+	local scope dir sock port pid try
 	scope=$(_scope_dir)
 	dir=$(mktemp -d "$scope/redis.XXXXXX")
 	# A Unix socket path must fit in sun_path (108 bytes).
@@ -118,22 +118,11 @@ start_redis_as() {
 			"$@" </dev/null >"$dir/stdout.log" 2>&1 3>&- &
 		pid=$!
 		echo "$pid" >>"$scope/.redis-pids"
-		up=0
-		# At most 5 s: 250 polls of 20 ms. The socket is ours alone, so a
-		# reply on it cannot come from somebody else's server; Redis binds
-		# TCP before the socket and exits if the port is taken.
-		for ((i = 0; i < 250; i++)); do
-			if ! _proc_alive "$pid"; then
-				break
-			fi
-			if [[ -S "$sock" ]] && redis-cli -s "$sock" --no-auth-warning \
-				${_start_auth:+-a "$_start_auth"} ping 2>/dev/null | grep -q PONG; then
-				up=1
-				break
-			fi
-			sleep 0.02
-		done
-		if ((up)); then
+		# The socket is ours alone, so a reply on it cannot come from
+		# somebody else's server; Redis binds TCP before the socket and
+		# exits if the port is taken.
+		if _await_pong "$pid" redis-cli -s "$sock" --no-auth-warning \
+			${_start_auth:+-a "$_start_auth"} ping; then
 			printf -v "${var}_PORT" '%s' "$port"
 			printf -v "${var}_SOCK" '%s' "$sock"
 			printf -v "${var}_PID" '%s' "$pid"
@@ -144,8 +133,30 @@ start_redis_as() {
 		fi
 		_kill_pid "$pid"
 	done
-	echo "start_redis_as: could not start redis-server after 20 tries; last log:" >&2
-	tail -5 "$dir/redis.log" >&2 2>/dev/null
+	_start_failed start_redis_as "redis-server" "$dir"
+}
+
+# _await_pong PID CMD...: poll (at most 250 times, 20 ms apart: about 5 s,
+# more if CMD is slow) until CMD prints PONG while PID, the server, still
+# runs; returns 1 if PID ends or time runs out.
+_await_pong() {
+	local pid=$1 i
+	shift
+	for ((i = 0; i < 250; i++)); do
+		_proc_alive "$pid" || return 1
+		if "$@" 2>/dev/null | grep -q PONG && _proc_alive "$pid"; then
+			return 0
+		fi
+		sleep 0.02
+	done
+	return 1
+}
+
+# _start_failed FUNC WHAT DIR: say that FUNC could not start WHAT, with the
+# end of the last try's log (in DIR); returns 1.
+_start_failed() {
+	echo "$1: could not start $2 after 20 tries; last log:" >&2
+	tail -5 "$3/redis.log" >&2 2>/dev/null
 	return 1
 }
 

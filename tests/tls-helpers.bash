@@ -75,7 +75,7 @@ EOF
 start_tls_redis_as() {
 	local var=$1 auth=$2
 	shift 2
-	local scope dir port pid try i up
+	local scope dir port pid try
 	scope=$(_scope_dir)
 	dir=$(mktemp -d "$scope/tlsredis.XXXXXX")
 	for ((try = 0; try < 20; try++)); do
@@ -88,23 +88,13 @@ start_tls_redis_as() {
 			"$@" </dev/null >"$dir/stdout.log" 2>&1 3>&- &
 		pid=$!
 		echo "$pid" >>"$scope/.redis-pids"
-		up=0
-		# At most ~5 s of polling (and 2 s per ping, should a foreign
-		# listener on that port swallow it). Redis exits at once if the
-		# port is taken, so "still alive after a PONG" means it is ours.
-		for ((i = 0; i < 250; i++)); do
-			_proc_alive "$pid" || break
-			if timeout 2 redis-cli --tls --cacert "$TLS_CA" \
-				--cert "$TLS_CLIENT_CRT" --key "$TLS_CLIENT_KEY" \
-				-h 127.0.0.1 -p "$port" --no-auth-warning \
-				${_start_auth:+-a "$_start_auth"} ping 2>/dev/null | grep -q PONG &&
-				_proc_alive "$pid"; then
-				up=1
-				break
-			fi
-			sleep 0.02
-		done
-		if ((up)); then
+		# 2 s per ping, should a foreign listener on that port swallow
+		# it. Redis exits at once if the port is taken, so "still alive
+		# after a PONG" means it is ours.
+		if _await_pong "$pid" timeout 2 redis-cli --tls --cacert "$TLS_CA" \
+			--cert "$TLS_CLIENT_CRT" --key "$TLS_CLIENT_KEY" \
+			-h 127.0.0.1 -p "$port" --no-auth-warning \
+			${_start_auth:+-a "$_start_auth"} ping; then
 			printf -v "${var}_PORT" '%s' "$port"
 			printf -v "${var}_PID" '%s' "$pid"
 			printf -v "${var}_DIR" '%s' "$dir"
@@ -114,9 +104,7 @@ start_tls_redis_as() {
 		fi
 		_kill_pid "$pid"
 	done
-	echo "start_tls_redis_as: could not start a TLS redis-server after 20 tries; last log:" >&2
-	tail -5 "$dir/redis.log" >&2 2>/dev/null
-	return 1
+	_start_failed start_tls_redis_as "a TLS redis-server" "$dir"
 }
 
 # tcli VAR [redis-cli args...]: redis-cli over TLS (with the client
