@@ -391,16 +391,14 @@ static const struct opt_def opt_defs[] = {
 	  "else " DEFAULT_URL ")",
 	  PARSE(options_add_urls) },
 	{ O_PASSWORD_FILE, 0, "password-file", "FILE",
-	  "read the password from FILE's first line "
-	  "(default $RLOCK_PASSWORD, then $REDISCLI_AUTH)",
+	  "the password, from FILE (default $RLOCK_PASSWORD)",
 	  STRING(password_file) },
 	{ O_SENTINEL_USER, 0, "sentinel-user", "NAME",
-	  "the user the sentinels of a redis-sentinel:// URL know "
-	  "(with --sentinel-password-file)",
+	  "the sentinels' user (with --sentinel-password-file)",
 	  STRING(sentinel_user) },
 	{ O_SENTINEL_PASSWORD_FILE, 0, "sentinel-password-file", "FILE",
-	  "the sentinels' own password, from FILE's first line (default "
-	  "$RLOCK_SENTINEL_PASSWORD; else the master's, if they ask)",
+	  "the sentinels' password, from FILE (default "
+	  "$RLOCK_SENTINEL_PASSWORD, else the master's)",
 	  STRING(sentinel_password_file) },
 	{ O_PREFIX, 0, "prefix", "P",
 	  "key prefix (default $RLOCK_PREFIX, else " DEFAULT_PREFIX ")",
@@ -527,8 +525,7 @@ static const struct opt_def opt_defs[] = {
 	  "wait in line: first come, first served",
 	  SET(fifo, 1) },
 	{ O_CONFIG, 0, "config", "FILE",
-	  "read settings from FILE (default $RLOCK_CONFIG, else "
-	  DEFAULT_CONFIG " if it exists)",
+	  "read FILE (default $RLOCK_CONFIG, else " DEFAULT_CONFIG ")",
 	  STRING(config), .flags = OPTF_ARGV_ONLY },
 };
 #define N_OPTS	(sizeof opt_defs / sizeof opt_defs[0])
@@ -898,7 +895,6 @@ options_help(FILE *f, const struct cmd_entry *ce,
 	}
 	fprintf(f, "\nGlobal options:\n");
 	print_options(f, OPTS_GLOBAL | OPT(VERSION), NULL);
-	fprintf(f, "\nDurations: 250ms, 1.5s, 30 (seconds), 2m, 1h.\n"
-	    "Run 'rlock COMMAND --help' for a command's options; "
-	    "see rlock(1).\n");
+	fprintf(f, "\nDurations: 250ms, 1.5s, 30 (s), 2m, 1h.  "
+	    "More: 'rlock COMMAND --help', rlock(1).\n");
 }

@@ -25,7 +25,7 @@ declare -gA OWN_OPTIONS=(
 	[doctor]=""
 	[help]=""
 )
-GLOBAL_ONLY="--url --password-file --prefix --connect-timeout --timeout --json --quiet --verbose --version --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure --syslog --config"
+GLOBAL_ONLY="--url --password-file --sentinel-user --sentinel-password-file --prefix --connect-timeout --timeout --json --quiet --verbose --version --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure --syslog --config"
 
 # assert_fits WHAT TEXT: at most 40 lines, none wider than 80 columns.
 assert_fits() {
