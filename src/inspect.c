@@ -443,7 +443,7 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[5], *args[5];
+	const char		 *keys[6], *args[5];
 	char			  pid[24];
 	int			  ok;
 
@@ -460,8 +460,9 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 	keys[2] = l->fence_key;
 	keys[3] = l->wake_key;
 	keys[4] = l->log_key;
+	keys[5] = l->none_key;	/* see "Every key" in lib.lua */
 	rep = xcalloc(l->q->n, sizeof *rep);
-	ok = quorum_script(l->q, NULL, &script_force, 5, keys, 5, args, rep, e);
+	ok = quorum_script(l->q, NULL, &script_force, 6, keys, 5, args, rep, e);
 	ok = quorum_check(l->q, rep, status_shape, NULL, "the force script",
 	    ok, e);
 	status_merge(l, rep, st);

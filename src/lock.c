@@ -112,6 +112,7 @@ lock_init(struct lock *l, struct quorum *q, const char *prefix,
 	xasprintf(&l->waiters_key, "%s{%s}:waiters", prefix, name);
 	xasprintf(&l->queue_key, "%s{%s}:queue", prefix, name);
 	xasprintf(&l->log_key, "%s{%s}:log", prefix, name);
+	xasprintf(&l->none_key, "%s{%s}:none", prefix, name);
 	if (token != NULL)
 		snprintf(l->token, sizeof l->token, "%s", token);
 	/* A --fifo waiter's own wake list: the head is woken by name. */
@@ -128,6 +129,7 @@ lock_free(struct lock *l)
 	free(l->waiters_key);
 	free(l->queue_key);
 	free(l->log_key);
+	free(l->none_key);
 	free(l->own_wake_key);
 }
 
@@ -391,7 +393,7 @@ lock_history_args(const struct lock *l, struct history_args *h)
 
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char		*keys[7], *args[15];
+	const char		*keys[8], *args[15];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
 	char			 floor[24];
 	struct history_args	 h;
@@ -408,6 +410,7 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->keys[4] = l->waiters_key;
 	a->keys[5] = l->queue_key;
 	a->keys[6] = l->log_key;	/* see "Every key" in lib.lua */
+	a->keys[7] = l->none_key;	/* ditto */
 	snprintf(a->ttl, sizeof a->ttl, "%lld", (long long)ttl_ms);
 	snprintf(a->pid, sizeof a->pid, "%lld", m->pid);
 	/* One that will wait is listed for its lease; 0: not listed. */
@@ -515,11 +518,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
-		    wait_ms, settled_grant, NULL, &script_acquire, 7, a.keys, 15,
+		    wait_ms, settled_grant, NULL, &script_acquire, 8, a.keys, 15,
 		    a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 7, a.keys, 15, a.args, rep, e);
+		    &script_acquire, 8, a.keys, 15, a.args, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
 	l->listed |= l->wait_ms != 0;
@@ -920,7 +923,7 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[7], *args[8];
+	const char		 *keys[8], *args[8];
 	char			  pid[24];
 	int			  i, ok, released = 0, skipped = 0, *ask;
 
@@ -931,6 +934,7 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	keys[4] = l->fence_key;
 	keys[5] = l->queue_key;
 	keys[6] = l->log_key;
+	keys[7] = l->none_key;	/* see "Every key" in lib.lua */
 	lock_history_args(l, &h);
 	l->listed = 0;	/* the script takes us off the list too */
 	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
@@ -963,7 +967,7 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 7, keys, 8, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 8, keys, 8, args, rep,
 	    e);
 	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
 	    ok, e) + skipped;
@@ -1030,7 +1034,7 @@ int
 lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[2], *args[3];
+	const char		 *keys[3], *args[3];
 	char			  ttl[24], fallback[24];
 	long long		  fence = 0, new_ttl = 0;
 	int64_t			  start;
@@ -1038,6 +1042,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 
 	keys[0] = l->key;
 	keys[1] = l->info_key;
+	keys[2] = l->none_key;	/* see "Every key" in lib.lua */
 	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
 	snprintf(fallback, sizeof fallback, "%lld",
 	    (long long)(l->ttl_ms > 0 ? l->ttl_ms : LOCK_DEFAULT_TTL_MS));
@@ -1048,7 +1053,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	won = xcalloc(n, sizeof *won);
 	start = now_mono_ms();
 	ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-	    &script_extend, 2, keys, 3, args, rep, e);
+	    &script_extend, 3, keys, 3, args, rep, e);
 	ok = quorum_check(l->q, rep, extend_shape, NULL, "the extend script",
 	    ok, e);
 	for (i = 0; i < n; i++) {

@@ -54,6 +54,7 @@ struct lock {
 	char		*waiters_key;	/* PREFIX{NAME}:waiters: who waits */
 	char		*queue_key;	/* PREFIX{NAME}:queue: --fifo's order */
 	char		*log_key;	/* PREFIX{NAME}:log: the history */
+	char		*none_key;	/* PREFIX{NAME}:none: never written */
 	char		*own_wake_key;	/* PREFIX{NAME}:wake:TOKEN */
 	char		 token[TOKEN_MAX + 1];
 

@@ -240,8 +240,15 @@ ckey_on() {
 	assert_equal "${#lines[@]}" 4
 }
 
-@test "cluster: a lock whose slot is moving to a node that never ran rlock's scripts is extended there (ASKING before the EVAL too), and released once the move is done" {
-	local name a b slot aid bid t k keys=() i
+# tryagain_count N: how many TRYAGAIN replies node N has given.
+tryagain_count() {
+	local v
+	v=$(ccli "$1" INFO errorstats | tr -d '\r' | sed -n 's/^errorstat_TRYAGAIN:count=//p')
+	echo "${v:-0}"
+}
+
+@test "cluster: while a lock's slot moves to a node that never ran rlock's scripts, log reads it there (ASKING before the EVAL too), a change waits for the move (never run on half-moved keys), then goes through" {
+	local name a b slot aid bid t k keys=() i before
 	name=$(name_on_node 1 ask)
 	a=1 b=2
 	slot=$(slot_of "rlock:{$name}")
@@ -255,15 +262,32 @@ ckey_on() {
 	done < <(ccli $a CLUSTER GETKEYSINSLOT "$slot" 100)
 	ccli $a MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "${keys[@]}" >/dev/null
 	[[ $(ccli $a EXISTS "rlock:{$name}") == ASK* ]]
-	# The slot is still migrating: the request goes to node 1, is asked
-	# to node 2, which has no script yet.
-	run --separate-stderr rlock -u "$C1_URL" extend --token "$t" -t 60s "$name"
+	# A read goes to node 1, is asked to node 2, which has no script yet:
+	# ASKING goes before the EVALSHA and before the EVAL after NOSCRIPT.
+	run --separate-stderr rlock -u "$C1_URL" log "$name"
 	assert_success
+	assert_output --partial acquired
 	refute_output --partial ASK
-	# The move is finished: node 2 serves the slot from now on.
+	# A change declares a key that is never written: refused (TRYAGAIN)
+	# while the slot is half-moved, sent again within --timeout, then one
+	# line in words.
+	run --separate-stderr rlock -u "$C1_URL" --timeout 1s extend --token "$t" -t 60s "$name"
+	assert_failure 69
+	[[ $stderr == *"moving between nodes"* ]] || fail "not in words: $stderr"
+	[[ $stderr != *"TRYAGAIN "* && $stderr != *"ASK "* ]] || fail "raw: $stderr"
+	# One started during the move goes through once the move is done.
+	before=$(tryagain_count $b)
+	bg_start X "$RLOCK" -u "$C1_URL" --timeout 20s extend --token "$t" -t 60s "$name"
+	for i in $(seq 1 200); do
+		(( $(tryagain_count $b) > before )) && break
+		sleep 0.05
+	done
+	(( $(tryagain_count $b) > before )) || fail "the extend was not refused by node 2"
 	for i in 1 2 3; do
 		ccli $i CLUSTER SETSLOT "$slot" NODE "$bid" >/dev/null
 	done
+	bg_wait "$X" 20000
+	assert_equal "$BG_STATUS" 0
 	[ "$(ccli $b PTTL "rlock:{$name}")" -gt 30000 ]
 	run --separate-stderr rlock -u "$C3_URL" release --token "$t" "$name"
 	assert_success

@@ -18,21 +18,22 @@ end
 local SHARED = 'shared'
 
 -- Every key: a script declares in KEYS every key of the lock it reads or
--- writes, including the history (LOCK:log) that it names by itself, even
--- those that do not exist.  That is what keeps a script whole while a
--- Cluster slot migrates: the server checks KEYS before the script runs
--- and, when some of them have moved and some not, refuses it with TRYAGAIN
--- (the client sends it again, redis.c) instead of running it on half the
--- data, where a fence counter not yet moved would read as absent and go
--- backwards, a history written on the importing node would stop the
--- move (MIGRATE finds the key there), or an event would be lost.  Not
--- declared yet: the keys of a shared lock (LOCK:readers,
--- LOCK:reader:TOKEN), of a semaphore (LOCK:slot:I, LOCK:slot:I:info) and
--- a --fifo waiter's own wake list, most of whose names come from the
--- data.  While their slot migrates, a script using them
--- may stop part-way with "attempted to access a non local key" (what it
--- wrote before that stays: these modes are not yet whole through a move);
--- the client sends it again the same way.
+-- writes that has a fixed name, the history (LOCK:log) included, even
+-- those that do not exist.  The keys whose names come from the data (a
+-- shared lock's LOCK:reader:TOKEN, a semaphore's LOCK:slot:I and
+-- LOCK:slot:I:info, a --fifo waiter's own wake list) cannot be: so the
+-- scripts that change a lock (acquire, release, extend, force) also
+-- declare LOCK:none, a key that is never written.  While the lock's slot
+-- migrates, a key declared and absent makes the server refuse the script
+-- with TRYAGAIN (or ASK, then TRYAGAIN on the importing node), and the
+-- client sends it again (redis.c) until the move has ended: such a script
+-- never runs on half-moved data, where a semaphore's slot not yet moved
+-- would read as free on the importing node (two holders), a fence counter
+-- as absent (a fence going backwards), or a history written there would
+-- stop the move.  A move of a slot takes milliseconds; one left half done
+-- (a reshard that died) stops the lock's writes until it is fixed
+-- (redis-cli --cluster fix), in words, never in silence.  Read-only
+-- scripts (inspect, log) follow ASK as usual.
 
 -- ------------------------------------------------------------ damage
 -- Redis does not undo a script that fails half-way, so each script
