@@ -318,6 +318,7 @@ struct redis {
 };
 
 static int	step(struct redis *, struct err *);
+static void	drop_connection(struct redis *);
 static int	open_transport(struct redis *, struct err *);
 
 /* CRC16/XMODEM (polynomial 0x1021, no reflection, start 0): Cluster's. */
@@ -445,13 +446,7 @@ next_door(struct redis *r, struct err *e)
 	while (now_mono_ms() < r->req_deadline && (d = pick_door(r)) >= 0) {
 		log_verbose("%s; trying the cluster's node %s", e->msg,
 		    r->doors[d]->display);
-		transport_close(r->t);
-		r->t = NULL;
-		free(r->out);
-		r->out = NULL;
-		r->outlen = r->outoff = 0;
-		r->body_at = SIZE_MAX;
-		r->ndue = 0;
+		drop_connection(r);
 		r->ask = 0;
 		r->waited = 1;	/* the wait is the caller's to make again */
 		r->check_role = 0;
@@ -658,20 +653,32 @@ redis_new(const struct url *u, const struct redis_opts *opts)
 
 /* ------------------------------------------------------------ failing */
 
-/* Close the connection; the next request connects again. */
+
+/*
+ * Close the connection and drop what was queued for it, wiped first (AUTH's
+ * password may be in there), and what it was due to answer.
+ */
 static void
-disconnect(struct redis *r)
+drop_connection(struct redis *r)
 {
 	transport_close(r->t);
 	r->t = NULL;
-	redis_free(r->sub);
-	r->sub = NULL;
-	url_free(&r->sub_url);
+	if (r->out != NULL)
+		explicit_bzero(r->out, r->outlen);
 	free(r->out);
 	r->out = NULL;
 	r->outlen = r->outoff = 0;
 	r->body_at = SIZE_MAX;
 	r->ndue = 0;
+}
+/* Close the connection; the next request connects again. */
+static void
+disconnect(struct redis *r)
+{
+	drop_connection(r);
+	redis_free(r->sub);
+	r->sub = NULL;
+	url_free(&r->sub_url);
 	r->state = IDLE;
 	r->handshaken = 0;
 }
@@ -1402,13 +1409,7 @@ redirect(struct redis *r, const char *text, struct err *e)
 	to.db = -1;
 	r->ask = strncmp(text, "ASK ", 4) == 0;
 	r->waited = 1;		/* the BLPOP is not made again */
-	transport_close(r->t);
-	r->t = NULL;
-	free(r->out);
-	r->out = NULL;
-	r->outlen = r->outoff = 0;
-	r->body_at = SIZE_MAX;
-	r->ndue = 0;
+	drop_connection(r);
 	url_free(&r->target);
 	r->target = to;
 	r->url = &r->target;
