@@ -664,10 +664,10 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 
 /* In the keeper, from the fork on. */
 static void
-run(struct keeper *k, const struct lock *l)
+run(struct keeper *k, const struct lock *l, int lsock)
 {
 	sigset_t	block;
-	int		fd, lsock;
+	int		fd;
 
 	setsid();
 	signal(SIGHUP, SIG_IGN);
@@ -680,7 +680,7 @@ run(struct keeper *k, const struct lock *l)
 	signal_caught = 0;
 	/* Its descriptor goes below; syslog() opens a new one when needed. */
 	closelog();
-	close_all_but(k->pidfd, -1);
+	close_all_but(k->pidfd, lsock);
 	if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) != -1) {
 		dup2(fd, 0);
 		dup2(fd, 1);
@@ -696,7 +696,6 @@ run(struct keeper *k, const struct lock *l)
 	if (chdir("/") == -1) {
 		/* Only so as not to hold a directory busy. */
 	}
-	lsock = listen_on(l, k->prefix);
 	keep(k, l, lsock);
 	_exit(0);
 }
@@ -705,15 +704,26 @@ int
 keeper_start(struct keeper *k, const struct lock *l, struct err *e)
 {
 	pid_t	pid;
+	int	lsock;
 
+	/*
+	 * Listening before the fork: the caller prints the token once this
+	 * returns, and a `rlock release` run at once must find the keeper's
+	 * socket there, or its release would be taken for a loss.
+	 */
+	lsock = listen_on(l, k->prefix);
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "cannot start the keeper: fork: %s",
 		    strerror(errno));
+		if (lsock != -1)
+			close(lsock);
 		return -1;
 	}
 	if (pid == 0)
-		run(k, l);
+		run(k, l, lsock);
+	if (lsock != -1)
+		close(lsock);
 	k->pid = pid;
 	return 0;
 }

@@ -32,7 +32,7 @@ teardown() {
 keeper_pids() {
 	local d cmd
 	for d in /proc/[0-9]*; do
-		cmd=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null) || continue
+		cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline") || continue
 		[[ " $cmd " == *" acquire "* && " $cmd " == *" --hold "* &&
 			" $cmd " == *" $N "* ]] || continue
 		_proc_alive "${d#/proc/}" && echo "${d#/proc/}"
@@ -209,6 +209,52 @@ $RUN_ON"
 	run rlock --json log -n 10 "$N"
 	assert_success
 	assert_line --index 1 --partial '"reason":"release"'
+}
+
+# The inodes of the Unix sockets PID listens on under an abstract name
+# starting with rlock-keeper- (from /proc/net/unix), one a line.
+keeper_listening() {
+	local fd ino
+	for fd in /proc/"$1"/fd/*; do
+		ino=$(readlink "$fd" 2>/dev/null) || continue
+		[[ $ino == socket:\[*\] ]] || continue
+		ino=${ino#socket:[}
+		ino=${ino%]}
+		awk -v ino="$ino" '$7 == ino && $6 == "01" && $8 ~ /^@rlock-keeper-/ { print ino }' /proc/net/unix
+	done
+}
+
+@test "hold: the keeper listens before acquire --hold returns, so a release run at once is announced, never taken for a loss" {
+	local t pid k
+	# Listening when the token is printed: bound before the fork.
+	local me=$BASHPID
+	t=$(rlock acquire --hold --pid "$me" "$N")
+	pid=$(keeper_pids)
+	[[ -n $pid ]] || fail "no keeper"
+	[[ -n "$(keeper_listening "$pid")" ]] || fail "keeper $pid was not listening when acquire returned"
+	RLOCK_TOKEN=$t run rlock release "$N"
+	assert_success
+	wait_no_keeper 2000
+	# And so, every time: an owner that releases at once is never signalled.
+	hold_script s.sh /bin/sh "trap 'echo TERM >got; exit 3' TERM
+\"\$RLOCK\" release --token \"\$T\" \"\$N\" || exit 6
+k=0; while [ \$k -lt 20 ]; do
+	T=\$(\"\$RLOCK\" acquire --hold \"\$N\") || exit 8
+	RLOCK_TOKEN=\$T \"\$RLOCK\" release \"\$N\" || exit 7
+	k=\$((k + 1))
+done
+echo 20 >looped
+$RUN_ON"
+	bg_start S "$BATS_TEST_TMPDIR/s.sh"
+	wait_file looped 60000 || fail "the loop did not end: $(cat s.sh.err)"
+	# No keeper left: none took its release for a loss (it would still be
+	# there, waiting to extend, or have signalled the owner already).
+	wait_no_keeper 2000
+	touch stop
+	bg_wait "$S" 10000
+	assert_equal "$BG_STATUS" 0
+	[[ ! -e got ]] || fail "the owner was signalled: $(cat s.sh.err)"
+	! grep -q "lost" s.sh.err || fail "a release was taken for a loss: $(cat s.sh.err)"
 }
 
 @test "hold: a lock taken away (DEL) gets the owner SIGTERM before its TTL would have run out; release then exits 1" {
