@@ -1707,6 +1707,9 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 		err_set(e, ERR_SOFTWARE, "request already in flight");
 		return -1;
 	}
+	/* A connection the server (or a proxy) closed while it sat idle. */
+	if (r->state == READY && !transport_idle_ok(r->t))
+		disconnect(r);
 	r->req = req;
 	r->pending = 1;
 	r->connect_failed = 0;	/* says how this request failed, if it does */
