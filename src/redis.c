@@ -1481,6 +1481,24 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 			redis_reply_free(rr);
 			return rc == -1 ? -1 : 0;
 		}
+		/*
+		 * Nodes sending it back and forth: the end of a move whose
+		 * last CLUSTER SETSLOT has not reached every node yet, or a
+		 * failover being learnt.  Paused and sent again like a
+		 * TRYAGAIN, within the same deadline.
+		 */
+		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
+		    strncmp(rr->str, "ASK ", 4) == 0) &&
+		    now_mono_ms() + r->retry_pause < r->deadline) {
+			redis_reply_free(rr);
+			r->retry_at = now_mono_ms() + r->retry_pause;
+			if ((r->retry_pause *= 2) > TRYAGAIN_MAX_MS)
+				r->retry_pause = TRYAGAIN_MAX_MS;
+			r->ask = 0;
+			r->waited = 1;
+			r->hops = 0;
+			return 0;
+		}
 	}
 	/* The node answered for the slot: requests for it start there. */
 	if (r->door >= 0 && !r->asked && (rr->type != REDIS_T_ERROR ||

@@ -93,7 +93,8 @@ finish_move() {
 	if ((${#keys[@]})); then
 		ccli "$a" MIGRATE 127.0.0.1 "${!portv}" "" 0 5000 KEYS "${keys[@]}" >/dev/null
 	fi
-	for i in 1 2 3; do
+	# The target first, then the others, as redis-cli does.
+	for i in "$b" 1 2 3; do
 		ccli "$i" CLUSTER SETSLOT "$slot" NODE "$bid" >/dev/null
 	done
 }
@@ -143,7 +144,7 @@ finish_move() {
 	(($(tryagains $a) > before))
 	finish_move "$slot" $a $b
 	bg_wait "$X" 20000
-	assert_equal "$BG_STATUS" 0
+	[[ $BG_STATUS == 0 ]] || fail "the extend exited $BG_STATUS: $(cat "$BATS_TEST_TMPDIR/X.err")"
 	refute_raw <"$BATS_TEST_TMPDIR/X.err"
 	[ "$(ccli $b PTTL "rlock:{$name}")" -gt 60000 ]
 	run --separate-stderr rlock -u "$C1_URL" status "$name"
@@ -151,6 +152,46 @@ finish_move() {
 	run --separate-stderr rlock -u "$C3_URL" release --token "$t" "$name"
 	assert_success
 	assert_equal "$(ccli $b EXISTS "rlock:{$name}")" 0
+}
+
+# moveds N: how many MOVED replies node N has given.
+moveds() {
+	ccli "$1" INFO errorstats | tr -d '\r' |
+		sed -n 's/^errorstat_MOVED:count=\([0-9]*\).*/\1/p' | grep . || echo 0
+}
+
+@test "reshard: nodes that send a request back and forth (the end of a move not yet known to both) pause and send it again within --timeout; it goes through once they agree" {
+	local name slot a=1 b=2 aid bid t before i k keys=()
+	name=$(name_on_node 1 pong)
+	slot=$(slot_of "rlock:{$name}")
+	t=$(rlock -u "$C1_URL" acquire -t 60s "$name")
+	aid=$(ccli $a CLUSTER MYID) bid=$(ccli $b CLUSTER MYID)
+	ccli $b CLUSTER SETSLOT "$slot" IMPORTING "$aid" >/dev/null
+	ccli $a CLUSTER SETSLOT "$slot" MIGRATING "$bid" >/dev/null
+	while read -r k; do
+		[[ -n $k ]] && keys+=("$k")
+	done < <(ccli $a CLUSTER GETKEYSINSLOT "$slot" 100)
+	ccli $a MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "${keys[@]}" >/dev/null
+	# The source gives the slot away; the target does not know it yet:
+	# node 1 says MOVED to node 2, node 2 (importing) MOVED back to 1.
+	ccli $a CLUSTER SETSLOT "$slot" NODE "$bid" >/dev/null
+	before=$(moveds $b)
+	bg_start X "$RLOCK" -u "$C1_URL" --timeout 20s extend --token "$t" -t 90s "$name"
+	for ((i = 0; i < 500; i++)); do
+		(($(moveds $b) > before + 5)) && break
+		_proc_alive "$X" || break
+		sleep 0.02
+	done
+	_proc_alive "$X" || fail "the extend gave up: $(cat "$BATS_TEST_TMPDIR/X.err")"
+	(($(moveds $b) > before + 5)) || fail "no back and forth seen"
+	ccli $b CLUSTER SETSLOT "$slot" NODE "$bid" >/dev/null
+	ccli 3 CLUSTER SETSLOT "$slot" NODE "$bid" >/dev/null
+	bg_wait "$X" 20000
+	[[ $BG_STATUS == 0 ]] || fail "the extend exited $BG_STATUS: $(cat "$BATS_TEST_TMPDIR/X.err")"
+	refute_raw <"$BATS_TEST_TMPDIR/X.err"
+	[ "$(ccli $b PTTL "rlock:{$name}")" -gt 60000 ]
+	run --separate-stderr rlock -u "$C3_URL" release --token "$t" "$name"
+	assert_success
 }
 
 # reshard_slot FROM TO: `redis-cli --cluster reshard` of FROM's lowest
