@@ -1425,6 +1425,25 @@ redirect(struct redis *r, const char *text, struct err *e)
 }
 
 /*
+ * Send the request again after a pause that doubles up to TRYAGAIN_MAX_MS,
+ * to the same node (after ASKING if ask), by the same deadline: 1, or 0
+ * when the deadline comes first.
+ */
+static int
+resend_later(struct redis *r, int ask)
+{
+	if (now_mono_ms() + r->retry_pause >= r->deadline)
+		return 0;
+	r->retry_at = now_mono_ms() + r->retry_pause;
+	if ((r->retry_pause *= 2) > TRYAGAIN_MAX_MS)
+		r->retry_pause = TRYAGAIN_MAX_MS;
+	r->ask = ask;
+	r->waited = 1;	/* its BLPOP, if any, is done */
+	r->hops = 0;
+	return 1;
+}
+
+/*
  * The request's own reply: 1 done, 0 it went out again (EVAL after
  * NOSCRIPT, or to another node), -1 failed.
  */
@@ -1462,15 +1481,8 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 		 * last refusal is the reply if the move outlasts it.
 		 */
 		if ((strncmp(rr->str, "TRYAGAIN", 8) == 0 ||
-		    moving_in_script(rr->str)) &&
-		    now_mono_ms() + r->retry_pause < r->deadline) {
+		    moving_in_script(rr->str)) && resend_later(r, r->asked)) {
 			redis_reply_free(rr);
-			r->retry_at = now_mono_ms() + r->retry_pause;
-			if ((r->retry_pause *= 2) > TRYAGAIN_MAX_MS)
-				r->retry_pause = TRYAGAIN_MAX_MS;
-			r->ask = r->asked;
-			r->waited = 1;	/* its BLPOP, if any, is done */
-			r->hops = 0;
 			return 0;
 		}
 		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
@@ -1488,15 +1500,8 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 		 * TRYAGAIN, within the same deadline.
 		 */
 		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
-		    strncmp(rr->str, "ASK ", 4) == 0) &&
-		    now_mono_ms() + r->retry_pause < r->deadline) {
+		    strncmp(rr->str, "ASK ", 4) == 0) && resend_later(r, 0)) {
 			redis_reply_free(rr);
-			r->retry_at = now_mono_ms() + r->retry_pause;
-			if ((r->retry_pause *= 2) > TRYAGAIN_MAX_MS)
-				r->retry_pause = TRYAGAIN_MAX_MS;
-			r->ask = 0;
-			r->waited = 1;
-			r->hops = 0;
 			return 0;
 		}
 	}
