@@ -491,12 +491,14 @@ cmd_meta(struct lock_meta *m, long long pid, const char *command)
 void
 cmd_give_back(struct lock *l)
 {
-	struct err	e;
 	int		sig = signal_caught;
 
-	/* The run is failing anyway: its own error is the one to report. */
+	/*
+	 * The run is failing anyway: its own error is the one to report.
+	 * Only what this run took goes back: a hold the token had before
+	 * (a reader that asked to upgrade, acquire --token again) stays.
+	 */
 	signal_caught = 0;
-	lock_release(l, NULL, &e);
-	lock_unlist(l);
+	lock_give_back(l);
 	signal_caught = sig;
 }

@@ -64,12 +64,16 @@
  * A waiter's entry is a lease of its own: each attempt renews it, and a
  * waiter makes one at least every WAITER_RENEW_MS (its blocking read
  * times out then), so the lease lasts that, the attempt's round trip
- * (--timeout) and WAITER_SLACK_MS more.  A waiter that died is forgotten
- * that long after its last attempt (5 s with the default --timeout),
- * however long the holder's TTL: its place in a --fifo line, its line in
- * status, and an exclusive waiter's mark that keeps new readers out.
+ * (--timeout, counted up to WAITER_TRIP_MS) and WAITER_SLACK_MS more: 5 s
+ * at most, whatever --timeout.  A waiter that died is forgotten that long
+ * after its last attempt, however long the holder's TTL: its place in a
+ * --fifo line, its line in status, and an exclusive waiter's mark that
+ * keeps new readers out.  A live waiter whose attempt takes longer than
+ * the lease is forgotten meanwhile, and listed again by that attempt with
+ * the time it first came (its turn is kept).
  */
 #define WAITER_RENEW_MS		2000
+#define WAITER_TRIP_MS		2000
 /* A wait's pauses while its server is away: see ride_through. */
 #define RIDE_FIRST_MS		50
 #define RIDE_MAX_MS		1000
@@ -339,13 +343,20 @@ note_holder(struct lock *l, const struct redis_reply *r)
 		    LOCK_REPLY_MAX_TIME);
 }
 
-/* Give back what a failed quorum acquire took; errors do not matter here. */
+static int	release_script(struct lock *, const char *outcome, int give_back,
+		    int keep_listed, struct err *);
+
+/*
+ * Give back what this run took where it won too few servers, or too
+ * late, to try again: its waiter entries stay, so that new readers stay
+ * out meanwhile (see acquire.lua).  Errors do not matter here.
+ */
 static void
 undo_partial(struct lock *l)
 {
 	struct err	e;
 
-	lock_release(l, NULL, &e);
+	release_script(l, NULL, 1, 1, &e);
 }
 
 /*
@@ -361,7 +372,7 @@ confirm_grant(struct lock *l, int *won, const long long *fences,
 
 	/* One server under two names would vote twice: give back, refuse. */
 	if (n > 1 && quorum_distinct(l->q, e) == -1) {
-		undo_partial(l);
+		lock_give_back(l);
 		l->maybe_held = 0;
 		return -1;
 	}
@@ -376,7 +387,7 @@ confirm_grant(struct lock *l, int *won, const long long *fences,
 			    l->q->urls[0].display, l->wait_replicas,
 			    l->wait_replicas == 1 ? "" : "s",
 			    (long long)l->wait_timeout_ms);
-			undo_partial(l);
+			lock_give_back(l);
 			return -1;
 		}
 	}
@@ -393,7 +404,7 @@ lock_history_args(const struct lock *l, struct history_args *h)
 
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char		*keys[8], *args[15];
+	const char		*keys[8], *args[17];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
 	char			 floor[24];
 	struct history_args	 h;
@@ -415,7 +426,8 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	snprintf(a->pid, sizeof a->pid, "%lld", m->pid);
 	/* One that will wait is listed for its lease; 0: not listed. */
 	snprintf(a->slack, sizeof a->slack, "%lld", l->wait_ms == 0 ? 0LL :
-	    (long long)(WAITER_RENEW_MS + l->q->opts->timeout_ms +
+	    (long long)(WAITER_RENEW_MS + (l->q->opts->timeout_ms <
+	    WAITER_TRIP_MS ? l->q->opts->timeout_ms : WAITER_TRIP_MS) +
 	    WAITER_SLACK_MS));
 	snprintf(a->waited, sizeof a->waited, "%lld",
 	    (long long)(now_mono_ms() - l->wait_start));
@@ -445,6 +457,9 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	snprintf(a->floor, sizeof a->floor, "%lld", l->q->n > 1 ?
 	    (long long)(now_wall_ms() + FENCE_LEAD_MS) * 1000 : 0LL);
 	a->args[14] = a->floor;
+	a->args[15] = l->run;
+	/* A quorum's winner stays listed where it won: see acquire.lua. */
+	a->args[16] = l->q->n > 1 ? "1" : "0";
 }
 
 /*
@@ -518,11 +533,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
-		    wait_ms, settled_grant, NULL, &script_acquire, 8, a.keys, 15,
+		    wait_ms, settled_grant, NULL, &script_acquire, 8, a.keys, 17,
 		    a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 8, a.keys, 15, a.args, rep, e);
+		    &script_acquire, 8, a.keys, 17, a.args, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
 	l->listed |= l->wait_ms != 0;
@@ -556,6 +571,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 
 	validity = ttl_ms - (now_mono_ms() - start) - lock_drift(ttl_ms);
 	if (got >= quorum_majority(l->q) && validity > 0) {
+		l->won = 0;
+		for (i = 0; i < n; i++)
+			if (won[i])
+				l->won |= 1u << i;
+		l->won_known = 1;
 		free(won);
 		l->listed = 0;	/* the grant took us off the list */
 		l->maybe_held = 0;
@@ -821,6 +841,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->wait_ms = wait_ms;
 	l->wait_start = start;
 	l->meta = *m;
+	lock_new_token(l->run, sizeof l->run);
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
 		    ride_through(l, deadline, &pause, &rides, answered,
@@ -904,27 +925,64 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 void
 lock_unlist(struct lock *l)
 {
-	struct err	e;
-
 	if (!l->listed)
 		return;
-	l->listed = 0;
 	/*
-	 * The release script takes our entry off the waiters list and our
-	 * place off the --fifo line, and gives back, to the next in line, a
-	 * lock that a release handed us after our last attempt (see
-	 * hand_over() in lib.lua).  Best effort.
+	 * The release script, as a give-back, takes our entry off the
+	 * waiters list and our place off the --fifo line, and gives back, to
+	 * the next in line, a lock that a release handed us after our last
+	 * attempt (see hand_over() in lib.lua).  Best effort.
 	 */
-	lock_release(l, NULL, &e);
+	lock_give_back(l);
+}
+
+void
+lock_give_back(struct lock *l)
+{
+	struct err	e;
+
+	release_script(l, NULL, 1, 0, &e);
 }
 
 int
 lock_release(struct lock *l, const char *outcome, struct err *e)
 {
+	return release_script(l, outcome, 0, 0, e);
+}
+
+/*
+ * Could a majority still hold the lock, when the servers in gone (bit i:
+ * server i answered "not the holder") no longer do?  Only the servers we
+ * won count, when this process knows them (it acquired the lock): one we
+ * never won says nothing by answering "not the holder", and one that did
+ * not answer may hold it still.
+ */
+static int
+majority_left(const struct lock *l, unsigned gone)
+{
+	int	i, left = 0;
+
+	for (i = 0; i < l->q->n; i++)
+		if ((!l->won_known || (l->won & 1u << i)) &&
+		    !(gone & 1u << i))
+			left++;
+	return left >= quorum_majority(l->q);
+}
+
+/*
+ * The release script, as a release (give_back 0: every hold of the token)
+ * or as a give-back of this run (only what it took; keep_listed: its
+ * waiter entries stay).  1 released, 0 not the holder (lost), -1 error.
+ */
+static int
+release_script(struct lock *l, const char *outcome, int give_back,
+    int keep_listed, struct err *e)
+{
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[8], *args[8];
+	const char		 *keys[8], *args[10];
 	char			  pid[24];
+	unsigned		  gone = 0;
 	int			  i, ok, released = 0, skipped = 0, *ask;
 
 	keys[0] = l->key;
@@ -936,7 +994,8 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	keys[6] = l->log_key;
 	keys[7] = l->none_key;	/* see "Every key" in lib.lua */
 	lock_history_args(l, &h);
-	l->listed = 0;	/* the script takes us off the list too */
+	if (!keep_listed)
+		l->listed = 0;	/* the script takes us off the list too */
 	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
 	args[0] = l->token;
 	args[1] = outcome != NULL ? outcome : "";
@@ -950,6 +1009,8 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	 * server only, for several would each choose on their own.
 	 */
 	args[7] = l->q->n == 1 ? "1" : "0";
+	args[8] = give_back ? l->run : "";
+	args[9] = keep_listed ? "1" : "0";
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * Every server that can be reached, each within its own --timeout:
@@ -967,21 +1028,31 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 8, keys, 8, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 8, keys, 10, args, rep,
 	    e);
 	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
 	    ok, e) + skipped;
 	free(ask);
-	for (i = 0; i < l->q->n; i++)
-		if (rep[i] != NULL && rep[i]->type == REDIS_T_INTEGER &&
-		    rep[i]->integer == 1)
+	for (i = 0; i < l->q->n; i++) {
+		if (rep[i] == NULL || rep[i]->type != REDIS_T_INTEGER)
+			continue;
+		if (rep[i]->integer == 1)
 			released++;
+		else
+			gone |= 1u << i;
+	}
 	quorum_free_replies(l->q, rep);
 	free(rep);
 	if (ok < quorum_majority(l->q))
 		return -1;
 	l->maybe_held = 0;
-	return released >= quorum_majority(l->q);
+	/*
+	 * Lost only when fewer than a majority can still have held it:
+	 * a server we never won, or one that did not answer in time (it
+	 * holds the key until it expires, or deletes it when the request
+	 * reaches it), is no sign of a loss.
+	 */
+	return released >= quorum_majority(l->q) || majority_left(l, gone);
 }
 
 void
@@ -1038,6 +1109,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	char			  ttl[24], fallback[24];
 	long long		  fence = 0, new_ttl = 0;
 	int64_t			  start;
+	unsigned		  gone = 0;
 	int			  i, ok, got, *won, n = l->q->n;
 
 	keys[0] = l->key;
@@ -1057,6 +1129,9 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	ok = quorum_check(l->q, rep, extend_shape, NULL, "the extend script",
 	    ok, e);
 	for (i = 0; i < n; i++) {
+		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY &&
+		    rep[i]->element[0]->integer == 0)
+			gone |= 1u << i;	/* see extend_shape */
 		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
 			continue;
 		new_ttl = rep[i]->element[2]->integer;	/* see extend_shape */
@@ -1076,11 +1151,29 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 		}
 	}
 	got = count(won, n);
+	if (l->won_known)
+		for (i = 0; i < n; i++) {
+			if (won[i])
+				l->won |= 1u << i;
+			else if (gone & 1u << i)
+				l->won &= ~(1u << i);
+		}
 	free(won);
 	if (ok < quorum_majority(l->q))
 		return -1;
-	if (got < quorum_majority(l->q))
-		return 0;
+	if (got < quorum_majority(l->q)) {
+		if (!majority_left(l, gone))
+			return 0;
+		/*
+		 * Not extended on a majority, but a majority may still hold
+		 * it (a server we won answered late, or not at all): not a
+		 * loss; the heartbeat tries again within the validity.
+		 */
+		err_set(e, ERR_TIMEOUT, "%s: extended on %d of %d servers; "
+		    "the others that hold it did not answer in time", l->name,
+		    got, n);
+		return -1;
+	}
 
 	l->fence = fence;
 	l->ttl_ms = new_ttl;

@@ -70,6 +70,19 @@ struct lock {
 	int64_t		 taken_at;	/* monotonic, when the grant came */
 	/* An acquire was sent but its outcome is unknown: release to be safe. */
 	int		 maybe_held;
+	/*
+	 * The acquire run's id, the same for each of its attempts: each hold
+	 * records the run that took it, and a give-back ends only those
+	 * (see release.lua).
+	 */
+	char		 run[40];
+	/*
+	 * The servers that granted or last extended the lock (bit i: server
+	 * i), known once this process has acquired it: a server outside it
+	 * that answers "not the holder" says nothing of a loss.
+	 */
+	unsigned	 won;
+	int		 won_known;
 	int		 tried;		/* this process sent an acquire */
 	int		 listed;	/* maybe among the waiters */
 	int		 fifo;		/* --fifo: wait in line */
@@ -213,6 +226,12 @@ int	lock_acquire(struct lock *, int64_t ttl_ms, int64_t wait_ms,
  * lock handed to it after its last attempt is given back (to the next).
  */
 void	lock_unlist(struct lock *);
+/*
+ * Give back what this acquire run took, and only that (a hold the token
+ * had before the run stays), and take it off the waiters; best effort.
+ * For a run that failed, was interrupted, or was not confirmed.
+ */
+void	lock_give_back(struct lock *);
 /*
  * 1 released, 0 not the holder, -1 error.  outcome goes into the history:
  * exec's "exit:N", "signal:NAME" or "max-runtime", or "release"; NULL for

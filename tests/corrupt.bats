@@ -16,15 +16,11 @@ teardown() { test_teardown; }
 
 K='rlock:{c}'
 
-# What holds lock c now: the lock key's value, the slots', the readers'.
+# What holds lock c now: the lock key's value, the holders'.
 holders_of() {
-	local k t
-	for k in "$K" "$K:slot:1" "$K:slot:2"; do
-		t=$(rcli TYPE "$k")
-		[[ $t == string ]] && echo "$k=$(rcli GET "$k")"
-	done
-	[[ $(rcli TYPE "$K:readers") == zset ]] &&
-		echo "readers=$(rcli ZRANGE "$K:readers" 0 -1 | tr '\n' ' ')"
+	[[ $(rcli TYPE "$K") == string ]] && echo "$K=$(rcli GET "$K")"
+	[[ $(rcli TYPE "$K:holders") == zset ]] &&
+		echo "holders=$(rcli ZRANGE "$K:holders" 0 -1 | tr '\n' ' ')"
 	true
 }
 
@@ -45,9 +41,9 @@ damage() {
 	waiters-string) rcli DEL "$K:waiters" >/dev/null; rcli SET "$K:waiters" x ;;
 	queue-string) rcli DEL "$K:queue" >/dev/null; rcli SET "$K:queue" x ;;
 	wake-string) rcli DEL "$K:wake" >/dev/null; rcli SET "$K:wake" x ;;
-	readers-string) rcli DEL "$K:readers" >/dev/null; rcli SET "$K:readers" x ;;
-	slot-hash) rcli DEL "$K:slot:1" >/dev/null; rcli HSET "$K:slot:1" a b ;;
-	slotinfo-string) rcli DEL "$K:slot:1:info" >/dev/null; rcli SET "$K:slot:1:info" x ;;
+	holders-string) rcli DEL "$K:holders" >/dev/null; rcli SET "$K:holders" x ;;
+	holder-string) rcli DEL "$K:holder:$RLOCK_TOKEN" >/dev/null
+		rcli SET "$K:holder:$RLOCK_TOKEN" x ;;
 	esac >/dev/null
 }
 
@@ -136,12 +132,12 @@ list(p(open("out").read()))' 2>/dev/null; then
 }
 
 @test "corrupt: a --limit lock, each key damaged, every command" {
-	matrix "--limit 2" mark-huge mark-zero lock-hash slot-hash \
-		slotinfo-string fence-abc log-string waiters-string wake-string
+	matrix "--limit 2" mark-huge mark-zero lock-hash holders-string \
+		holder-string fence-abc log-string waiters-string wake-string
 }
 
 @test "corrupt: a --shared lock, each key damaged, every command" {
-	matrix "--shared" lock-hash readers-string fence-abc log-string \
+	matrix "--shared" lock-hash holders-string holder-string fence-abc log-string \
 		waiters-string wake-string
 }
 
@@ -156,7 +152,7 @@ list(p(open("out").read()))' 2>/dev/null; then
 	assert_equal "$status" 69
 	assert_one_error_line
 	assert_equal "${stderr_lines[0]}" "rlock: $RLOCK_URL: the lock sm is damaged: rlock:{sm}:fence holds \"abc\", not a fence number, which rlock never writes (another program or a person did); \`rlock release --force sm\` removes what its keys hold"
-	assert_equal "$(rcli EXISTS 'rlock:{sm}:slot:1' 'rlock:{sm}' 'rlock:{sm}:slot:1:info')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{sm}:holders' 'rlock:{sm}')" 0
 	run rlock release --force sm
 	assert_success
 	assert_output 'removed rlock:{sm}:fence ("abc", not a fence number)'

@@ -93,7 +93,7 @@ print(len(ev) // 2, most)'
 	run --separate-stderr rlock acquire --limit 2 -n plain
 	assert_equal "$status" 64
 	[[ "$stderr" == *"plain is held with no --limit"* ]] || fail "stderr: $stderr"
-	assert_equal "$(rcli KEYS 'rlock:{plain}:slot:*')" ""
+	assert_equal "$(rcli KEYS 'rlock:{plain}:holder*')" ""
 }
 
 @test "limit: quorum mode refuses --limit 2 with 64, before anything is sent" {

@@ -54,7 +54,7 @@ print(len(ev) // 2, most, bad)'
 	assert_equal "$sections" 40
 	assert_equal "$bad" 0
 	(( most >= 2 )) || fail "readers never overlapped (at most $most at once)"
-	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:readers')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:holders')" 0
 }
 
 @test "shared: a writer behind a stream of readers gets in while they keep coming" {
@@ -186,7 +186,7 @@ print(len(ev) // 2, most, bad)'
 	run rlock acquire --shared -n rw
 	assert_failure 1
 	rlock release --token "$a" rw
-	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:readers')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:holders')" 0
 }
 
 @test "shared: a SIGKILLed reader frees its place after its TTL; a writer gets in" {
@@ -202,14 +202,14 @@ print(len(ev) // 2, most, bad)'
 	run rlock acquire -w 10s rw
 	assert_success
 	assert_between $(($(now_ms) - t0)) 0 5000 ms_until_the_reader_lapsed
-	assert_equal "$(rcli ZCARD 'rlock:{rw}:readers')" 0
+	assert_equal "$(rcli ZCARD 'rlock:{rw}:holders')" 0
 }
 
 @test "shared: exec --shared runs the command, releases, and keeps the command's status" {
 	run rlock exec --shared rw -- sh -c '"$0" status rw | head -1; exit 3' "$RLOCK"
 	assert_equal "$status" 3
 	assert_output "rw: shared by 1"
-	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:readers')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:holders')" 0
 }
 
 @test "shared: --shared with --limit or --fifo, a semaphore asked --shared, and a token 'shared' are refused with 64" {

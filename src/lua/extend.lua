@@ -1,34 +1,27 @@
--- extend: push the expiry out to ttl_ms from now if the token holds the lock.
+-- extend: push the token's hold out to ttl_ms from now, if it has one.
 -- KEYS: lock, info.  ARGV: token, ttl_ms (0: the TTL it was acquired with),
--- fallback_ttl_ms.  Returns {1, fence, ttl_ms} or {0}.  A semaphore's
--- holder (see acquire.lua) extends its own slot, and the mark with it; a
--- reader (see lib.lua) its place among the readers, and the mark.
-local key, info, mark, rk = KEYS[1], KEYS[2], nil, nil
-local cur = redis.call('GET', key)
+-- fallback_ttl_ms.  Returns {1, fence, ttl_ms} or {0}.  A holder of a
+-- marked lock (see lib.lua) extends its own place, and the mark ends with
+-- the latest holder again (fit()).
+local token = ARGV[1]
+local now = clock()
+local cur = redis.call('GET', KEYS[1])
 -- What this script may write, checked before it writes (see lib.lua).
-local limit = limit_of(KEYS[1], cur)
-if cur == SHARED then
-	expect({KEYS[1] .. ':readers', 'zset',
-		KEYS[1] .. ':reader:' .. ARGV[1], 'hash'})
-	local now = clock()
-	rk = KEYS[1] .. ':readers'
-	redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
-	if not redis.call('ZRANK', rk, ARGV[1]) then
-		return {0}
-	end
-	key, info, mark = nil, KEYS[1] .. ':reader:' .. ARGV[1], KEYS[1]
-elseif cur ~= ARGV[1] then
-	key = nil
-	for i = 1, limit or 0 do
-		local slot = KEYS[1] .. ':slot:' .. i
-		if redis.call('GET', slot) == ARGV[1] then
-			key, info, mark = slot, slot .. ':info', KEYS[1]
-			break
+limit_of(KEYS[1], cur)
+local kind, _, live = judge(KEYS[1], cur, now, true)
+local info
+if kind == 'x' and cur == token then
+	info = KEYS[2]
+elseif kind == SHARED or kind == 'limit' then
+	expect({KEYS[1] .. ':holders', 'zset'})
+	for _, tok in ipairs(live) do
+		if tok == token then
+			info = KEYS[1] .. ':holder:' .. token
 		end
 	end
-	if not key then
-		return {0}
-	end
+end
+if not info then
+	return {0}
 end
 expect({info, 'hash'})
 -- The TTL it was taken with, if the hash says one that rlock could have
@@ -42,16 +35,11 @@ if ttl <= 0 then
 		ttl = tonumber(ARGV[3])
 	end
 end
-if rk then
-	redis.call('ZADD', rk, 'XX', clock() + ttl, ARGV[1])
-else
-	redis.call('PEXPIRE', key, ttl)
-end
 redis.call('PEXPIRE', info, ttl)
--- The mark (and the readers' set) outlive the holder (ipairs stops at nil).
-for _, k in ipairs({mark, rk}) do
-	if redis.call('PTTL', k) < ttl then
-		redis.call('PEXPIRE', k, ttl)
-	end
+if kind == 'x' then
+	redis.call('PEXPIRE', KEYS[1], ttl)
+else
+	redis.call('ZADD', KEYS[1] .. ':holders', 'XX', now + ttl, token)
+	fit(KEYS[1], now)
 end
 return {1, tonumber(redis.call('HGET', info, 'fence')) or 0, ttl}

@@ -20,10 +20,10 @@ local function remove(key, what)
 end
 
 -- First, what does not hold what rlock keeps goes: each key of the lock,
--- the mark's limit, the fence's number, the slots, the readers' hashes.
+-- the mark's limit, the fence's number, the holders' hashes.
 local kinds = {lock, 'string', KEYS[2], 'hash', KEYS[3], 'string', KEYS[4],
 	'list', lock .. ':waiters', 'hash', lock .. ':queue', 'zset',
-	lock .. ':readers', 'zset', lock .. ':log', 'stream'}
+	lock .. ':holders', 'zset', lock .. ':log', 'stream'}
 local function check(list)
 	for i = 1, #list, 2 do
 		local t = type_of(list[i])
@@ -47,13 +47,9 @@ if f and not (string.match(f, '^%d+$') and #f <= 18) then
 	remove(KEYS[3], shown(f) .. ', not a fence number')
 	f = false
 end
-for i = 1, limit or 0 do
-	check({lock .. ':slot:' .. i, 'string',
-		lock .. ':slot:' .. i .. ':info', 'hash'})
-end
-if cur == SHARED and not bad[lock .. ':readers'] then
-	for _, tok in ipairs(redis.call('ZRANGE', lock .. ':readers', 0, -1)) do
-		check({lock .. ':reader:' .. tok, 'hash'})
+if (cur == SHARED or limit) and not bad[lock .. ':holders'] then
+	for _, tok in ipairs(redis.call('ZRANGE', lock .. ':holders', 0, -1)) do
+		check({lock .. ':holder:' .. tok, 'hash'})
 	end
 end
 
@@ -66,23 +62,14 @@ elseif cur and marked and not bad[KEYS[2]] then
 		'acquired_ms', 'ttl_ms', 'fence')
 end
 
--- Every holder goes: a semaphore's slots (all that a mark could name,
--- when it is damaged), the readers and their hashes, the lock's own.
-local slots = limit or (not marked and LIMIT_MAX) or 0
-for i = 1, slots, 50 do
-	local batch = {}
-	for j = i, math.min(i + 49, slots) do
-		batch[#batch + 1] = lock .. ':slot:' .. j
-		batch[#batch + 1] = lock .. ':slot:' .. j .. ':info'
-	end
-	redis.call('DEL', unpack(batch))
-end
-if not bad[lock .. ':readers'] then
-	for _, tok in ipairs(redis.call('ZRANGE', lock .. ':readers', 0, -1)) do
-		redis.call('DEL', lock .. ':reader:' .. tok)
+-- Every holder goes: a marked lock's holders and their hashes, the
+-- lock's own.
+if not bad[lock .. ':holders'] then
+	for _, tok in ipairs(redis.call('ZRANGE', lock .. ':holders', 0, -1)) do
+		redis.call('DEL', lock .. ':holder:' .. tok)
 	end
 end
-redis.call('DEL', lock, KEYS[2], lock .. ':readers')
+redis.call('DEL', lock, KEYS[2], lock .. ':holders')
 -- A plain lock's holder: a token in the lock key.
 local held = cur and marked and cur ~= SHARED and not limit
 

@@ -34,6 +34,10 @@ local function inspect(lock, info, fence, waiters, queue)
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if not ok or type(e) ~= 'table' or (tonumber(e.u) or 0) < now then
 			redis.pcall('HDEL', waiters, all[i])	-- a replica cannot: no matter
+		elseif r[12] == all[i] or (sem[1] and
+		    redis.call('ZSCORE', lock .. ':holders', all[i])) then
+			-- A quorum's winner keeps its entry where it won (see
+			-- acquire.lua): it holds, it does not wait.
 		else
 			local rank = redis.call('ZRANK', queue, all[i])
 			w[#w + 1] = {all[i], e.h, e.p, e.n, e.c,

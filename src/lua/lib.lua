@@ -9,26 +9,32 @@ if not redis.setresp then
 	return redis.error_reply('RLOCK_OLDSERVER ' .. v)
 end
 
--- A lock held --shared: its key holds the mark 'shared', and its holders
--- (readers) are the sorted set LOCK:readers, each token scored by the
--- server-clock millisecond at which it expires, with its metadata in the
--- hash LOCK:reader:TOKEN.  The mark and the set outlive every reader.
--- A semaphore (--limit N): the key holds 'limit:N', its holders are the
--- slots LOCK:slot:I with LOCK:slot:I:info (see acquire.lua).
+-- Who holds a name.  One exclusive holder (a plain lock): the key LOCK
+-- holds its token (SET NX PX, the textbook lock), its metadata the hash
+-- LOCK:info.  Several holders (--shared readers, or up to N of --limit N):
+-- the key holds the mark 'shared' or 'limit:N', and the holders are the
+-- sorted set LOCK:holders, each token scored by the server-clock
+-- millisecond at which its hold ends, with its metadata in the hash
+-- LOCK:holder:TOKEN.  What is held is judged from the live holders alone
+-- (judge(), below): a mark whose holders have all ended is a free name,
+-- and the mark's own expiry is kept at its latest holder's end (fit()),
+-- so that nothing outlives them.  Each hold records in its hash the run
+-- that took it (a: the acquire's run id, or 'g' for one a release handed
+-- over and its waiter has not yet claimed), so that a run that fails or
+-- gives up gives back only what it took (see release.lua).
 local SHARED = 'shared'
 
 -- Every key: a script declares in KEYS every key of the lock it reads or
 -- writes that has a fixed name, the history (LOCK:log) included, even
 -- those that do not exist.  The keys whose names come from the data (a
--- shared lock's LOCK:reader:TOKEN, a semaphore's LOCK:slot:I and
--- LOCK:slot:I:info, a --fifo waiter's own wake list) cannot be: so the
--- scripts that change a lock (acquire, release, extend, force) also
+-- marked lock's LOCK:holder:TOKEN, a waiter's own wake list) cannot be:
+-- so the scripts that change a lock (acquire, release, extend, force) also
 -- declare LOCK:none, a key that is never written.  While the lock's slot
 -- migrates, a key declared and absent makes the server refuse the script
 -- with TRYAGAIN (or ASK, then TRYAGAIN on the importing node), and the
 -- client sends it again (redis.c) until the move has ended: such a script
--- never runs on half-moved data, where a semaphore's slot not yet moved
--- would read as free on the importing node (two holders), a fence counter
+-- never runs on half-moved data, where a holder's hash not yet moved
+-- would read as absent on the importing node (two holders), a fence counter
 -- as absent (a fence going backwards), or a history written there would
 -- stop the move.  A move of a slot takes milliseconds; one left half done
 -- (a reshard that died) stops the lock's writes until it is fixed
@@ -102,16 +108,17 @@ end
 
 -- The keys a script on lock writes, checked at once: the lock key
 -- (cur: its value, already read), its hash, the waiters, the line, the
--- fence counter; the readers' set of a shared lock; a mark's limit.
+-- fence counter; the holders' set of a marked lock; a mark's limit.
 local function expect_lock(lock, cur, info, waiters, queue, fence)
 	expect({info, 'hash', waiters, 'hash', queue, 'zset'})
 	if fence then
 		expect_fence(fence)
 	end
-	if cur == SHARED then
-		expect({lock .. ':readers', 'zset'})
+	local limit = limit_of(lock, cur)
+	if cur == SHARED or limit then
+		expect({lock .. ':holders', 'zset'})
 	end
-	return limit_of(lock, cur)
+	return limit
 end
 
 -- What is wrong with lock's keys, as 'RLOCK_DAMAGED what' (see damaged()),
@@ -122,18 +129,14 @@ local function damage_of(lock, err)
 		local cur = redis.call('GET', lock)
 		local limit = limit_of(lock, cur)
 		expect({lock .. ':info', 'hash', lock .. ':waiters', 'hash',
-			lock .. ':queue', 'zset', lock .. ':readers', 'zset',
+			lock .. ':queue', 'zset', lock .. ':holders', 'zset',
 			lock .. ':log', 'stream'})
 		expect_fence(lock .. ':fence')
-		-- A semaphore's slots, a shared lock's readers.
-		for i = 1, limit or 0 do
-			expect({lock .. ':slot:' .. i, 'string',
-				lock .. ':slot:' .. i .. ':info', 'hash'})
-		end
-		if cur == SHARED then
-			for _, tok in ipairs(redis.call('ZRANGE', lock .. ':readers',
+		-- The holders' own hashes.
+		if cur == SHARED or limit then
+			for _, tok in ipairs(redis.call('ZRANGE', lock .. ':holders',
 			    0, -1)) do
-				expect({lock .. ':reader:' .. tok, 'hash'})
+				expect({lock .. ':holder:' .. tok, 'hash'})
 			end
 		end
 	end)
@@ -196,7 +199,13 @@ end
 -- lock.c).  It is believed up to two seconds ahead of this server's
 -- clock: a fence never runs further ahead of the servers' clocks, which
 -- the fallback after a data loss (above) relies on.
-local function new_fence(fkey, t, proposal)
+-- The same floor lets the counter expire (keep_ms after its last fence:
+-- the lock's TTL or the history's, whichever is longer, and FENCE_KEEP_MS
+-- more): a counter that has expired starts again at the server's clock,
+-- above every fence it handed out, none of which ran more than two
+-- seconds ahead of it.  Nothing rlock writes lives for ever.
+local FENCE_KEEP_MS = 10000
+local function new_fence(fkey, t, proposal, keep_ms)
 	local floor = t[1] * 1000000 + t[2]
 	proposal = tonumber(proposal) or 0
 	if proposal > floor then
@@ -207,25 +216,71 @@ local function new_fence(fkey, t, proposal)
 		fence = floor
 		redis.call('SET', fkey, string.format('%.0f', floor))
 	end
+	keep_ms = (tonumber(keep_ms) or 0) + FENCE_KEEP_MS
+	if redis.call('PTTL', fkey) < keep_ms then
+		redis.call('PEXPIRE', fkey, keep_ms)
+	end
 	return fence
 end
 
--- The live readers of lock (tokens, soonest expiry first), with their
--- expiries; with prune set, the lapsed ones are dropped from the set too.
-local function readers(lock, now, prune)
-	local rk = lock .. ':readers'
+-- ------------------------------------------------------------ holders
+-- The one place where what holds a name is decided, from the live
+-- holders alone (see the top of this file).
+
+-- The live holders of a marked lock (tokens, soonest end first) and
+-- their ends; with prune set, those that have ended leave the set.
+local function live_holders(lock, now, prune)
+	local hk = lock .. ':holders'
 	if prune then
-		redis.call('ZREMRANGEBYSCORE', rk, '-inf', now)
+		redis.call('ZREMRANGEBYSCORE', hk, '-inf', now)
 	end
-	local all, live, ends = redis.call('ZRANGE', rk, 0, -1, 'WITHSCORES'),
-		{}, {}
+	local all, live, ends = redis.call('ZRANGEBYSCORE', hk, '(' .. now,
+		'+inf', 'WITHSCORES'), {}, {}
 	for i = 1, #all, 2 do
-		if tonumber(all[i + 1]) > now then
-			live[#live + 1] = all[i]
-			ends[#ends + 1] = tonumber(all[i + 1])
-		end
+		live[#live + 1] = all[i]
+		ends[#ends + 1] = tonumber(all[i + 1])
 	end
 	return live, ends
+end
+
+-- After a marked lock's holders changed: its mark and its set end with
+-- the latest live holder, exactly (never later: a mark that outlived its
+-- holders would refuse other kinds of holder); none left, they go.
+-- Whether anyone still holds it.
+local function fit(lock, now)
+	local hk = lock .. ':holders'
+	local last = redis.call('ZRANGE', hk, -1, -1, 'WITHSCORES')
+	local ends = tonumber(last[2])
+	if not ends or ends <= now then
+		redis.call('DEL', lock, hk)
+		return false
+	end
+	redis.call('PEXPIRE', lock, ends - now)
+	redis.call('PEXPIRE', hk, ends - now)
+	return true
+end
+
+-- What holds lock now (cur: its value): nil (free), or the kind 'x' (a
+-- plain holder, the token cur), SHARED, or 'limit' with its limit; and,
+-- for a marked lock, its live holders and their ends.  With prune set,
+-- holders whose time has ended are dropped, and a mark left without
+-- holders goes: the name is free.
+local function judge(lock, cur, now, prune)
+	if not cur then
+		return nil
+	end
+	local limit = limit_of(lock, cur)
+	if cur ~= SHARED and not limit then
+		return 'x', 0, {}, {}
+	end
+	local live, ends = live_holders(lock, now, prune)
+	if #live == 0 then
+		if prune then
+			redis.call('DEL', lock, lock .. ':holders')
+		end
+		return nil
+	end
+	return cur == SHARED and SHARED or 'limit', limit or 0, live, ends
 end
 
 -- The exclusive waiters listed in the waiters hash whose entries have not
@@ -234,8 +289,8 @@ local function writers(waiters, now, except)
 	local w, due, all = {}, nil, redis.call('HGETALL', waiters)
 	for i = 1, #all, 2 do
 		local ok, e = pcall(cjson.decode, all[i + 1])
-		if ok and type(e) == 'table' and e.x == 1 and all[i] ~= except and
-		    (tonumber(e.u) or 0) >= now then
+		if ok and type(e) == 'table' and (e.k == 'x' or e.x == 1) and
+		    all[i] ~= except and (tonumber(e.u) or 0) >= now then
 			w[#w + 1] = all[i]
 			if not due or e.u - now < due then
 				due = e.u - now
@@ -261,45 +316,32 @@ local function wake_each(wake, tokens)
 	end
 end
 
--- A semaphore's or a shared lock's holders: {limit, {{token, host, pid,
--- user, command, acquired_ms, ttl_ms, fence, pttl_ms}, ...}}, limit 0 for
--- a shared lock; {} for a plain one.  With drop set, they are all deleted,
--- the mark with them.
+-- A marked lock's live holders: {limit, {{token, host, pid, user,
+-- command, acquired_ms, ttl_ms, fence, pttl_ms}, ...}}, limit 0 for a
+-- shared lock; {} for a plain one or a free name.  With drop set, they
+-- are all deleted, the mark with them.
 local function holders(lock, now, drop)
 	local cur = redis.call('GET', lock)
 	local limit = limit_of(lock, cur)
-	local keys, list = {}, {}
-	if cur == SHARED then
-		local live, ends = readers(lock, now, false)
-		for i, tok in ipairs(live) do
-			keys[i] = {lock .. ':reader:' .. tok, tok, ends[i] - now}
-		end
-		limit = 0
-	elseif limit then
-		for i = 1, limit do
-			local slot = lock .. ':slot:' .. i
-			local tok = redis.call('GET', slot)
-			if tok then
-				keys[#keys + 1] = {slot .. ':info', tok,
-					redis.call('PTTL', slot), slot}
-			end
-		end
-	else
+	if cur ~= SHARED and not limit then
 		return {}
 	end
-	for _, k in ipairs(keys) do
-		local h = redis.call('HMGET', k[1], 'host', 'pid', 'user',
+	local live, ends = live_holders(lock, now, false)
+	local list = {}
+	for i, tok in ipairs(live) do
+		local hk = lock .. ':holder:' .. tok
+		local h = redis.call('HMGET', hk, 'host', 'pid', 'user',
 			'command', 'acquired_ms', 'ttl_ms', 'fence')
-		list[#list + 1] = {k[2], h[1], h[2], h[3], h[4], h[5], h[6],
-			h[7], k[3]}
+		list[#list + 1] = {tok, h[1], h[2], h[3], h[4], h[5], h[6],
+			h[7], ends[i] - now}
 		if drop then
-			redis.call('DEL', k[1], k[4] or k[1])
+			redis.call('DEL', hk)
 		end
 	end
 	if drop then
-		redis.call('DEL', lock, lock .. ':readers')
+		redis.call('DEL', lock, lock .. ':holders')
 	end
-	return {limit, list}
+	return {limit or 0, list}
 end
 
 -- History: the stream LOCK:log, one entry an event, capped at len entries
@@ -362,38 +404,59 @@ local function record_acquired(lock, len, ttl, who, fence, waited, token,
 end
 
 -- ------------------------------------------------------------ hand-over
--- When a release frees a lock (or the last reader leaves) and someone
--- waits, the release's own script gives it to the next: the head of the
--- line with --fifo; else, after a writer, every reader waiting (they go
--- in together: a phase), and after the readers, or when no reader waits,
--- the writer that has waited longest; a semaphore's freed slot, to the
--- oldest waiter.  The releaser cannot barge back in
--- ahead of them, and a crowd of readers cannot starve a writer nor a
--- stream of writers the readers.  The grant lasts what is left of the
--- waiter's lease (see acquire.lua): the waiter's next attempt, which its
--- wake (its own list) sets off at once, finds it holds the lock and
--- extends it to its own TTL; a waiter that died meanwhile keeps it no
--- longer than its lease.
+-- When a release frees room (a plain lock, the last reader, a semaphore's
+-- place) and someone waits, the release's own script gives it to the next,
+-- by one rule for every mix of modes: waiters are served in the order
+-- they came (their first attempt, by the server's clock).  A name left
+-- free goes to the oldest waiter, and with it to the waiters of its kind
+-- right behind it in the line: the readers up to the next exclusive
+-- waiter come in together, and so do up to N waiters with --limit N; a
+-- semaphore's place freed while others still hold goes to the oldest
+-- waiter if it asks with the same --limit.  So nobody is passed over by
+-- one who came later, the releaser cannot barge back in ahead of them, a
+-- crowd of readers cannot starve a writer nor a stream of writers
+-- (--fifo or not) the readers.  The grant lasts
+-- what is left of the waiter's lease (see acquire.lua), marked as not yet
+-- claimed (a = 'g'): the waiter's next attempt, which its wake (its own
+-- list) sets off at once, finds it holds the lock and extends it to its
+-- own TTL; a waiter that died meanwhile keeps it no longer than its lease.
 -- K: {lock, info, fence, wake, waiters, queue}; hist: {len, ttl}.
+
+-- A waiter's kind, from its entry: 'x' exclusive, 's' shared, 'l:N'.
+local function kind_of(e)
+	if type(e.k) == 'string' then
+		return e.k
+	end
+	return e.x == 1 and 'x' or 's'
+end
 
 -- The live entries of the waiters hash, decoded, oldest first: of the
 -- first WAITERS_READ of them, so that a release's work is bounded whatever
--- the hash holds (rlock's waiters are far fewer).
+-- the hash holds (rlock's waiters are far fewer).  A --fifo waiter's place
+-- in the line (microseconds) orders those that came in one millisecond.
 local WAITERS_READ = 1000
-local function waiting(waiters, now)
+local function waiting(waiters, now, queue)
 	local all, list = redis.call('HGETALL', waiters), {}
 	for i = 1, math.min(#all, 2 * WAITERS_READ), 2 do
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if ok and type(e) == 'table' and (tonumber(e.u) or 0) > now and
 		    tonumber(e.s) then
 			-- As numbers and strings, whatever a stray writer put.
+			local q = queue and tonumber(redis.call('ZSCORE', queue,
+				all[i]))
 			list[#list + 1] = {token = all[i], u = tonumber(e.u),
-				s = tonumber(e.s), x = e.x == 1 and 1 or nil,
+				s = tonumber(e.s), q = q or tonumber(e.s) * 1000,
+				k = kind_of(e),
 				h = tostring(e.h or ''), p = tostring(e.p or ''),
 				n = tostring(e.n or ''), c = tostring(e.c or '')}
 		end
 	end
-	table.sort(list, function(a, b) return a.s < b.s end)
+	table.sort(list, function(a, b)
+		if a.s ~= b.s then
+			return a.s < b.s
+		end
+		return a.q < b.q
+	end)
 	return list
 end
 
@@ -405,14 +468,13 @@ local function grant_ms(e, now)
 end
 
 -- The metadata and the hash of a grant to waiter e, and the history.
--- (A lock's or a slot's hash went with the release; a reader's is its own.)
+-- (A plain lock's hash went with the release; a marked lock's holder
+-- has its own.)
 local function grant_info(K, hist, info, e, fence, now, lease, kind)
-	if kind == SHARED then
-		redis.call('DEL', info)
-	end
+	redis.call('DEL', info)
 	redis.call('HSET', info, 'token', e.token, 'fence', fence,
 		'acquired_ms', now, 'host', e.h, 'pid', e.p, 'user', e.n,
-		'command', e.c, 'ttl_ms', lease)
+		'command', e.c, 'ttl_ms', lease, 'a', 'g')
 	redis.call('PEXPIRE', info, lease)
 	record_acquired(K[1], hist[1], hist[2], {e.h, e.p, e.n, e.c}, fence,
 		now - e.s, e.token, kind, true)
@@ -421,31 +483,34 @@ local function grant_info(K, hist, info, e, fence, now, lease, kind)
 	wake_each(K[4], {e.token})
 end
 
--- Give the free lock to writer e.
+-- Give the free name to writer e.
 -- (The fence first: its INCR is the one call that a key rlock did not
 -- write can fail, and then the script stops before the lock is touched.)
 local function grant_writer(K, hist, e, now, t)
-	local lease, fence = grant_ms(e, now), new_fence(K[3], t, 0)
+	local lease = grant_ms(e, now)
+	local fence = new_fence(K[3], t, 0, math.max(lease,
+		tonumber(hist[2]) or 0))
 	redis.call('SET', K[1], e.token, 'PX', lease)
 	grant_info(K, hist, K[2], e, fence, now, lease, '')
 end
 
--- Let the waiting readers in together.
-local function grant_readers(K, hist, list, now, t)
-	local rk, longest, fences = K[1] .. ':readers', 1, {}
+-- Let waiters in as holders of a marked lock (mark: 'shared' or
+-- 'limit:N'), together.
+local function grant_marked(K, hist, list, now, t, mark)
+	local hk, fences = K[1] .. ':holders', {}
 	for i, e in ipairs(list) do
-		longest = math.max(longest, grant_ms(e, now))
-		fences[i] = new_fence(K[3], t, 0)
+		fences[i] = new_fence(K[3], t, 0,
+			math.max(grant_ms(e, now), tonumber(hist[2]) or 0))
 	end
-	-- The lock's own state first, then each reader's.
-	redis.call('SET', K[1], SHARED, 'PX', longest)
+	-- The lock's own state first, then each holder's.
+	redis.call('SET', K[1], mark, 'KEEPTTL')
 	for i, e in ipairs(list) do
 		local lease = grant_ms(e, now)
-		redis.call('ZADD', rk, now + lease, e.token)
-		grant_info(K, hist, K[1] .. ':reader:' .. e.token, e, fences[i],
-			now, lease, SHARED)
+		redis.call('ZADD', hk, now + lease, e.token)
+		grant_info(K, hist, K[1] .. ':holder:' .. e.token, e, fences[i],
+			now, lease, mark)
 	end
-	redis.call('PEXPIRE', rk, longest)
+	fit(K[1], now)
 end
 
 -- Can a grant take a fence?  A fence key that rlock did not write (a
@@ -457,72 +522,50 @@ local function fence_usable(fkey)
 	return type(f) ~= 'table' and (not f or tonumber(f) ~= nil)
 end
 
--- Give a semaphore's freed slot (its key) to the oldest waiter.
-local function hand_over_slot(K, hist, slot, kind)
+-- Hand the room a release just freed to whoever's turn it is (see above).
+-- Whether anyone got it.
+local function hand_over(K, hist)
 	-- Nobody waits (the common release): nothing more to read.
 	if redis.call('EXISTS', K[5]) == 0 or not fence_usable(K[3]) then
 		return false
 	end
 	local now, t = clock()
-	local e = waiting(K[5], now)[1]
-	if not e then
-		return false
-	end
-	local lease, fence = grant_ms(e, now), new_fence(K[3], t, 0)
-	redis.call('SET', slot, e.token, 'PX', lease)
-	grant_info(K, hist, slot .. ':info', e, fence, now, lease, kind)
-	if redis.call('PTTL', K[1]) < lease then
-		redis.call('PEXPIRE', K[1], lease)
-	end
-	return true
-end
-
--- Hand the lock just freed to whoever's turn it is; after a writer
--- (after_writer), readers first.  Whether anyone got it.
-local function hand_over(K, hist, after_writer, fifo_line)
-	-- Nobody waits (the common release): nothing more to read.
-	if redis.call('EXISTS', K[5]) == 0 or not fence_usable(K[3]) then
-		return false
-	end
-	local now, t = clock()
-	local list = waiting(K[5], now)
+	local list = waiting(K[5], now, K[6])
 	if #list == 0 then
 		return false
 	end
-	if fifo_line then
-		-- The head of the line whose lease is live; dead heads go.
-		local live = {}
-		for _, e in ipairs(list) do
-			live[e.token] = e
-		end
-		for _ = 1, 64 do
-			local head = redis.call('ZRANGE', K[6], 0, 0)[1]
-			if not head then
-				break
-			end
-			if live[head] then
-				grant_writer(K, hist, live[head], now, t)
-				return true
-			end
-			redis.call('ZREM', K[6], head)
-			redis.call('HDEL', K[5], head)
-		end
+	local kind, limit, live = judge(K[1], redis.call('GET', K[1]), now,
+		true)
+	local want, room = list[1].k, 0
+	if kind == 'limit' then
+		want, room = 'l:' .. limit, limit - #live
+	elseif kind then
+		-- Still held (readers left): nobody's turn yet.
 		return false
-	end
-	local readers_in, writer = {}, nil
-	for _, e in ipairs(list) do
-		if e.x == 1 then
-			writer = writer or e
-		else
-			readers_in[#readers_in + 1] = e
-		end
-	end
-	if #readers_in > 0 and (after_writer or not writer) then
-		grant_readers(K, hist, readers_in, now, t)
-	elseif writer then
-		grant_writer(K, hist, writer, now, t)
+	elseif want == 'x' then
+		grant_writer(K, hist, list[1], now, t)
+		return true
+	elseif want == 's' then
+		room = #list
 	else
+		room = tonumber(string.match(want, '^l:(%d%d?%d?%d?%d?)$')) or 0
+		if room < 1 or room > LIMIT_MAX then
+			return false
+		end
+	end
+	-- The oldest, and those of its kind right behind it in the line:
+	-- nobody is passed over by one who came later.
+	local batch = {}
+	for _, e in ipairs(list) do
+		if #batch >= room or e.k ~= want then
+			break
+		end
+		batch[#batch + 1] = e
+	end
+	if #batch == 0 then
 		return false
 	end
+	grant_marked(K, hist, batch, now, t, want == 's' and SHARED or
+		'limit:' .. string.sub(want, 3))
 	return true
 end
