@@ -180,9 +180,14 @@ teardown() { cleanup_test; }
 	((f2 > f1)) || fail "fence after expiry $f2 is not greater than $f1"
 }
 
-@test "acquire: the fence counter has no expiry" {
-	rlock acquire -t 5s job >/dev/null
-	assert_equal "$(rcli PTTL 'rlock:{job}:fence')" -1
+@test "acquire: the fence counter expires 10 s after the longer of the TTL and the history's expiry" {
+	local p
+	rlock --history-expiry 1m acquire -t 5s job >/dev/null
+	p=$(rcli PTTL 'rlock:{job}:fence')
+	((p > 60000 && p <= 70000)) || fail "fence PTTL $p, not within (60 s, 70 s]"
+	rlock --no-history acquire -t 2m job2 >/dev/null
+	p=$(rcli PTTL 'rlock:{job2}:fence')
+	((p > 120000 && p <= 130000)) || fail "fence PTTL $p, not within (120 s, 130 s]"
 }
 
 @test "acquire: the fences of different names are independent" {

@@ -184,7 +184,7 @@ local function hold(info, what)
 		end
 	else
 		fence = new_fence(KEYS[2], t, ARGV[15],
-			math.max(ttl, tonumber(ARGV[14]) or 0))
+			fence_keep(ttl, ARGV[13], ARGV[14]))
 		redis.call('DEL', info)
 		acquired(fence, what)
 		redis.call('HSET', info, 'token', token, 'fence', fence,

@@ -205,6 +205,14 @@ end
 -- above every fence it handed out, none of which ran more than two
 -- seconds ahead of it.  Nothing rlock writes lives for ever.
 local FENCE_KEEP_MS = 10000
+-- How long a counter must outlive a hold of ms: the history's expiry too,
+-- when there is a history (len events of ttl), for the fences it shows.
+local function fence_keep(ms, len, ttl)
+	if (tonumber(len) or 0) > 0 then
+		return math.max(ms, tonumber(ttl) or 0)
+	end
+	return ms
+end
 local function new_fence(fkey, t, proposal, keep_ms)
 	local floor = t[1] * 1000000 + t[2]
 	proposal = tonumber(proposal) or 0
@@ -488,8 +496,8 @@ end
 -- write can fail, and then the script stops before the lock is touched.)
 local function grant_writer(K, hist, e, now, t)
 	local lease = grant_ms(e, now)
-	local fence = new_fence(K[3], t, 0, math.max(lease,
-		tonumber(hist[2]) or 0))
+	local fence = new_fence(K[3], t, 0, fence_keep(lease, hist[1],
+		hist[2]))
 	redis.call('SET', K[1], e.token, 'PX', lease)
 	grant_info(K, hist, K[2], e, fence, now, lease, '')
 end
@@ -500,7 +508,7 @@ local function grant_marked(K, hist, list, now, t, mark)
 	local hk, fences = K[1] .. ':holders', {}
 	for i, e in ipairs(list) do
 		fences[i] = new_fence(K[3], t, 0,
-			math.max(grant_ms(e, now), tonumber(hist[2]) or 0))
+			fence_keep(grant_ms(e, now), hist[1], hist[2]))
 	end
 	-- The lock's own state first, then each holder's.
 	redis.call('SET', K[1], mark, 'KEEPTTL')
