@@ -297,6 +297,8 @@ struct redis {
 	char			 hop_from[80];	/* its last one, for words */
 	char			 hop_to[80];
 	int			 hop_slot;
+	unsigned		 conn_gen;	/* which connection this is */
+	unsigned		 wrote_gen;	/* the last request's, if done */
 	int64_t			 retry_at;	/* send it again then (TRYAGAIN); 0 */
 	int64_t			 retry_pause;	/* the next pause before that */
 	struct redis_reply	*reply;		/* once done */
@@ -332,6 +334,7 @@ struct redis {
 static int	step(struct redis *, struct err *);
 static void	drop_connection(struct redis *);
 static int	open_transport(struct redis *, struct err *);
+static int	own_writes(const struct redis_req *);
 
 /*
  * ms from now, but never past the request's own deadline (none when no
@@ -460,8 +463,8 @@ next_door(struct redis *r, struct err *e)
 	int	d, i, moved = 0;
 
 	if (!r->pending || r->door < 0 || r->ndoors < 2 ||
-	    (e->kind != ERR_REFUSED && e->kind != ERR_UNAVAILABLE &&
-	    e->kind != ERR_TIMEOUT))
+	    own_writes(r->req) || (e->kind != ERR_REFUSED &&
+	    e->kind != ERR_UNAVAILABLE && e->kind != ERR_TIMEOUT))
 		return 0;
 	r->tried |= 1ULL << r->door;
 	for (i = 0; i < CLUSTER_SLOTS; i++)
@@ -1097,6 +1100,7 @@ open_transport(struct redis *r, struct err *e)
 		return -1;
 	r->handshaken = 0;
 	r->state = CONNECTING;
+	r->conn_gen++;
 	return 0;
 }
 
@@ -1567,6 +1571,7 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 	}
 	r->reply = rr;
 	r->pending = 0;
+	r->wrote_gen = r->conn_gen;
 	return 1;
 }
 
@@ -1793,6 +1798,20 @@ redis_wait_error(const struct redis *r)
 	return r->wait_err[0] != '\0' ? r->wait_err : NULL;
 }
 
+/*
+ * Whether the request is about the writes of its own connection: WAIT
+ * counts the replicas that have every write made on the connection it is
+ * sent on.  Sent on another (a reconnection, another door), it has
+ * nothing to wait for and "confirms" at once; so it goes on the
+ * connection of the request before it, or fails.
+ */
+static int
+own_writes(const struct redis_req *q)
+{
+	return q->script == NULL && q->argc > 0 &&
+	    strcasecmp(q->argv[0], "WAIT") == 0;
+}
+
 /* The slot of the key a request names (a script's first, a BLPOP's); -1. */
 static int
 request_slot(const struct redis_req *q)
@@ -1815,6 +1834,13 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 	/* A connection the server (or a proxy) closed while it sat idle. */
 	if (r->state == READY && !transport_idle_ok(r->t))
 		disconnect(r);
+	if (own_writes(req) && (r->state != READY ||
+	    r->wrote_gen != r->conn_gen)) {
+		err_set(e, ERR_UNAVAILABLE, "%s: the connection closed after "
+		    "the write, so WAIT cannot confirm that replicas have it",
+		    r->url->display);
+		return -1;
+	}
 	r->req = req;
 	r->pending = 1;
 	r->connect_failed = 0;	/* says how this request failed, if it does */

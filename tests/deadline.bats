@@ -172,3 +172,88 @@ time.sleep(60)
 	[[ $stderr == *"request's deadline, 5s after its start"* ]] || fail "not in words: $stderr"
 	((el < 7000)) || fail "took $el ms: more than --connect-timeout + --timeout"
 }
+
+# endproxy TARGET_PORT: a loopback proxy in front of TARGET_PORT that
+# forwards both ways, except that the first reply to a client chunk
+# naming EVALSHA goes out whole with the connection's end right behind it
+# (corked, so that both arrive together): the script ran and its reply came,
+# and the connection is gone before the next request.  Prints its port,
+# lives at most 60 s.
+endproxy() {
+	/usr/bin/python3 -c '
+import socket, sys, threading, time
+target = int(sys.argv[1])
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", 0))
+ls.listen(16)
+print(ls.getsockname()[1], flush=True)
+state = {"armed": True}
+def pump(c, s, flag):
+    try:
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            if flag.get("script") and state["armed"]:
+                state["armed"] = False
+                c.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+                c.sendall(data)
+                c.shutdown(socket.SHUT_WR)
+                break
+            c.sendall(data)
+    except OSError:
+        pass
+    for x in (c, s):
+        try:
+            x.close()
+        except OSError:
+            pass
+def serve(c):
+    s = socket.create_connection(("127.0.0.1", target))
+    flag = {}
+    threading.Thread(target=pump, args=(c, s, flag), daemon=True).start()
+    try:
+        while True:
+            data = c.recv(65536)
+            if not data:
+                break
+            if b"EVALSHA" in data.upper():
+                flag["script"] = True
+            s.sendall(data)
+    except OSError:
+        pass
+def main():
+    while True:
+        c, _ = ls.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+threading.Thread(target=main, daemon=True).start()
+time.sleep(60)
+' "$1"
+}
+
+@test "deadline: (b) --wait-replicas: a connection that closes between the acquire script and its WAIT does not confirm the write (WAIT goes on the write's connection or not at all)" {
+	local t
+	start_redis_as M
+	start_redis_as R --replicaof 127.0.0.1 "$M_PORT"
+	wait_replica_up M R
+	# The scripts are loaded (EVALSHA answers through the proxy), and the
+	# replica acknowledges now: this --wait-replicas goes through.
+	t=$(rlock -u "$M_URL" --wait-replicas 1 acquire -t 10s pre)
+	rlock -u "$M_URL" release --token "$t" pre
+	bg_start P bash -c "$(declare -f endproxy); endproxy $M_PORT"
+	wait_port_line P
+	# The replica stops: it can acknowledge nothing more.  A WAIT on a new
+	# connection has no write to wait for and counts it at once.
+	echo "$R_PID" >>"$BATS_TEST_TMPDIR/.frozen"
+	kill -STOP "$R_PID"
+	run --separate-stderr timeout -s KILL 20 "$RLOCK" -u "redis://127.0.0.1:$P_PORT" \
+		--timeout 1s --wait-replicas 1 acquire -n -t 30s wr
+	((status != 137)) || fail "still running after 20 s (killed by timeout(1))"
+	echo "# $status: $output / $stderr" >&3
+	assert_failure 69
+	assert_one_error_line
+	[[ $stderr == *replica* ]] || fail "not in words: $stderr"
+	# Unconfirmed: given back.
+	assert_equal "$(rcli_as M EXISTS "rlock:{wr}")" 0
+}
