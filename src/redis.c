@@ -1420,8 +1420,10 @@ redirect(struct redis *r, const char *text, struct err *e)
 	    strstr(r->url->display, "://") != NULL ?
 	    strstr(r->url->display, "://") + 3 : r->url->display);
 	snprintf(r->hop_to, sizeof r->hop_to, "%s", addr);
-	log_verbose("%s: slot %d: %.*s to %s (redirection %d of the request)",
-	    r->url->display, slot, (int)strcspn(text, " "), text, addr,
+	log_verbose(strncmp(text, "ASK ", 4) == 0 ?
+	    "%s: slot %d is moving to %s: asked there (redirection %d of the "
+	    "request)" : "%s: slot %d is served by %s: sent there "
+	    "(redirection %d of the request)", r->url->display, slot, addr,
 	    r->redirects);
 	doors_init(r);
 	d = r->ndoors > 0 ? door_of(r, host, atoi(colon + 1), -1) : -1;
