@@ -22,7 +22,14 @@
  * Time: a connect (the Sentinel lookup, TCP, TLS, and the replies to the
  * handshake) is due within --connect-timeout of its start; a request's
  * reply within --timeout of its sending, plus what the command may block
- * on the server (BLPOP, WAIT).
+ * on the server (BLPOP, WAIT).  Over both, each request has one deadline
+ * of its own, fixed when it is started (redis_start): --connect-timeout
+ * plus --timeout plus that blocking.  Every connect and every sending of
+ * it -- a redirection, a door changed, a resend after TRYAGAIN or
+ * NOSCRIPT, a reconnection -- is bounded by it and none moves it, so that
+ * nodes that send a request back and forth for ever (a slot MIGRATING
+ * toward a node that is not IMPORTING it) cost the caller that much and
+ * no more.
  */
 
 #include <hiredis/hiredis.h>
@@ -285,7 +292,13 @@ struct redis {
 	int			 holding;	/* until AUTH and SELECT answer */
 	size_t			 body_at;	/* where out's request starts */
 	int			 reached;	/* a request ever went out */
-	int			 hops;		/* redirections so far */
+	int			 hops;		/* redirections in a row */
+	int			 redirects;	/* in all, for this request */
+	char			 hop_from[80];	/* its last one, for words */
+	char			 hop_to[80];
+	int			 hop_slot;
+	unsigned		 conn_gen;	/* which connection this is */
+	unsigned		 wrote_gen;	/* the last request's, if done */
 	int64_t			 retry_at;	/* send it again then (TRYAGAIN); 0 */
 	int64_t			 retry_pause;	/* the next pause before that */
 	struct redis_reply	*reply;		/* once done */
@@ -314,12 +327,26 @@ struct redis {
 	short			*slots;
 	int			 slot;		/* the request's; -1 none */
 	uint64_t		 tried;		/* doors it failed at */
-	int64_t			 req_deadline;	/* no new door after */
+	int64_t			 req_deadline;	/* the request ends by then */
+	int64_t			 req_budget;	/* which is this after its start */
 };
 
 static int	step(struct redis *, struct err *);
 static void	drop_connection(struct redis *);
 static int	open_transport(struct redis *, struct err *);
+static int	own_writes(const struct redis_req *);
+
+/*
+ * ms from now, but never past the request's own deadline (none when no
+ * request is in flight: a connect made ahead of one).
+ */
+static int64_t
+within_request(const struct redis *r, int64_t ms)
+{
+	int64_t	t = now_mono_ms() + ms;
+
+	return r->pending && r->req_deadline < t ? r->req_deadline : t;
+}
 
 /* CRC16/XMODEM (polynomial 0x1021, no reflection, start 0): Cluster's. */
 static unsigned
@@ -419,7 +446,7 @@ enter_door(struct redis *r, int d, struct err *e)
 {
 	r->door = d;
 	r->url = r->doors[d];
-	r->connect_deadline = now_mono_ms() + r->opts->connect_timeout_ms;
+	r->connect_deadline = within_request(r, r->opts->connect_timeout_ms);
 	return open_transport(r, e);
 }
 
@@ -436,8 +463,8 @@ next_door(struct redis *r, struct err *e)
 	int	d, i, moved = 0;
 
 	if (!r->pending || r->door < 0 || r->ndoors < 2 ||
-	    (e->kind != ERR_REFUSED && e->kind != ERR_UNAVAILABLE &&
-	    e->kind != ERR_TIMEOUT))
+	    own_writes(r->req) || (e->kind != ERR_REFUSED &&
+	    e->kind != ERR_UNAVAILABLE && e->kind != ERR_TIMEOUT))
 		return 0;
 	r->tried |= 1ULL << r->door;
 	for (i = 0; i < CLUSTER_SLOTS; i++)
@@ -983,7 +1010,7 @@ queue_body(struct redis *r, struct err *e)
 			return -1;
 		r->ask = 0;
 	}
-	r->deadline = now_mono_ms() + r->opts->timeout_ms + q->extra_ms;
+	r->deadline = within_request(r, r->opts->timeout_ms + q->extra_ms);
 	if (q->wait_key != NULL && !r->waited) {
 		redis_timeout_arg(secs, sizeof secs, q->wait_ms);
 		argc = 0;
@@ -994,7 +1021,8 @@ queue_body(struct redis *r, struct err *e)
 		argv[argc++] = secs;
 		if (queue(r, DUE_BLPOP, argc, argv, NULL, e) == -1)
 			return -1;
-		r->deadline += q->wait_ms < 1 ? 1 : q->wait_ms;
+		r->deadline = within_request(r, r->opts->timeout_ms +
+		    q->extra_ms + (q->wait_ms < 1 ? 1 : q->wait_ms));
 	}
 	if (q->script != NULL)
 		return queue_script(r, 1, e);
@@ -1072,6 +1100,7 @@ open_transport(struct redis *r, struct err *e)
 		return -1;
 	r->handshaken = 0;
 	r->state = CONNECTING;
+	r->conn_gen++;
 	return 0;
 }
 
@@ -1263,7 +1292,7 @@ enter_any_door(struct redis *r, struct err *e)
 static int
 begin_connect(struct redis *r, struct err *e)
 {
-	r->connect_deadline = now_mono_ms() + r->opts->connect_timeout_ms;
+	r->connect_deadline = within_request(r, r->opts->connect_timeout_ms);
 	r->check_role = 0;
 	r->url = r->orig;	/* not a node a redirection named */
 	r->door = -1;
@@ -1383,9 +1412,21 @@ redirect(struct redis *r, const char *text, struct err *e)
 		return -1;
 	}
 	host = xstrndup(addr, (size_t)(colon - addr));
+	slot = atoi(strchr(text, ' ') + 1);
+	/* Kept for the words if the request runs out of time (timed_out). */
+	r->redirects++;
+	r->hop_slot = slot;
+	snprintf(r->hop_from, sizeof r->hop_from, "%s",
+	    strstr(r->url->display, "://") != NULL ?
+	    strstr(r->url->display, "://") + 3 : r->url->display);
+	snprintf(r->hop_to, sizeof r->hop_to, "%s", addr);
+	log_verbose(strncmp(text, "ASK ", 4) == 0 ?
+	    "%s: slot %d is moving to %s: asked there (redirection %d of the "
+	    "request)" : "%s: slot %d is served by %s: sent there "
+	    "(redirection %d of the request)", r->url->display, slot, addr,
+	    r->redirects);
 	doors_init(r);
 	d = r->ndoors > 0 ? door_of(r, host, atoi(colon + 1), -1) : -1;
-	slot = atoi(strchr(text, ' ') + 1);
 	if (d >= 0 && r->pending && (r->tried & (1ULL << d))) {
 		/*
 		 * A node this request could not reach: the cluster has not
@@ -1420,7 +1461,7 @@ redirect(struct redis *r, const char *text, struct err *e)
 		r->door = d;
 	}
 	r->check_role = 0;
-	r->connect_deadline = now_mono_ms() + r->opts->connect_timeout_ms;
+	r->connect_deadline = within_request(r, r->opts->connect_timeout_ms);
 	return open_transport(r, e);
 }
 
@@ -1428,12 +1469,30 @@ redirect(struct redis *r, const char *text, struct err *e)
  * Send the request again after a pause that doubles up to TRYAGAIN_MAX_MS,
  * to the same node (after ASKING if ask), by the same deadline: 1, or 0
  * when the deadline comes first.
+ *
+ * Nodes sending it back and forth (loop) answer at once, so it is the
+ * request's own deadline that bounds them, not a reply's: the
+ * redirections start counting again (a move may end meanwhile), and when
+ * the pause does not fit, the request waits out its deadline, whose
+ * words (timed_out) say what happened.
  */
 static int
-resend_later(struct redis *r, int ask)
+resend_later(struct redis *r, int ask, int loop)
 {
-	if (now_mono_ms() + r->retry_pause >= r->deadline)
-		return 0;
+	char	d[32];
+
+	if (loop)
+		r->deadline = r->req_deadline;
+	if (now_mono_ms() + r->retry_pause >= r->deadline) {
+		if (!loop)
+			return 0;
+		r->retry_at = r->deadline + 1;	/* never: timed_out first */
+		return 1;
+	}
+	if (loop)
+		log_verbose("%s: sent back and forth %d times; again in %s",
+		    r->url->display, r->redirects, duration_format(
+		    r->retry_pause, d, sizeof d));
 	r->retry_at = now_mono_ms() + r->retry_pause;
 	if ((r->retry_pause *= 2) > TRYAGAIN_MAX_MS)
 		r->retry_pause = TRYAGAIN_MAX_MS;
@@ -1461,7 +1520,7 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 			const char	*asking[1] = { "ASKING" };
 
 			redis_reply_free(rr);
-			r->deadline = now_mono_ms() + r->opts->timeout_ms;
+			r->deadline = within_request(r, r->opts->timeout_ms);
 			/*
 			 * On an ASK target (a node importing the slot, which
 			 * may never have run rlock), the EVAL needs its
@@ -1481,7 +1540,7 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 		 * last refusal is the reply if the move outlasts it.
 		 */
 		if ((strncmp(rr->str, "TRYAGAIN", 8) == 0 ||
-		    moving_in_script(rr->str)) && resend_later(r, r->asked)) {
+		    moving_in_script(rr->str)) && resend_later(r, r->asked, 0)) {
 			redis_reply_free(rr);
 			return 0;
 		}
@@ -1500,7 +1559,7 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 		 * TRYAGAIN, within the same deadline.
 		 */
 		if ((strncmp(rr->str, "MOVED ", 6) == 0 ||
-		    strncmp(rr->str, "ASK ", 4) == 0) && resend_later(r, 0)) {
+		    strncmp(rr->str, "ASK ", 4) == 0) && resend_later(r, 0, 1)) {
 			redis_reply_free(rr);
 			return 0;
 		}
@@ -1514,6 +1573,7 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 	}
 	r->reply = rr;
 	r->pending = 0;
+	r->wrote_gen = r->conn_gen;
 	return 1;
 }
 
@@ -1561,7 +1621,7 @@ step_ready(struct redis *r, struct err *e)
 			 * the next one at once.  A redirection is the script's
 			 * business.
 			 */
-			r->deadline = now_mono_ms() + r->opts->timeout_ms;
+			r->deadline = within_request(r, r->opts->timeout_ms);
 			if (rr->type == REDIS_T_ERROR)
 				note_wait_error(r, rr);
 		} else if (handshake_reply(r, d, rr, e) == -1) {
@@ -1596,12 +1656,41 @@ redis_deadline(const struct redis *r)
 	return -1;
 }
 
+/*
+ * The request's own deadline has passed after redirections: the nodes
+ * kept sending it on (a loop, or a move that outlasted it).  One line that
+ * says so, the last hop, and the likely cause.
+ */
+static int
+redirected_out(struct redis *r, struct err *e)
+{
+	char	d[32];
+
+	err_set(e, ERR_TIMEOUT, "the request did not end within %s "
+	    "(--connect-timeout + --timeout): the cluster redirected it %d "
+	    "time%s, last from %s to %s (a redirect loop: is slot %d MIGRATING "
+	    "toward a node that is not IMPORTING it?)", duration_format(
+	    r->req_budget, d, sizeof d), r->redirects,
+	    r->redirects == 1 ? "" : "s", r->hop_from, r->hop_to, r->hop_slot);
+	r->url = r->orig;	/* the message names its nodes itself */
+	return fail(r, e, 0);
+}
+
 /* The deadline has passed: say what did not come in time. */
 static int
 timed_out(struct redis *r, struct err *e)
 {
 	char	d[32];
 
+	if (r->pending && r->redirects > 0 && now_mono_ms() >= r->req_deadline)
+		return redirected_out(r, e);
+	if (r->pending && r->tried != 0 && now_mono_ms() >= r->req_deadline) {
+		/* Other doors tried first: this one had only what was left. */
+		err_set(e, ERR_TIMEOUT, "no answer before the request's "
+		    "deadline, %s after its start (--connect-timeout + "
+		    "--timeout)", duration_format(r->req_budget, d, sizeof d));
+		return fail(r, e, r->state != READY || handshaking(r));
+	}
 	switch (r->state) {
 	case RESOLVING:
 		err_set(e, ERR_TIMEOUT, "no sentinel answered within %s "
@@ -1711,6 +1800,20 @@ redis_wait_error(const struct redis *r)
 	return r->wait_err[0] != '\0' ? r->wait_err : NULL;
 }
 
+/*
+ * Whether the request is about the writes of its own connection: WAIT
+ * counts the replicas that have every write made on the connection it is
+ * sent on.  Sent on another (a reconnection, another door), it has
+ * nothing to wait for and "confirms" at once; so it goes on the
+ * connection of the request before it, or fails.
+ */
+static int
+own_writes(const struct redis_req *q)
+{
+	return q->script == NULL && q->argc > 0 &&
+	    strcasecmp(q->argv[0], "WAIT") == 0;
+}
+
 /* The slot of the key a request names (a script's first, a BLPOP's); -1. */
 static int
 request_slot(const struct redis_req *q)
@@ -1733,10 +1836,18 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 	/* A connection the server (or a proxy) closed while it sat idle. */
 	if (r->state == READY && !transport_idle_ok(r->t))
 		disconnect(r);
+	if (own_writes(req) && (r->state != READY ||
+	    r->wrote_gen != r->conn_gen)) {
+		err_set(e, ERR_UNAVAILABLE, "%s: the connection closed after "
+		    "the write, so WAIT cannot confirm that replicas have it",
+		    r->url->display);
+		return -1;
+	}
 	r->req = req;
 	r->pending = 1;
 	r->connect_failed = 0;	/* says how this request failed, if it does */
 	r->hops = 0;
+	r->redirects = 0;
 	r->ask = 0;
 	r->waited = 0;
 	r->retry_at = 0;
@@ -1750,9 +1861,9 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 	 */
 	r->tried = 0;
 	r->slot = request_slot(req);
-	r->req_deadline = now_mono_ms() + r->opts->connect_timeout_ms +
-	    r->opts->timeout_ms + req->extra_ms +
-	    (req->wait_key != NULL ? req->wait_ms : 0);
+	r->req_budget = r->opts->connect_timeout_ms + r->opts->timeout_ms +
+	    req->extra_ms + (req->wait_key != NULL ? req->wait_ms : 0);
+	r->req_deadline = now_mono_ms() + r->req_budget;
 	if (r->ndoors > 0 && r->state != IDLE && r->slot >= 0 &&
 	    r->slots[r->slot] >= 0 && r->slots[r->slot] != r->door)
 		disconnect(r);
