@@ -41,14 +41,15 @@ distcheck=$?
 # Not the man page lint, nor the completion scripts' tests (bash, zsh and
 # fish code, whose calls of rlock the other files cover): CI's 20 minutes;
 # nor static.bats, whose binaries are not built there; nor the matrix's
-# compatibility subset (the rest of the suite covers it).
+# compatibility subset (the rest of the suite covers it); nor the model of
+# the protocol (model.bats), which SPIN checks without rlock.
 rm -rf .sanitize && mkdir .sanitize &&
     tar -xzf "$(ls -t rlock-*.tar.gz | head -n 1)" -C .sanitize --strip-components=1 &&
     (cd .sanitize && ./configure --enable-werror --enable-sanitizers >/dev/null &&
     make -j"$jobs" >/dev/null 2>&1 &&
     ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:exitcode=86 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    make -j"$jobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\)\.bats$' | tr '\n' ' ')" \
+    make -j"$jobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\|model\)\.bats$' | tr '\n' ' ')" \
     >/dev/null 2>&1)
 sanitize=$?
 
