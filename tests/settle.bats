@@ -119,3 +119,56 @@ exit 0' >/dev/null
 	assert_line --index 0 released
 	refute_line lost
 }
+
+@test "settle: exec whose release is cut before it ran (a NOSCRIPT reply cut) sends it again: released at once, exit 0" {
+	# The release script is not cached: the first reply to it is the
+	# server's NOSCRIPT, and that is the one cut, so the release never ran.
+	start_proxy P "$REDIS_PORT"
+	make_script cmd.sh 'echo ready >ready
+i=0; while [ $i -lt 600 ] && [ ! -e go ]; do sleep 0.05; i=$((i + 1)); done
+exit 0' >/dev/null
+	bg_start R "$RLOCK" -v -u "$P_URL" exec -t 60s ex -- ./cmd.sh
+	wait_file ready 10000 || fail "the command did not start: $(cat R.err)"
+	proxy P cut EVAL
+	touch go
+	bg_wait "$R" 15000 || fail "rlock still running 15 s after the command ended"
+	proxy P stats
+	assert_equal "$(reply_field cuts)" 1
+	assert_equal "$BG_STATUS" 0
+	! grep -q 'release failed' R.err || fail "the release was not settled: $(cat R.err)"
+	# Given back at once, not left to its 60 s TTL.
+	assert_equal "$(rcli EXISTS 'rlock:{ex}')" 0
+	run events ex
+	assert_success
+	assert_line --index 0 released
+	refute_line lost
+}
+
+@test "settle: a release that cannot be settled (the server silent) exits 69; its keeper stops without extending, signalling or recording a loss" {
+	start_proxy P "$REDIS_PORT"
+	make_script owner.sh "trap 'echo TERM >got; exit 3' TERM
+T=\$(\"$RLOCK\" -u \"$P_URL\" acquire --hold -t 4s held) || { echo \$? >failed; exit 9; }
+echo \"\$T\" >token
+i=0; while [ \$i -lt 600 ] && [ ! -e go ]; do sleep 0.05; i=\$((i + 1)); done
+\"$RLOCK\" -u \"$P_URL\" --timeout 300ms release --token \"\$T\" held 2>release.err; echo \$? >released
+i=0; while [ \$i -lt 300 ] && [ ! -e stop ]; do sleep 0.1; i=\$((i + 1)); done" >/dev/null
+	bg_start S ./owner.sh
+	wait_file token 10000 || fail "no lock: $(cat S.err failed 2>/dev/null)"
+	[[ -n "$(keeper_pids held)" ]] || fail "no keeper"
+	proxy P blackhole
+	touch go
+	wait_file released 10000 || fail "the release did not end: $(cat release.err)"
+	assert_equal "$(cat released)" 69
+	# Told the outcome is unknown, the keeper sends no extend (one would
+	# fail through the blackhole until the validity ends, and call the
+	# lock lost): it stops by the lock's validity at the latest.
+	wait_no_keeper held 8000 || fail "a keeper of 'held' is still running"
+	proxy P pass
+	[[ ! -e got ]] || fail "the owner was signalled: $(cat S.err release.err)"
+	touch stop
+	bg_wait "$S" 10000 || fail "the owner did not end"
+	assert_equal "$BG_STATUS" 0
+	run events held
+	assert_success
+	refute_line lost
+}
