@@ -32,9 +32,8 @@
  *  - A release whose outcome is unknown (`rlock release` could not settle
  *    it, or went away before it said how it went) is still the owner
  *    letting go: the keeper never extends after it, nor takes the key
- *    gone for a loss.  It gives the lock back itself if the token still
- *    holds it (asking first: see lock_settle_release), within the lock's
- *    validity, and exits, telling no one.
+ *    gone for a loss; it exits, telling no one.  The lock is then gone,
+ *    or goes when that release arrives or the TTL runs out.
  *  - A loss (an extend refused, or no extend confirmed before the local
  *    validity, which ends the drift margin before the server's TTL): the
  *    owner gets --on-lost's signal first -- its whole process group if it
@@ -482,28 +481,20 @@ owner_ended(struct keep *kp)
 
 /*
  * What an announcement said: released, and the keeper is done; or a
- * release whose outcome is unknown -- the owner asked to let go, so this
- * is no loss whatever an extend would now find: the keeper settles it
- * (gives the lock back if the token still holds it, within the lock's
- * validity) and exits quietly.
+ * release whose outcome is unknown.  The owner asked to let go, so that
+ * is no loss whatever an extend would now find: the keeper stops,
+ * quietly.  It does not release again: the owner's release may still
+ * arrive late (a server that answers late), and a second release racing
+ * it could find the key gone and record a loss (see lock.c).
  */
 static void
 heard(struct keep *kp, int what)
 {
-	struct err	e;
-
-	if (what == HEARD_RELEASED) {
-		log_verbose("%s: released by rlock release", kp->l.name);
-		done(kp, 0);
-	}
-	if (what != HEARD_UNKNOWN)
+	if (what == HEARD_NOTHING)
 		return;
-	err_set(&e, ERR_UNAVAILABLE, "rlock release did not learn how its "
-	    "release went");
-	if (now_mono_ms() < kp->l.valid_until)
-		lock_settle_release(&kp->l, "release", kp->l.valid_until, &e);
-	log_verbose("%s: released by rlock release, its outcome settled or "
-	    "left to the TTL", kp->l.name);
+	log_verbose("%s: released by rlock release%s", kp->l.name,
+	    what == HEARD_UNKNOWN ? " (its outcome unknown: the lock goes "
+	    "with it, or with its TTL)" : "");
 	done(kp, 0);
 }
 
@@ -675,6 +666,13 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 			owner_ended(&kp);
 		now = now_mono_ms();
 		if (now >= kp.l.valid_until) {
+			/*
+			 * An announcement that came while an extend ran to
+			 * the validity's end (the extend blocks: a silent
+			 * server) was made by then: the owner let go first.
+			 */
+			if (!kp.releasing)
+				heard(&kp, accept_conn(&kp));
 			/* Announced and not answered: it is being released. */
 			if (kp.releasing)
 				done(&kp, 0);
