@@ -296,6 +296,32 @@ outcome(const struct supervise *sv, int status, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Release at the end, settled if its reply is lost (lock.c says how):
+ * 1 released, 0 found gone or another's (a loss), -1 not known.
+ */
+static int
+release_end(struct cmd_ctx *ctx, struct lock *l, const char *outcome)
+{
+	int64_t	sent = now_mono_ms();
+	int	rc;
+
+	if ((rc = lock_release(l, outcome, &ctx->err)) != -1)
+		return rc;
+	if ((rc = lock_settle_release(l, outcome, 0, &ctx->err)) !=
+	    LOCK_SETTLED)
+		return rc;
+	/*
+	 * No longer the token's after a release that was sent.  Sent while
+	 * the lock was surely ours (valid_until, as the heartbeat last
+	 * confirmed it), it ended a section the lock guarded to its end:
+	 * whatever removed the key since, that release or the TTL, it is
+	 * released.  Sent after, the key may have gone before the command
+	 * ended: a loss, as when the first answer says so.
+	 */
+	return sent < l->valid_until;
+}
+
 static int
 finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 {
@@ -335,8 +361,7 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		    outcome(sv, status, how, sizeof how));
 		return hold_on(ctx, l, left, status);
 	}
-	switch (lock_release(l, outcome(sv, status, how, sizeof how),
-	    &ctx->err)) {
+	switch (release_end(ctx, l, outcome(sv, status, how, sizeof how))) {
 	case -1:
 		log_warn("%s: the command ended but the release failed: %s; "
 		    "the lock expires by itself", l->name, ctx->err.msg);
@@ -500,6 +525,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	hb.on_extend = supervise_confirmed;
 	hb.on_extend_arg = &sv;
 	status = supervise_wait(&sv, &hb, &ctx->err);
+	/* How long the lock is surely ours, for a release to be settled. */
+	heartbeat_state(&hb, &l.valid_until, NULL, 0);
 	heartbeat_stop(&hb);
 	if (status == -1) {
 		cmd_give_back(&l);
@@ -508,7 +535,6 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	}
 	if (sv.left > 0)
 		lock_note(&l, "leftovers", sv.left_note, "");
-	/* The heartbeat moved the lock's validity on: the release needs none. */
 	rc = finish(ctx, &l, &sv, status);
 out:
 	supervise_end(&sv);

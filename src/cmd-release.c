@@ -77,7 +77,7 @@ static int
 cmd_release_exec(struct cmd_ctx *ctx)
 {
 	struct lock	 l;
-	const char	*token = cmd_token(ctx);
+	const char	*token = cmd_token(ctx), *reason;
 	int		 rc, kfd;
 
 	if (!ctx->o.force && token == NULL)
@@ -95,9 +95,20 @@ cmd_release_exec(struct cmd_ctx *ctx)
 		 * extends no more, takes no refusal for a loss, and exits.
 		 */
 		kfd = keeper_announce(ctx->o.prefix, l.name, token);
-		rc = lock_release(&l, ctx->o.reason != NULL &&
-		    *ctx->o.reason != '\0' ? ctx->o.reason : "release",
-		    &ctx->err);
+		reason = ctx->o.reason != NULL && *ctx->o.reason != '\0' ?
+		    ctx->o.reason : "release";
+		rc = lock_release(&l, reason, &ctx->err);
+		/*
+		 * A release whose reply was lost is settled, not failed: the
+		 * token no longer holding the lock after it is that release's
+		 * doing as far as anyone can tell (we do not know when the
+		 * lock's validity ends), and so it is released: exit 0, and
+		 * the keeper told so.  Only a first answer of "not the
+		 * holder" exits 1.
+		 */
+		if (rc == -1 && (rc = lock_settle_release(&l, reason, 0,
+		    &ctx->err)) == LOCK_SETTLED)
+			rc = 1;
 		keeper_released(kfd, rc);
 	}
 	if (ctx->o.force)

@@ -91,6 +91,12 @@ extend_once(struct heartbeat *hb)
 			    duration_format(hb->l.ttl_ms, d, sizeof d));
 			return 0;
 		}
+		/*
+		 * Refused, even on a retry after an extend whose reply was
+		 * lost: that extend could only have lengthened the lock, so
+		 * someone else removed it -- a loss (see "settling" in
+		 * lock.c: only a release is ever settled as released).
+		 */
 		if (rc == 0) {
 			declare_lost(hb, "the lock's key is gone or holds "
 			    "another token");

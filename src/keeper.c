@@ -29,6 +29,11 @@
  *    is a loss unless an announcement is waiting: written before the
  *    release went out, it is always there first.  A release from another
  *    host (or network namespace) is found by the next extend, as a loss.
+ *  - A release whose outcome is unknown (`rlock release` could not settle
+ *    it, or went away before it said how it went) is still the owner
+ *    letting go: the keeper never extends after it, nor takes the key
+ *    gone for a loss; it exits, telling no one.  The lock is then gone,
+ *    or goes when that release arrives or the TTL runs out.
  *  - A loss (an extend refused, or no extend confirmed before the local
  *    validity, which ends the drift margin before the server's TTL): the
  *    owner gets --on-lost's signal first -- its whole process group if it
@@ -379,10 +384,12 @@ drop_conn(struct keep *kp)
 	kp->releasing = 0;
 }
 
-/*
- * Read what the announcing connection has to say: 1 when the lock was
- * released by its owner's token, 0 otherwise (still waiting, or not).
- */
+/* What an announcing connection says (read_conn, accept_conn). */
+#define HEARD_NOTHING	0	/* still waiting, or no announcement */
+#define HEARD_RELEASED	1	/* released; or found lost, and said so */
+#define HEARD_UNKNOWN	2	/* a release whose outcome is unknown */
+
+/* Read what the announcing connection has to say: HEARD_*. */
 static int
 read_conn(struct keep *kp)
 {
@@ -392,35 +399,39 @@ read_conn(struct keep *kp)
 	while (kp->conn != -1) {
 		n = recv(kp->conn, msg, sizeof msg - 1, MSG_DONTWAIT);
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
-			return 0;
+			return HEARD_NOTHING;
 		if (n <= 0) {
-			/* The releaser went away without an outcome. */
-			if (kp->releasing)
-				kp->next = now_mono_ms();
+			/*
+			 * The releaser went away without an outcome: its
+			 * release may have gone out, or not.
+			 */
+			n = kp->releasing;
 			drop_conn(kp);
-			return 0;
+			return n ? HEARD_UNKNOWN : HEARD_NOTHING;
 		}
 		msg[n] = '\0';
 		if (!kp->releasing) {
 			if (strncmp(msg, ANNOUNCE, strlen(ANNOUNCE)) != 0 ||
 			    strcmp(msg + strlen(ANNOUNCE), kp->l.token) != 0) {
 				drop_conn(kp);
-				return 0;
+				return HEARD_NOTHING;
 			}
 			kp->releasing = 1;
 			continue;
 		}
 		if (msg[0] == '1' || msg[0] == '0')
-			return 1;	/* released; or found lost, and said so */
-		/* The release failed: the lock may still be ours. */
-		kp->next = now_mono_ms();
+			return HEARD_RELEASED;
+		/*
+		 * The release failed or could not be settled: it may have run
+		 * (its reply lost), or may yet (a server that answers late).
+		 */
 		drop_conn(kp);
-		return 0;
+		return HEARD_UNKNOWN;
 	}
-	return 0;
+	return HEARD_NOTHING;
 }
 
-/* Take a waiting announcement, if any: 1 when the lock was released. */
+/* Take a waiting announcement, if any: HEARD_*. */
 static int
 accept_conn(struct keep *kp)
 {
@@ -430,7 +441,7 @@ accept_conn(struct keep *kp)
 		return read_conn(kp);
 	fd = accept4(kp->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd == -1)
-		return 0;
+		return HEARD_NOTHING;
 	kp->conn = fd;
 	kp->conn_until = now_mono_ms() + SILENT_MAX_MS;
 	return read_conn(kp);
@@ -452,18 +463,38 @@ owner_ended(struct keep *kp)
 {
 	struct err	e;
 	char		why[64];
-	int64_t		backoff = BACKOFF_FIRST_MS;
 
 	snprintf(why, sizeof why, "the owner (pid %d) ended",
 	    (int)kp->k->owner);
 	quorum_limit(&kp->q, 0);
-	while (lock_release(&kp->l, why, &e) == -1 &&
-	    now_mono_ms() + backoff < kp->l.valid_until) {
-		poll(NULL, 0, (int)backoff);
-		if ((backoff *= 2) > BACKOFF_MAX_MS)
-			backoff = BACKOFF_MAX_MS;
-	}
+	/*
+	 * Sent once; after a reply lost, settled (asked, and sent again
+	 * only while the token holds it): a second release after a first
+	 * that ran would record a loss.
+	 */
+	if (lock_release(&kp->l, why, &e) == -1 &&
+	    now_mono_ms() < kp->l.valid_until)
+		lock_settle_release(&kp->l, why, kp->l.valid_until, &e);
 	log_verbose("%s: %s; the lock was given back", kp->l.name, why);
+	done(kp, 0);
+}
+
+/*
+ * What an announcement said: released, and the keeper is done; or a
+ * release whose outcome is unknown.  The owner asked to let go, so that
+ * is no loss whatever an extend would now find: the keeper stops,
+ * quietly.  It does not release again: the owner's release may still
+ * arrive late (a server that answers late), and a second release racing
+ * it could find the key gone and record a loss (see lock.c).
+ */
+static void
+heard(struct keep *kp, int what)
+{
+	if (what == HEARD_NOTHING)
+		return;
+	log_verbose("%s: released by rlock release%s", kp->l.name,
+	    what == HEARD_UNKNOWN ? " (its outcome unknown: the lock goes "
+	    "with it, or with its TTL)" : "");
 	done(kp, 0);
 }
 
@@ -527,8 +558,7 @@ extend(struct keep *kp)
 	}
 	if (rc == 0) {
 		/* Refused: by our own release, announced before it was sent? */
-		if (accept_conn(kp) == 1)
-			done(kp, 0);
+		heard(kp, accept_conn(kp));
 		if (kp->releasing)
 			return;
 		lost(kp, "the lock's key is gone or holds another token");
@@ -604,11 +634,10 @@ wait_events(struct keep *kp, int64_t now, const sigset_t *waitmask)
 		return;
 	if (ipid != -1 && pfd[ipid].revents != 0)
 		owner_ended(kp);
-	if ((iconn != -1 && pfd[iconn].revents != 0 && read_conn(kp)) ||
-	    (ilsock != -1 && pfd[ilsock].revents != 0 && accept_conn(kp))) {
-		log_verbose("%s: released by rlock release", kp->l.name);
-		done(kp, 0);
-	}
+	if (iconn != -1 && pfd[iconn].revents != 0)
+		heard(kp, read_conn(kp));
+	else if (ilsock != -1 && pfd[ilsock].revents != 0)
+		heard(kp, accept_conn(kp));
 }
 
 static void
@@ -637,6 +666,13 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 			owner_ended(&kp);
 		now = now_mono_ms();
 		if (now >= kp.l.valid_until) {
+			/*
+			 * An announcement that came while an extend ran to
+			 * the validity's end (the extend blocks: a silent
+			 * server) was made by then: the owner let go first.
+			 */
+			if (!kp.releasing)
+				heard(&kp, accept_conn(&kp));
 			/* Announced and not answered: it is being released. */
 			if (kp.releasing)
 				done(&kp, 0);
@@ -650,11 +686,7 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 		}
 		/* Silent too long: unless its announcement came just now. */
 		if (kp.conn != -1 && !kp.releasing && now >= kp.conn_until) {
-			if (read_conn(&kp) == 1) {
-				log_verbose("%s: released by rlock release",
-				    kp.l.name);
-				done(&kp, 0);
-			}
+			heard(&kp, read_conn(&kp));
 			if (kp.conn != -1 && !kp.releasing)
 				drop_conn(&kp);
 		}

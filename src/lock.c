@@ -1193,3 +1193,165 @@ lock_to_ll(const struct redis_reply *r)
 	return 0;
 }
 
+
+/* ------------------------------------------ settling an unknown outcome */
+
+/*
+ * A release whose reply is lost (its connection closed, or its --timeout
+ * ran out, after it was sent) may have run or not, and one that is late
+ * may run later still: its outcome is unknown, and taking it for a
+ * failure and then finding the key gone for a loss (what the keeper and
+ * exec did) calls a lock lost that its owner let go of.  So such a
+ * release is settled: the servers are asked, read-only, whether the token
+ * still holds the lock, and the release is sent again only where it does.
+ * Never blindly: a release that finds the key gone records a loss in the
+ * history (release.lua), and a second release after a first that ran
+ * would do just that.
+ *
+ * What "no longer the token's" then means is the caller's to say, from
+ * when the first release went out: the lock was surely ours until
+ * valid_until, so a release sent before it ended a section that the lock
+ * guarded to its end, and whatever removed the key afterwards (that
+ * release, or the TTL running out because it never arrived) the lock was
+ * released, not lost.  A release sent after valid_until that finds it
+ * gone is a loss, as when its answer says "not the holder" outright.
+ *
+ * An extend is different, and is not settled here: after an extend whose
+ * reply is lost the lock may or may not have been extended, but either
+ * way it is still ours until the last confirmed valid_until, and the
+ * caller retries (heartbeat.c, keeper.c).  A retry that answers "not the
+ * holder" cannot be blamed on the lost extend, which only ever lengthens
+ * the lock: the key was removed by someone else (release --force, a DEL,
+ * a server that lost it), a real loss while the command may still run.
+ * Only our own release explains a key gone after it, so only the release
+ * is ever settled as released.
+ */
+
+/*
+ * How long a settle goes on by default: twice the round trip's --timeout,
+ * and at least SETTLE_MIN_MS (a reply cut fails at once, and a server
+ * reached anew answers in a millisecond or two).
+ */
+#define SETTLE_TIMEOUTS		2
+#define SETTLE_MIN_MS		500
+#define SETTLE_FIRST_MS		50
+#define SETTLE_MAX_MS		1000
+
+/* Whether reply holds `token` (of length len), as a string. */
+static int
+reply_is(const struct redis_reply *r, const char *token, size_t len)
+{
+	return r != NULL && r->type == REDIS_T_STRING && r->len == len &&
+	    memcmp(r->str, token, len) == 0;
+}
+
+/*
+ * What one server's inspect.lua reply (one lock) says of the token: 1 it
+ * holds the lock (the plain holder's token, element 12; or one of the
+ * holders of a shared lock or a semaphore, element 14's list, each holder
+ * a list led by its token), 0 it does not, -1 no answer or a damaged lock.
+ */
+static int
+token_holds(const struct redis_reply *r, const char *token)
+{
+	const struct redis_reply	*s, *list, *h;
+	size_t				 i, len = strlen(token);
+
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements != 1 ||
+	    (r = r->element[0])->type != REDIS_T_ARRAY || r->elements < 12)
+		return -1;
+	if (reply_is(r->element[11], token, len))
+		return 1;
+	if (r->elements < 14 || (s = r->element[13])->type != REDIS_T_ARRAY ||
+	    s->elements < 2 || (list = s->element[1])->type != REDIS_T_ARRAY)
+		return 0;
+	for (i = 0; i < list->elements; i++) {
+		h = list->element[i];
+		if (h->type == REDIS_T_ARRAY && h->elements > 0 &&
+		    reply_is(h->element[0], token, len))
+			return 1;
+	}
+	return 0;
+}
+
+int
+lock_holds(struct lock *l, struct err *e)
+{
+	struct redis_reply	**rep;
+	const char		 *keys[5];
+	int			  i, yes = 0, no = 0;
+
+	keys[0] = l->key;
+	keys[1] = l->info_key;
+	keys[2] = l->fence_key;
+	keys[3] = l->waiters_key;
+	keys[4] = l->queue_key;
+	rep = xcalloc(l->q->n, sizeof *rep);
+	quorum_script(l->q, NULL, &script_inspect, 5, keys, 0, NULL, rep, e);
+	for (i = 0; i < l->q->n; i++)
+		switch (token_holds(rep[i], l->token)) {
+		case 1:
+			yes++;
+			break;
+		case 0:
+			no++;
+			break;
+		}
+	quorum_free_replies(l->q, rep);
+	free(rep);
+	if (yes >= quorum_majority(l->q))
+		return 1;
+	/* Those that did not answer may all still hold it: not enough. */
+	if (l->q->n - no < quorum_majority(l->q))
+		return 0;
+	if (e->msg[0] == '\0')
+		err_set(e, ERR_UNAVAILABLE, "cannot tell whether %s is still "
+		    "held: too few servers answered", l->name);
+	return -1;
+}
+
+int
+lock_settle_release(struct lock *l, const char *outcome, int64_t until,
+    struct err *e)
+{
+	int64_t	saved = l->q->limit, backoff = SETTLE_FIRST_MS, now;
+	int	rc = -1;
+
+	if (until == 0)
+		until = now_mono_ms() + (SETTLE_TIMEOUTS *
+		    l->q->opts->timeout_ms > SETTLE_MIN_MS ? SETTLE_TIMEOUTS *
+		    l->q->opts->timeout_ms : SETTLE_MIN_MS);
+	quorum_limit(l->q, until);
+	while ((now = now_mono_ms()) < until) {
+		log_verbose("%s: the release's outcome is unknown (%s): asking "
+		    "whether the token still holds it", l->name, e->msg);
+		err_clear(e);
+		quorum_retry_now(l->q);
+		rc = lock_holds(l, e);
+		if (rc == 0) {
+			rc = LOCK_SETTLED;
+			break;
+		}
+		if (rc == 1) {
+			err_clear(e);
+			/* Held a moment ago: gone now is our release, late. */
+			if ((rc = lock_release(l, outcome, e)) != -1) {
+				rc = rc == 1 ? 1 : LOCK_SETTLED;
+				break;
+			}
+		}
+		if (now + backoff >= until)
+			break;
+		nanosleep(&(struct timespec){ .tv_sec = backoff / 1000,
+		    .tv_nsec = backoff % 1000 * 1000000 }, NULL);
+		if ((backoff *= 2) > SETTLE_MAX_MS)
+			backoff = SETTLE_MAX_MS;
+	}
+	quorum_limit(l->q, saved);
+	if (rc == LOCK_SETTLED) {
+		l->maybe_held = 0;
+		log_verbose("%s: no longer the token's after its release: "
+		    "released", l->name);
+	}
+	return rc;
+}

@@ -278,4 +278,23 @@ void	lock_status_free(struct lock_status *);
 int	lock_reply_granted(const struct redis_reply *, long long *fence);
 void	lock_reply_status(const struct redis_reply *, struct lock_status *);
 
+/*
+ * Settling a release whose outcome is unknown (see lock.c): whether the
+ * token holds the lock now, read-only: 1 on a majority, 0 where fewer than
+ * a majority still can, -1 (e filled) when the answers tell neither.
+ */
+int	lock_holds(struct lock *, struct err *);
+/*
+ * After lock_release returned -1 (its reply lost, or no answer in time):
+ * ask until `until` (CLOCK_MONOTONIC ms; 0: twice --timeout from now)
+ * whether the token still holds the lock, and release it again where it
+ * does.  1 released by that new release; LOCK_SETTLED: the token no longer
+ * holds it after a release that was sent -- released, unless the caller
+ * knows that release went out after the lock's validity; -1 (e filled):
+ * still unknown at `until`.
+ */
+#define LOCK_SETTLED	2
+int	lock_settle_release(struct lock *, const char *outcome, int64_t until,
+	    struct err *);
+
 #endif
