@@ -344,7 +344,7 @@ note_holder(struct lock *l, const struct redis_reply *r)
 }
 
 static int	release_script(struct lock *, const char *outcome, int give_back,
-		    int keep_listed, struct err *);
+		    int keep_listed, int settling, struct err *);
 
 /*
  * Give back what this run took where it won too few servers, or too
@@ -356,7 +356,7 @@ undo_partial(struct lock *l)
 {
 	struct err	e;
 
-	release_script(l, NULL, 1, 1, &e);
+	release_script(l, NULL, 1, 1, 0, &e);
 }
 
 /*
@@ -941,13 +941,13 @@ lock_give_back(struct lock *l)
 {
 	struct err	e;
 
-	release_script(l, NULL, 1, 0, &e);
+	release_script(l, NULL, 1, 0, 0, &e);
 }
 
 int
 lock_release(struct lock *l, const char *outcome, struct err *e)
 {
-	return release_script(l, outcome, 0, 0, e);
+	return release_script(l, outcome, 0, 0, 0, e);
 }
 
 /*
@@ -972,15 +972,18 @@ majority_left(const struct lock *l, unsigned gone)
 /*
  * The release script, as a release (give_back 0: every hold of the token)
  * or as a give-back of this run (only what it took; keep_listed: its
- * waiter entries stay).  1 released, 0 not the holder (lost), -1 error.
+ * waiter entries stay).  settling: a release sent again after one whose
+ * outcome is unknown, which records no loss when it finds the lock gone
+ * (the first one, late, may have ended it).  1 released, 0 not the holder
+ * (lost), -1 error.
  */
 static int
 release_script(struct lock *l, const char *outcome, int give_back,
-    int keep_listed, struct err *e)
+    int keep_listed, int settling, struct err *e)
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[8], *args[10];
+	const char		 *keys[8], *args[11];
 	char			  pid[24];
 	unsigned		  gone = 0;
 	int			  i, ok, released = 0, skipped = 0, *ask;
@@ -1011,6 +1014,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	args[7] = l->q->n == 1 ? "1" : "0";
 	args[8] = give_back ? l->run : "";
 	args[9] = keep_listed ? "1" : "0";
+	args[10] = settling ? "1" : "0";
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * Every server that can be reached, each within its own --timeout:
@@ -1028,7 +1032,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 8, keys, 10, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 8, keys, 11, args, rep,
 	    e);
 	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
 	    ok, e) + skipped;
@@ -1334,8 +1338,11 @@ lock_settle_release(struct lock *l, const char *outcome, int64_t until,
 		}
 		if (rc == 1) {
 			err_clear(e);
-			/* Held a moment ago: gone now is our release, late. */
-			if ((rc = lock_release(l, outcome, e)) != -1) {
+			/*
+			 * Held a moment ago: gone now is our release, late,
+			 * which the history has already (no 'lost' beside it).
+			 */
+			if ((rc = release_script(l, outcome, 0, 0, 1, e)) != -1) {
 				rc = rc == 1 ? 1 : LOCK_SETTLED;
 				break;
 			}

@@ -6,8 +6,10 @@
 -- hand_over ('1': one server; see hand_over() in lib.lua: with several,
 -- each would choose on its own), run ('' for a release; else a give-back
 -- of that acquire run), keep_listed ('1': a quorum's give-back between two
--- attempts of the run, which keeps its waiter entry).  Returns 1 when a
--- hold ended, else 0.
+-- attempts of the run, which keeps its waiter entry), settling ('1': a
+-- release sent again after one whose reply was lost, which, finding the
+-- hold gone, records no loss: the first one, late, may have ended it).
+-- Returns 1 when a hold ended, else 0.
 -- A release ends the token's hold whatever took it, and its waiter entry
 -- and place in the line.  A give-back (a run that failed, gave up, or
 -- must try again) ends only what that run took: a hold whose a is the run
@@ -59,7 +61,7 @@ if not (run ~= '' and ARGV[10] == '1') then
 end
 
 if not info then
-	if ARGV[2] ~= '' and run == '' then
+	if ARGV[2] ~= '' and run == '' and ARGV[11] ~= '1' then
 		record(KEYS[1], ARGV[3], ARGV[4], 'lost', {'h', ARGV[5], 'p',
 			ARGV[6], 'u', ARGV[7], 'x', ARGV[2], 'y',
 			"gone or another's at release", 'r', run_id(token)})
