@@ -514,6 +514,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	if (!sv.foreground && ready_release(ctx, &l, &rel) == 0)
 		sv.release = &rel;
 	sv.ttl_ms = l.ttl_ms;
+	sv.valid_until = l.valid_until;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);
 		log_error("%s", ctx->err.msg);

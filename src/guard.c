@@ -5,16 +5,19 @@
  * PR_SET_PDEATHSIG reaches the command's direct child only: what the
  * command starts (`sh -c 'step1; step2'`, `daemon &`) is reparented to
  * init when rlock is SIGKILLed and runs on after the lock expired.  And a
- * stopped rlock (SIGSTOP, a debugger) extends nothing, so the lock
- * expires under a command that keeps running.  The guard covers both:
+ * stopped rlock (SIGSTOP, a debugger, a frozen cgroup or VM) extends
+ * nothing, so the lock expires under a command that keeps running.  The
+ * guard covers both, from the command's first instruction: it is started
+ * before the command's exec, and the command's child publishes its process
+ * group to it before it execs (guard_command).
  *
+ *  - it reads the read end of a pipe whose only write end is rlock's: end
+ *    of file without guard_done means rlock is gone, and the guard
+ *    kills the group;
  *  - it joins the command's process group, so the group exists (and its
  *    id stays unused by anyone else) for as long as the guard lives, and
  *    signals to the group reach everything the command started even after
  *    the command itself has exited;
- *  - it reads the read end of a pipe whose only write end is rlock's: end
- *    of file without guard_done means rlock is gone, and the guard
- *    kills the group;
  *  - it sleeps until the lock's validity ends (plus a margin that leaves
  *    rlock time to act first), reading the validity rlock last confirmed
  *    from shared memory, and does what rlock would have done if rlock has
@@ -23,27 +26,39 @@
  *    saw outside it (shared memory too), leaves the group first so that
  *    the kill does not end it, waits until none of them is left, and
  *    gives the lock back with rlock's token: it execs rlock's own binary,
- *    opened before the fork, as `rlock release`, with rlock's settings
- *    read from a pipe.  The next holder starts at once instead of at the
- *    TTL, which still bounds it if the server cannot be reached then, or
- *    if something of the command lingers past GONE_MAX_MS.
+ *    opened before the guard started, as `rlock release`, with rlock's
+ *    settings read from a pipe.  The next holder starts at once instead of
+ *    at the TTL, which still bounds it if the server cannot be reached
+ *    then, or if something of the command lingers past GONE_MAX_MS.
+ *
+ * What it costs rlock is a vfork and an exec: the guard is rlock's own
+ * binary again (guard_exec_main), run as `rlock-guard`, its state in a
+ * memfd that both map.  A fork would cost more, and cost it in rlock:
+ * copying rlock's page tables and then a copy-on-write fault for every
+ * page rlock writes after it, about 1.5 ms of a 5 ms `exec -- true` cycle
+ * on a virtual machine, where faults are dear.  vfork copies nothing and
+ * rlock waits only until the guard's exec has replaced its memory (tens of
+ * microseconds); the guard's own start-up runs beside rlock and the
+ * command, and a command over before then costs nothing more.  If the exec
+ * fails, the guard is forked (fork_guard), and runs the same guard_main.
  *
  * The guard blocks every signal, so what rlock or a terminal sends to the
  * group (Ctrl-C, Ctrl-Z, the loss signal) does not touch it; only SIGKILL
- * does, which ends the group anyway.  It runs only async-signal-safe
- * system calls: rlock's heartbeat thread may be running when it forks.
- *
- * It is forked with _Fork (no fork handlers: they would write, and so copy,
- * pages of libc's), and it closes every descriptor it inherited, so that
- * no pipe rlock's caller reads stays open in it.
+ * does, which ends the group anyway.  guard_main runs only
+ * async-signal-safe system calls, which a forked guard needs (rlock's
+ * heartbeat thread may be running when it forks), and it closes every
+ * descriptor it inherited, so that no pipe rlock's caller reads stays open
+ * in it.
  */
 
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -66,6 +81,10 @@
 #define GONE_MAX_MS	3000
 /* What the history says of that release. */
 #define KILLED_REASON	"rlock was killed"
+/* The shared memory's first word: it is what guard_start made. */
+#define GUARD_MAGIC	0x726c6b67u
+/* The release's words at most (guard_release_init makes about 16). */
+#define RELEASE_ARGS_MAX	64
 
 struct escaped {
 	_Atomic pid_t		pid;
@@ -73,17 +92,23 @@ struct escaped {
 };
 
 struct guard_shared {
+	uint32_t	magic;
+	uint32_t	size;		/* of the whole mapping */
 	_Atomic int64_t	valid_until;	/* CLOCK_MONOTONIC ms */
 	_Atomic int64_t	kill_at;	/* 0: rlock has sent no loss signal */
+	_Atomic pid_t	pg;		/* the command's group; 0: none yet */
 	_Atomic int	suspended;
 	_Atomic int	done;
 	_Atomic int	acted;		/* the signal the guard sent, if any */
 	_Atomic int	nescaped;
 	struct escaped	escaped[ESCAPED_MAX];
-	/* Set once, before the fork. */
+	/* Set once, before the guard starts. */
+	pid_t		parent;		/* rlock */
 	int64_t		margin_ms;
 	int64_t		kill_after_ms;
 	int		on_lost;
+	int		nargs;		/* the release's words in text; 0: none */
+	char		text[];		/* each ends with a NUL */
 };
 
 /* Close every descriptor from first on. */
@@ -223,28 +248,47 @@ group_alive(pid_t pg)
 }
 
 /*
+ * sig to the command's group, in rlock's place: said first, then the group
+ * looked up, so that a command's child publishing its group at the same
+ * time either is signalled or sees acted and does not exec (guard_command).
+ * The group, or 0 if there is no command yet.
+ */
+static pid_t
+act(struct guard_shared *sh, int sig)
+{
+	pid_t	pg;
+
+	atomic_store(&sh->acted, sig);
+	if ((pg = atomic_load(&sh->pg)) > 0)
+		kill(-pg, sig);
+	return pg;
+}
+
+/*
  * rlock has died: kill what is left of the command, then give the lock
- * back once none of it is (see the top of the file).
+ * back once none of it is (see the top of the file).  With no command
+ * yet (rlock died before it published one), there is nothing to kill.
  */
 static void __attribute__((noreturn))
-rlock_died(struct guard_shared *sh, pid_t pg, const struct guard_release *rel)
+rlock_died(struct guard_shared *sh, char *const *argv, char *const *envp)
 {
 	struct timespec	ts = { 0, 5 * 1000000 };
 	int64_t		until;
+	pid_t		pg;
 	int		fd;
 
-	atomic_store(&sh->acted, SIGKILL);
 	/* Out of the group first, so that the kill does not end the guard. */
 	setpgid(0, 0);
-	kill(-pg, SIGKILL);
+	pg = act(sh, SIGKILL);
 	kill_escaped(sh);
-	if (rel == NULL)
+	if (argv == NULL)
 		_exit(0);
 	until = now_mono_ms() + GONE_MAX_MS;
-	while (group_alive(pg) || kill_escaped(sh) > 0) {
+	while ((pg > 0 && group_alive(pg)) || kill_escaped(sh) > 0) {
 		if (now_mono_ms() >= until)
 			_exit(0);
-		kill(-pg, SIGKILL);	/* a fork may have raced the kill */
+		if (pg > 0)
+			kill(-pg, SIGKILL);	/* a fork may have raced it */
 		nanosleep(&ts, NULL);
 	}
 	/* The release's standard descriptors: /dev/null, not rlock's pipe. */
@@ -254,34 +298,42 @@ rlock_died(struct guard_shared *sh, pid_t pg, const struct guard_release *rel)
 		dup2(0, 2);
 	}
 	fcntl(GUARD_FD_EXE, F_SETFD, FD_CLOEXEC);
-	fexecve(GUARD_FD_EXE, rel->argv, rel->envp);
+	fexecve(GUARD_FD_EXE, argv, envp);
 	_exit(0);
 }
 
 static void __attribute__((noreturn))
-kill_group(struct guard_shared *sh, pid_t pg)
+kill_group(struct guard_shared *sh)
 {
-	atomic_store(&sh->acted, SIGKILL);
-	kill(-pg, SIGKILL);	/* the guard is in the group: this ends it */
+	act(sh, SIGKILL);	/* the guard is in the group: this ends it */
 	_exit(0);
 }
 
+/*
+ * The guard's loop: argv and envp are the release's (argv NULL: no
+ * release).  Only async-signal-safe calls: see the top of the file.
+ */
 static void __attribute__((noreturn))
-guard_main(struct guard_shared *sh, pid_t parent, pid_t pg,
-    const struct guard_release *rel)
+guard_main(struct guard_shared *sh, char *const *argv, char *const *envp)
 {
 	struct pollfd	pfd = { .fd = 0, .events = POLLIN };
 	int64_t		now, wake, valid, k, kill_at = -1;
 	int		timeout, signalled = 0;
+	pid_t		joined = 0, pg;
 	char		buf[64];
 	ssize_t		n;
 
 	/* rlock may have died before there was a pipe to report it. */
-	if (getppid() != parent)
-		rlock_died(sh, pg, rel);
+	if (getppid() != sh->parent)
+		rlock_died(sh, argv, envp);
 	for (;;) {
 		if (atomic_load(&sh->done))
 			_exit(0);
+		/* Into the command's group as soon as there is one. */
+		if (joined == 0 && (pg = atomic_load(&sh->pg)) > 0) {
+			setpgid(0, pg);
+			joined = pg;
+		}
 		now = now_mono_ms();
 		valid = atomic_load(&sh->valid_until) + sh->margin_ms;
 		if ((k = atomic_load(&sh->kill_at)) > 0 && !signalled) {
@@ -291,16 +343,15 @@ guard_main(struct guard_shared *sh, pid_t parent, pid_t pg,
 		}
 		if (!signalled && now >= valid) {
 			if (atomic_load(&sh->suspended) || sh->on_lost == SIGKILL)
-				kill_group(sh, pg);
+				kill_group(sh);
 			signalled = 1;
 			if (sh->on_lost != 0) {
-				atomic_store(&sh->acted, sh->on_lost);
-				kill(-pg, sh->on_lost);
+				act(sh, sh->on_lost);
 				kill_at = now + sh->kill_after_ms;
 			}
 		}
 		if (kill_at >= 0 && now >= kill_at)
-			kill_group(sh, pg);
+			kill_group(sh);
 		wake = !signalled ? valid : kill_at;
 		if (wake < 0)
 			timeout = -1;
@@ -315,24 +366,26 @@ guard_main(struct guard_shared *sh, pid_t parent, pid_t pg,
 			/* rlock is gone; unless it said so first, it died. */
 			if (atomic_load(&sh->done))
 				_exit(0);
-			rlock_died(sh, pg, rel);
+			rlock_died(sh, argv, envp);
 		}
 		/* Anything else is a wake-up: look at the shared state again. */
 	}
 }
 
 /*
- * In the guard: the pipe from rlock as 0, rel's descriptors as 3, 4 and
- * 5, nothing else (no pipe rlock's caller reads stays open in it).
+ * In the guard: the pipe from rlock as 0, rlock's binary as 3, rel's
+ * descriptors as 4, 5 and 6, the shared memory as 7 (shm >= 0), nothing
+ * else (no pipe rlock's caller reads stays open in it).
  */
 static void
-arrange_fds(int pipe_fd, const struct guard_release *rel)
+arrange_fds(int pipe_fd, int exe, int shm, const struct guard_release *rel)
 {
-	int	fds[4] = { -1, -1, -1, -1 }, i;
+	int	fds[5] = { -1, -1, -1, -1, -1 }, i;
 
+	/* Out of the way of 0 and of 3-7 first, whatever they were. */
+	if (exe >= 0)
+		fds[0] = fcntl(exe, F_DUPFD_CLOEXEC, 16);
 	if (rel != NULL) {
-		/* Out of the way of 0 and of 3-5 first, whatever they were. */
-		fds[0] = fcntl(rel->exe, F_DUPFD_CLOEXEC, 16);
 		fds[1] = fcntl(rel->config, F_DUPFD_CLOEXEC, 16);
 		if (rel->password >= 0)
 			fds[2] = fcntl(rel->password, F_DUPFD_CLOEXEC, 16);
@@ -340,84 +393,221 @@ arrange_fds(int pipe_fd, const struct guard_release *rel)
 			fds[3] = fcntl(rel->sentinel_password, F_DUPFD_CLOEXEC,
 			    16);
 	}
+	if (shm >= 0)
+		fds[4] = fcntl(shm, F_DUPFD_CLOEXEC, 16);
 	if (pipe_fd != 0) {
 		dup2(pipe_fd, 0);
 		close(pipe_fd);
 	}
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		if (fds[i] >= 0)
 			dup2(fds[i], GUARD_FD_EXE + i);	/* not close-on-exec */
 		else
 			close(GUARD_FD_EXE + i);
 	close(1);
 	close(2);
-	close_from(rel != NULL ? GUARD_FD_SENTINEL_PASSWORD + 1 : 3);
+	close_from(GUARD_FD_SHARED + 1);
+}
+
+/*
+ * The vfork'ed child that becomes the guard: on rlock's memory and stack
+ * until the exec, so system calls only, and err to say why the exec
+ * failed.  Every signal is blocked already (and stays so in the guard).
+ */
+static void __attribute__((noreturn))
+exec_guard(int pipe_fd, int exe, int shm, const struct guard_release *rel,
+    char *const *envp, volatile int *err)
+{
+	static char	 name[] = "rlock-guard", arg[] = GUARD_ARG;
+	char		*argv[] = { name, arg, NULL };
+
+	arrange_fds(pipe_fd, exe, shm, rel);
+	fexecve(GUARD_FD_EXE, argv, envp);
+	*err = errno;
+	_exit(127);
+}
+
+/*
+ * vfork and exec the guard: its pid, or -1 (errno set) if that failed;
+ * nothing here is changed after the vfork, so nothing is clobbered.
+ */
+static pid_t
+vfork_guard(int pipe_fd, int exe, int shm, const struct guard_release *rel,
+    char *const *envp)
+{
+	volatile int	err = 0;
+	pid_t		pid;
+
+	if ((pid = vfork()) == 0)
+		exec_guard(pipe_fd, exe, shm, rel, envp, &err);
+	if (pid > 0 && err != 0) {
+		waitpid(pid, NULL, 0);
+		errno = err;
+		return -1;
+	}
+	return pid;
+}
+
+/* The guard as a fork of rlock, when it could not be exec'ed. */
+static pid_t
+fork_guard(struct guard_shared *sh, int pipe_fd, int exe,
+    const struct guard_release *rel)
+{
+	pid_t	pid;
+
+	if ((pid = _Fork()) != 0)
+		return pid;
+	arrange_fds(pipe_fd, exe, -1, rel);
+#ifdef HAVE_PRCTL
+	prctl(PR_SET_NAME, "rlock-guard");
+	/* Not readable through /proc by the command: it holds rel's. */
+	prctl(PR_SET_DUMPABLE, 0);
+#endif
+	guard_main(sh, rel != NULL ? rel->argv : NULL,
+	    rel != NULL ? rel->envp : NULL);
+}
+
+/* The shared memory for the guard, the release's words in it. */
+static struct guard_shared *
+shared_new(const struct guard_release *rel, int *shm)
+{
+	struct guard_shared	*sh;
+	size_t			 size = sizeof *sh, len;
+	char			*t;
+	int			 i, n = 0;
+
+	if (rel != NULL)
+		for (n = 0; rel->argv[n] != NULL && n < RELEASE_ARGS_MAX; n++)
+			size += strlen(rel->argv[n]) + 1;
+	if ((*shm = memfd_create("rlock-guard", MFD_CLOEXEC)) == -1)
+		return NULL;
+	if (ftruncate(*shm, (off_t)size) == -1 || (sh = mmap(NULL, size,
+	    PROT_READ | PROT_WRITE, MAP_SHARED, *shm, 0)) == MAP_FAILED) {
+		close(*shm);
+		return NULL;
+	}
+	sh->magic = GUARD_MAGIC;
+	sh->size = (uint32_t)size;
+	sh->parent = getpid();
+	sh->nargs = n;
+	for (i = 0, t = sh->text; i < n; i++, t += len + 1) {
+		len = strlen(rel->argv[i]);
+		memcpy(t, rel->argv[i], len + 1);
+	}
+	return sh;
 }
 
 int
-guard_start(struct guard *g, pid_t pg, int64_t valid_until, int64_t margin_ms,
+guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
     int on_lost, int64_t kill_after_ms, const struct guard_release *rel,
     struct err *e)
 {
+	static char *const	 none[] = { NULL };
 	struct guard_shared	*sh;
 	sigset_t		 all, old;
-	pid_t			 parent = getpid(), pid;
-	int			 p[2];
+	pid_t			 pid = -1;
+	int			 p[2], shm, exe, own_exe = -1;
 
 	memset(g, 0, sizeof *g);
 	g->fd = -1;
-	sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
-	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED) {
-		err_set(e, ERR_SOFTWARE, "mmap: %s", strerror(errno));
+	if (rel != NULL && (rel->exe < 0 || rel->config < 0))
+		rel = NULL;
+	if ((sh = shared_new(rel, &shm)) == NULL) {
+		err_set(e, ERR_SOFTWARE, "the guard's memory: %s",
+		    strerror(errno));
 		return -1;
 	}
 	atomic_init(&sh->valid_until, valid_until);
-	atomic_init(&sh->kill_at, 0);
-	atomic_init(&sh->suspended, 0);
-	atomic_init(&sh->done, 0);
-	atomic_init(&sh->acted, 0);
-	atomic_init(&sh->nescaped, 0);
 	sh->margin_ms = margin_ms;
 	sh->kill_after_ms = kill_after_ms;
 	sh->on_lost = on_lost;
+	if ((exe = rel != NULL ? rel->exe : -1) == -1)
+		exe = own_exe = open("/proc/self/exe", O_PATH | O_CLOEXEC);
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1) {
 		err_set(e, ERR_SOFTWARE, "pipe: %s", strerror(errno));
-		munmap(sh, sizeof *sh);
-		return -1;
+		goto fail;
 	}
-	/* Blocked before the fork, so that no signal finds it half set up. */
+	/* Blocked before the child starts: no signal finds it half set up. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if ((pid = _Fork()) == -1) {
-		err_set(e, ERR_SOFTWARE, "fork: %s", strerror(errno));
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		close(p[0]);
-		close(p[1]);
-		munmap(sh, sizeof *sh);
-		return -1;
-	}
-	if (pid == 0) {
-		setpgid(0, pg);
-		if (rel != NULL && (rel->exe < 0 || rel->config < 0))
-			rel = NULL;
-		arrange_fds(p[0], rel);
-#ifdef HAVE_PRCTL
-		prctl(PR_SET_NAME, "rlock-guard");
-		/* Not readable through /proc by the command: it holds rel's. */
-		prctl(PR_SET_DUMPABLE, 0);
-#endif
-		guard_main(sh, parent, pg, rel);
-	}
+	if (exe >= 0)
+		pid = vfork_guard(p[0], exe, shm, rel, rel != NULL ? rel->envp :
+		    none);
+	if (pid == -1)
+		pid = fork_guard(sh, p[0], exe, rel);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	/* Both sides set the group: it is in it when this returns. */
-	setpgid(pid, pg);
 	close(p[0]);
+	if (pid == -1) {
+		err_set(e, ERR_SOFTWARE, "fork: %s", strerror(errno));
+		close(p[1]);
+		goto fail;
+	}
+	close(shm);
+	if (own_exe >= 0)
+		close(own_exe);
 	g->pid = pid;
 	g->fd = p[1];
 	/* The heartbeat thread may look for it (guard_valid) from now on. */
 	__atomic_store_n(&g->sh, sh, __ATOMIC_RELEASE);
 	return 0;
+fail:
+	close(shm);
+	if (own_exe >= 0)
+		close(own_exe);
+	munmap(sh, sh->size);
+	return -1;
+}
+
+/* The release's words from the shared memory, into argv: how many. */
+static int
+release_words(const struct guard_shared *sh, char **argv)
+{
+	const char	*t = sh->text, *end = (const char *)sh + sh->size;
+	int		 i;
+
+	for (i = 0; i < sh->nargs && i < RELEASE_ARGS_MAX; i++) {
+		argv[i] = (char *)t;
+		t = memchr(t, '\0', (size_t)(end - t));
+		if (t == NULL)
+			return 0;
+		t++;
+	}
+	argv[i] = NULL;
+	return i;
+}
+
+int
+guard_exec_main(void)
+{
+	extern char		**environ;
+	static char		 *argv[RELEASE_ARGS_MAX + 1];
+	struct guard_shared	 *sh;
+	struct stat		  st;
+
+#ifdef HAVE_PRCTL
+	prctl(PR_SET_NAME, "rlock-guard");
+	/* Not readable through /proc by the command: it holds rel's. */
+	prctl(PR_SET_DUMPABLE, 0);
+#endif
+	if (fstat(GUARD_FD_SHARED, &st) == -1 ||
+	    st.st_size < (off_t)sizeof *sh || st.st_size > 1 << 20)
+		return EXIT_USAGE;
+	sh = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, GUARD_FD_SHARED, 0);
+	close(GUARD_FD_SHARED);
+	if (sh == MAP_FAILED || sh->magic != GUARD_MAGIC ||
+	    sh->size != (uint32_t)st.st_size)
+		return EXIT_USAGE;
+	guard_main(sh, release_words(sh, argv) > 0 ? argv : NULL, environ);
+}
+
+int
+guard_command(const struct guard *g, pid_t pg)
+{
+	if (g->sh == NULL)
+		return 0;
+	atomic_store(&g->sh->pg, pg);
+	return atomic_load(&g->sh->acted) != 0 ? -1 : 0;
 }
 
 /* Make the guard look at the shared state now; a full pipe already will. */
@@ -432,6 +622,12 @@ poke(struct guard *g)
 	do
 		n = write(g->fd, &c, 1);
 	while (n == -1 && errno == EINTR);
+}
+
+void
+guard_wake(struct guard *g)
+{
+	poke(g);
 }
 
 void
@@ -500,7 +696,7 @@ guard_reap(struct guard *g)
 	if (g->fd >= 0)
 		close(g->fd);
 	if (g->sh != NULL)
-		munmap(g->sh, sizeof *g->sh);
+		munmap(g->sh, g->sh->size);
 	memset(g, 0, sizeof *g);
 	g->fd = -1;
 }

@@ -13,9 +13,9 @@ struct guard_shared;
 /*
  * How the guard gives the lock back when rlock has died: rlock's own
  * binary, exec'ed as `rlock --config /dev/fd/4 ... release --token T
- * NAME`, everything made before the guard is forked (after, it may only
- * make async-signal-safe calls).  The settings go through pipes, never
- * argv or the environment, which the command could read.
+ * NAME`, everything made before the guard starts.  The settings go
+ * through pipes, never argv or the environment, which the command could
+ * read.
  */
 struct guard_release {
 	int		  exe;		/* /proc/self/exe, O_PATH; -1: none */
@@ -29,27 +29,42 @@ struct guard_release {
 #define GUARD_FD_CONFIG		4
 #define GUARD_FD_PASSWORD	5
 #define GUARD_FD_SENTINEL_PASSWORD	6
+#define GUARD_FD_SHARED		7	/* the guard's state (a memfd) */
+
+/* rlock's binary run with this one argument is the guard (main.c). */
+#define GUARD_ARG		"--rlock-guard-v1"
 
 struct guard {
-	pid_t			 pid;	/* the guard, and the group's id */
+	pid_t			 pid;	/* the guard */
 	int			 fd;	/* closing it without guard_done kills */
 	struct guard_shared	*sh;	/* what rlock tells it, in shared memory */
 };
 
 /*
- * Fork the guard into the command's process group pg.  It kills the whole
- * group with SIGKILL when rlock dies, whatever kills rlock, and then,
- * once none of it is left, gives the lock back as rel says (if not
- * NULL); and if rlock
- * stops acting (stopped, wedged) it acts in its place when the lock's
- * validity (valid_until, then what guard_valid says) runs out: on_lost to
- * the group (SIGKILL at once if the command is suspended), then SIGKILL
+ * Start the guard, before the command: rlock's binary again, exec'ed
+ * (guard_exec_main), or forked if that fails.  It kills the command's
+ * whole process group (once guard_command has named it) with SIGKILL
+ * when rlock dies, whatever kills rlock, and then, once none of it is
+ * left, gives the lock back as rel says (if not NULL); and if rlock stops
+ * acting (stopped, wedged) it acts in its place when the lock's validity
+ * (valid_until, then what guard_valid says) runs out: on_lost to the
+ * group (SIGKILL at once if the command is suspended), then SIGKILL
  * kill_after_ms later.  margin_ms is how long after the validity it waits
  * for rlock to act first.  0, or -1 with e filled.
  */
-int	guard_start(struct guard *, pid_t pg, int64_t valid_until,
-	    int64_t margin_ms, int on_lost, int64_t kill_after_ms,
+int	guard_start(struct guard *, int64_t valid_until, int64_t margin_ms,
+	    int on_lost, int64_t kill_after_ms,
 	    const struct guard_release *rel, struct err *e);
+/*
+ * In the command's child, before its exec (async-signal-safe): its
+ * process group is pg.  0, or -1 if the guard has acted already (the
+ * lock's validity ended while rlock was stopped): the command must not
+ * run.  The guard joins the group; guard_wake makes it do so at once.
+ */
+int	guard_command(const struct guard *, pid_t pg);
+void	guard_wake(struct guard *);
+/* main() of rlock run as the guard (GUARD_ARG): never returns if it is. */
+int	guard_exec_main(void);
 /*
  * Ready rel: config is the settings as a config file's text, password
  * the password or NULL (given to release on its command line if

@@ -19,9 +19,11 @@
  * heartbeat thread is stuck in a connect.
  *
  * The command goes into a process group of its own (unless --foreground),
- * so that a signal on loss reaches everything it started.  That group is
- * led by a guard process (guard.c), forked first, which kills the group
- * if rlock dies and acts on the lock's validity if rlock is stopped.
+ * so that a signal on loss reaches everything it started.  A guard
+ * process (guard.c), started before the command and told its group
+ * before the command's exec, joins that group, kills it if rlock dies and
+ * acts on the lock's validity if rlock is stopped: from the command's
+ * first instruction on, whenever rlock dies or stops.
  *
  * Job control, as a shell does it for its jobs:
  *  - a command that reads the terminal (or changes its settings) is
@@ -59,8 +61,8 @@
 #include "supervise.h"
 #include "util.h"
 
-/* See start_guard. */
-#define GUARD_AFTER_MS	10
+/* See next_look. */
+#define FIRST_LOOK_MS	10
 
 const int supervise_forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0
@@ -133,6 +135,16 @@ child(const struct supervise *sv, pid_t parent, int tty, volatile int *err,
 	}
 	if (!sv->foreground)
 		setpgid(0, 0);
+	/*
+	 * The guard's from now on; unless it has acted, or the validity is
+	 * over already (rlock was stopped since it took the lock): then the
+	 * command does not start at all.
+	 */
+	if ((!sv->foreground && guard_command(&sv->guard, getpid()) == -1) ||
+	    now_mono_ms() >= sv->valid_until) {
+		*err = -1;
+		_exit(127);
+	}
 	/* Still with rlock's mask: SIGTTOU blocked lets a background group. */
 	if (tty >= 0 && tcsetpgrp(tty, getpid()) == 0)
 		*handed = 1;
@@ -220,6 +232,19 @@ supervise_init(struct supervise *sv)
 	sv->kill_at = -1;
 }
 
+/* The guard, before the command: see guard.c. */
+static int
+start_guard(struct supervise *sv, struct err *e)
+{
+	int64_t	margin = lock_drift(sv->ttl_ms) / 2;
+
+	if (sv->foreground)
+		return 0;
+	/* Half the drift: before the key can expire on the server. */
+	return guard_start(&sv->guard, sv->valid_until, margin > 0 ? margin :
+	    1, sv->on_lost, sv->kill_after_ms, sv->release, e);
+}
+
 int
 supervise_spawn(struct supervise *sv, int *status, struct err *e)
 {
@@ -241,8 +266,13 @@ supervise_spawn(struct supervise *sv, int *status, struct err *e)
 	if (procs_adopt() == -1)
 		log_verbose("cannot become the child subreaper: processes the "
 		    "command leaves may escape rlock");
+	if (start_guard(sv, e) == -1) {
+		*status = 70;
+		return -1;
+	}
 	if ((pid = vfork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "fork: %s", strerror(errno));
+		guard_done(&sv->guard);
 		*status = 70;
 		return -1;
 	}
@@ -250,6 +280,7 @@ supervise_spawn(struct supervise *sv, int *status, struct err *e)
 		child(sv, parent, tty, &err, &handed);
 	sv->pid = pid;
 	sv->spawned_at = now_mono_ms();
+	guard_wake(&sv->guard);
 	if (handed) {
 		sv->handed = 1;
 		log_verbose("the command's process group has the terminal");
@@ -257,36 +288,18 @@ supervise_spawn(struct supervise *sv, int *status, struct err *e)
 	if (err == 0)
 		return 0;
 	supervise_kill(sv);
+	if (err == -1) {
+		/* rlock was stopped past the validity before the exec. */
+		*status = EXIT_LOST;
+		err_set(e, ERR_LOST, "lock '%s' was lost before '%s' could "
+		    "start: its validity ended while rlock was stopped",
+		    sv->name, sv->argv[0]);
+		return -1;
+	}
 	*status = err == ENOENT ? 127 : 126;
 	err_set(e, ERR_USAGE, "cannot run '%s': %s", sv->argv[0],
 	    strerror(err));
 	return -1;
-}
-
-/*
- * The guard costs a fork: about 1.5 ms of a 5 ms `exec -- true` cycle on
- * a virtual machine where every copy-on-write fault is dear, more than
- * all the rest of rlock's overhead over flock.  A command that is over
- * within GUARD_AFTER_MS never costs one; one that runs longer has it from
- * then on.  In those first milliseconds the command's direct child still
- * dies with rlock (PR_SET_PDEATHSIG), and the lock cannot expire.
- */
-static int
-start_guard(struct supervise *sv, struct heartbeat *hb, struct err *e)
-{
-	int64_t	valid_until, margin = lock_drift(sv->ttl_ms) / 2;
-
-	if (sv->foreground || sv->guard.pid > 0)
-		return 0;
-	heartbeat_state(hb, &valid_until, NULL, 0);
-	/* Half the drift: before the key can expire on the server. */
-	if (guard_start(&sv->guard, sv->pid, valid_until, margin > 0 ?
-	    margin : 1, sv->on_lost, sv->kill_after_ms, sv->release, e) == -1)
-		return -1;
-	/* An extend confirmed while it was being forked: tell it too. */
-	heartbeat_state(hb, &valid_until, NULL, 0);
-	guard_valid(&sv->guard, valid_until);
-	return 0;
 }
 
 static void
@@ -433,8 +446,6 @@ suspend(struct supervise *sv, struct heartbeat *hb, int sig, int tell,
 	int64_t	valid_until;
 	char	d[32];
 
-	if (start_guard(sv, hb, e) == -1)
-		return -1;
 	sv->suspended = 1;
 	guard_suspended(&sv->guard, 1);
 	if (tell)
@@ -759,6 +770,19 @@ left_outcome(struct supervise *sv, int64_t now)
 		    sizeof d));
 }
 
+/*
+ * When to look for processes that left the group next: once a heartbeat,
+ * the first time FIRST_LOOK_MS after the spawn, so that a command over by
+ * then costs no look through /proc.
+ */
+static int64_t
+next_look(const struct supervise *sv, const struct heartbeat *hb)
+{
+	if (sv->looked_at == 0)
+		return sv->spawned_at + FIRST_LOOK_MS;
+	return sv->looked_at + hb->interval_ms;
+}
+
 /* The earlier of two monotonic times, -1 meaning none. */
 static int64_t
 earlier(int64_t a, int64_t b)
@@ -803,8 +827,7 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 			 * Once a heartbeat, a look for processes that left the
 			 * group, so that the guard knows them if rlock dies.
 			 */
-			if (sv->guard.pid > 0 &&
-			    now >= sv->looked_at + hb->interval_ms) {
+			if (sv->guard.pid > 0 && now >= next_look(sv, hb)) {
 				find_rest(sv);
 				sv->looked_at = now;
 			}
@@ -815,9 +838,6 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		}
 		if (!hb->started && !sv->lost && now >= due &&
 		    heartbeat_start(hb, e) == -1)
-			goto fail;
-		if (now >= sv->spawned_at + GUARD_AFTER_MS &&
-		    start_guard(sv, hb, e) == -1)
 			goto fail;
 		if (!sv->lost)
 			check_lock(sv, hb, now, &valid_until);
@@ -849,10 +869,8 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 			    sv->max_runtime_ms);
 		if (!hb->started && !sv->lost)
 			wake = earlier(wake, due);
-		if (!sv->foreground && sv->guard.pid == 0)
-			wake = earlier(wake, sv->spawned_at + GUARD_AFTER_MS);
 		if (!sv->ended && sv->guard.pid > 0)
-			wake = earlier(wake, sv->looked_at + hb->interval_ms);
+			wake = earlier(wake, next_look(sv, hb));
 		if (wake < 0)
 			wake = now + 60000;
 		if (wake <= now)

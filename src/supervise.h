@@ -29,6 +29,7 @@ struct supervise {
 	int64_t		 kill_after_ms;
 	sigset_t	 ignored;	/* ignored when rlock started */
 	int64_t		 ttl_ms;	/* the lock's */
+	int64_t		 valid_until;	/* ... and its validity at the spawn */
 	int64_t		 max_runtime_ms;	/* 0: none */
 	int		 leftovers;	/* LEFTOVERS_WAIT, _KILL or _LEAVE */
 	/* How the guard gives the lock back if rlock dies (or NULL). */
@@ -80,12 +81,13 @@ void	supervise_block_signals(const sigset_t *ignored);
 void	supervise_init(struct supervise *);
 
 /*
- * vfork and exec.  The child restores signal dispositions and mask, moves
- * to a process group of its own unless foreground (taking the terminal
- * if rlock has it and stdin and stdout are on it), asks to be killed if
- * rlock dies (PR_SET_PDEATHSIG), and execs.  Returns 0 once the exec
- * succeeded; -1 when it failed, with e filled and *status 126, 127 or 70,
- * nothing left running.
+ * Start the guard (unless foreground), then vfork and exec.  The child
+ * restores signal dispositions and mask, moves to a process group of its
+ * own unless foreground (taking the terminal if rlock has it and stdin
+ * and stdout are on it) and tells the guard, asks to be killed if rlock
+ * dies (PR_SET_PDEATHSIG), and execs.  Returns 0 once the exec succeeded;
+ * -1 when it failed, with e filled and *status 126, 127 or 70 (75: the
+ * guard found the lock's validity over first), nothing left running.
  */
 int	supervise_spawn(struct supervise *, int *status, struct err *e);
 

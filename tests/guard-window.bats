@@ -1,0 +1,108 @@
+#!/usr/bin/env bats
+# guard-window.bats: the command is guarded from its first instruction.
+# rlock stopped (SIGSTOP) or killed (SIGKILL) by the command itself, as the
+# command starts, is the earliest any freeze or death of rlock can come: the
+# guard must exist already, stop the command before its lock can expire
+# (stopped rlock), or kill what the command started and give the lock back
+# (killed rlock).  Each command writes a line to "log" at its start and end
+# (and on SIGTERM), with the time.
+
+load helpers
+setup() { own_server_setup; }
+teardown() { cont_stopped; test_teardown; }
+
+# rlock processes a test stopped: continued, so that teardown can end them.
+cont_stopped() {
+	local pid
+	[[ -f "$BATS_TEST_TMPDIR/stopped.pids" ]] || return 0
+	while read -r pid; do
+		kill -CONT "$pid" 2>/dev/null || true
+	done <"$BATS_TEST_TMPDIR/stopped.pids"
+}
+
+# The one-letter state of PID ("S", "T", ...), or nothing if it is gone.
+state_of() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	stat=${stat##*) }
+	echo "${stat%% *}"
+}
+
+# stamp_of WORD: the time (seconds.microseconds) of log's line "WORD T".
+stamp_of() {
+	awk -v w="$1" '$1 == w { print $2; exit }' log
+}
+
+@test "guard-window: rlock stopped by its command's first instruction: the command is stopped before the lock can expire, the next holder's never overlaps it" {
+	# A: -t 2s; its command stops rlock at once, then would run 3 s.
+	cat >a.sh <<'EOF'
+kill -STOP $PPID
+trap 'echo "term-A $(date +%s.%N)" >> log; exit 5' TERM
+echo "start-A $(date +%s.%N)" >> log
+sleep 3 & echo $! > sleep.pid
+wait
+echo "end-A $(date +%s.%N)" >> log
+EOF
+	bg_start A "$RLOCK" exec -t 2s job -- sh ./a.sh
+	local ra=$A i
+	echo "$ra" >stopped.pids
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(state_of "$ra")" == T ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(state_of "$ra")" T
+	wait_file sleep.pid 10000 || fail "A's command did not go on: $(cat A.err)"
+	track_pid "$(cat sleep.pid)" sleep
+	# B waits for the lock, up to 5 s; its command is over at once.
+	bg_start B "$RLOCK" exec -t 1s -w 5s job -- sh -c 'echo "start-B $(date +%s.%N)" >> log; echo "end-B $(date +%s.%N)" >> log'
+	bg_wait "$B" 15000 || fail "B did not finish"
+	assert_equal "$BG_STATUS" 0
+	# B is done; is A's command?  (Not when a stopped rlock left it
+	# unguarded: then it sleeps on until A is continued.)
+	wait_gone "$(cat sleep.pid)" 3000 || fail "A's command is still running after B's ran: $(cat log)"
+	local order
+	order=$(awk '{ printf "%s ", $1 }' log)
+	assert_equal "$order" "start-A term-A start-B end-B "
+	# Signalled before A's lock could expire on the server: the lock was
+	# taken before A's command started, for 2 s.
+	local d
+	d=$(awk -v a="$(stamp_of start-A)" -v t="$(stamp_of term-A)" 'BEGIN { printf "%d", (t - a) * 1000 }')
+	assert_between "$d" 0 1999 ms_from_start_to_sigterm
+	assert_equal "$(state_of "$ra")" T	# all that while, A was stopped
+	# Continued, A finds its lock lost and its command signalled already.
+	kill -CONT "$ra"
+	bg_wait "$A" 10000 || fail "A did not finish once continued"
+	assert_equal "$BG_STATUS" 75
+	grep -q "lock 'job' was lost" A.err || fail "no loss line: $(cat A.err)"
+}
+
+# killed_at_start NAME: rlock exec NAME whose command's first instruction
+# SIGKILLs rlock, after starting a sleep that PR_SET_PDEATHSIG alone (it
+# reaches sh only) would leave running; the sleep must go, and the lock
+# be given back by the guard, not left to its 60 s TTL.
+killed_at_start() {
+	rm -f bg.pid
+	bg_start R "$RLOCK" exec -t 60s "$1" -- sh ./k.sh
+	wait_file bg.pid 10000 || fail "the command did not start: $(cat R.err)"
+	track_pid "$(cat bg.pid)" sleep
+	bg_wait "$R" 10000 || fail "rlock was not killed"
+	assert_equal "$BG_STATUS" 137
+	wait_gone "$(cat bg.pid)" 3000 || fail "the command's background job outlived the killed rlock ($1)"
+	local i
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(rcli EXISTS "$(lock_key "$1")")" == 0 ]] && break
+		sleep 0.02
+	done
+	assert_lock_free "$1"
+}
+
+@test "guard-window: rlock killed by its command's first instruction: what the command started is killed, the lock given back at once" {
+	cat >k.sh <<'EOF'
+sleep 30 & echo $! > bg.pid; kill -KILL $PPID
+sleep 5
+EOF
+	# Three times: the window, where there was one, was a race.
+	killed_at_start job1
+	killed_at_start job2
+	killed_at_start job3
+}
