@@ -564,6 +564,9 @@ class Run:
             return
         with self.lock:
             self.live[att] = dict(rec, pid=p.pid, t_spawn=t0)
+        # A first record now: a run that never ends is still checked.
+        self.record(dict(rec, t_spawn=t0, t_end=None, rc=None, pid=p.pid,
+                         hung=False, out="", err="", open=True))
         hung = False
         try:
             out, err = p.communicate(timeout=hang_ms / 1000)
@@ -881,7 +884,13 @@ def analyse(d):
     atts = {}
     for line in open(os.path.join(d, "attempts.jsonl")):
         r = json.loads(line)
+        if r.get("open") and r["attempt"] in atts:
+            continue
         atts[r["attempt"]] = r
+    t_last = max([r["t_end"] or 0 for r in atts.values()] + [0])
+    unended = [a for a, r in atts.items() if r.get("open")]
+    for a in unended:   # its worker never came back: the end of the run
+        atts[a]["t_end"] = t_last
     faults = [json.loads(l) for l in open(os.path.join(d, "faults.jsonl"))]
     end = json.load(open(os.path.join(d, "end.json"))) if os.path.exists(
         os.path.join(d, "end.json")) else {"leftovers": [], "stuck": []}
@@ -974,46 +983,72 @@ def analyse(d):
             return "keeper-faulted"
         return None
 
+    # A command that the checker holds stopped runs nothing: a section is
+    # the pieces of [enter, end] outside those stops, and two sections
+    # conflict where pieces of theirs meet.
     by_name = collections.defaultdict(list)
     for s in sections:
         by_name[s["name"]].append(s)
     nkind = collections.Counter()
+    seen = set()
     for name, ss in sorted(by_name.items()):
-        ss.sort(key=lambda s: s["enter"])
+        pieces = []
+        for s in ss:
+            nkind[s["kind"]] += 1
+            t = s["enter"]
+            for t0, t1 in sorted(cmd_stops.get(s["attempt"], [])):
+                if t1 <= t or t0 >= s["end"]:
+                    continue
+                if t0 > t:
+                    pieces.append((t, t0, s))
+                t = max(t, t1)
+            if t < s["end"]:
+                pieces.append((t, s["end"], s))
+        pieces.sort(key=lambda p: p[0])
         active = []
-        maxf = {}
-        for B in ss:
-            nkind[B["kind"]] += 1
-            active = [A for A in active if A["end"] > B["enter"]]
-            holders = []
-            for A in active:
-                why = excuse(A, B)
+        for start, stop, B in pieces:
+            active = [p for p in active if p[1] > start and p[2] is not B]
+            holders = {}
+            for _, _, A in active:
+                first, second = (A, B) if A["enter"] <= B["enter"] else (B, A)
+                why = excuse(first, second)
                 if (A["kind"], B["kind"]) in COMPAT:
                     if B["kind"] == "l2" and why is None:
-                        holders.append(A)
+                        holders[A["attempt"]] = A
                     continue
+                key = (first["attempt"], second["attempt"])
+                if key in seen:
+                    continue
+                seen.add(key)
                 if why:
                     excused[why] += 1
-                    lags.append((A["end"] - B["enter"]) / ms)
+                    lags.append((min(first["end"], stop) - max(second["enter"], start)) / ms)
                     excused_ex.append(
-                        f"{why}: {name}: {B['attempt']} entered "
-                        f"{(A['end'] - B['enter']) / ms:.1f} ms before {A['attempt']} "
-                        f"ended; its stop point {(A['stop'] - B['enter']) / ms:.1f} ms "
-                        f"after that entry")
+                        f"{why}: {name}: {second['attempt']} entered "
+                        f"{(first['end'] - second['enter']) / ms:.1f} ms before "
+                        f"{first['attempt']} ended; its stop point "
+                        f"{(first['stop'] - second['enter']) / ms:.1f} ms after that entry")
                     continue
                 viol["exclusion"].append(
-                    f"{name}: {B['attempt']} ({B['kind']}) entered "
-                    f"{(B['enter'] - A['enter']) / ms:.1f} ms after {A['attempt']} "
-                    f"({A['kind']}), {(A['end'] - B['enter']) / ms:.1f} ms before it "
-                    f"ended (lost={A['lost']}, stop-enter="
-                    f"{(A['stop'] - B['enter']) / ms:.1f} ms)")
+                    f"{name}: {second['attempt']} ({second['kind']}) entered "
+                    f"{(second['enter'] - first['enter']) / ms:.1f} ms after "
+                    f"{first['attempt']} ({first['kind']}), "
+                    f"{(first['end'] - second['enter']) / ms:.1f} ms before it "
+                    f"ended (lost={first['lost']}, stop-enter="
+                    f"{(first['stop'] - second['enter']) / ms:.1f} ms)")
             if B["kind"] == "l2" and len(holders) + 1 > 2:
-                viol["capacity"].append(
-                    f"{name}: {B['attempt']} is holder {len(holders) + 1} of 2, with " +
-                    ", ".join(f"{A['attempt']} (lost={A['lost']}, stop-enter="
-                              f"{(A['stop'] - B['enter']) / ms:.1f} ms)" for A in holders))
-            active.append(B)
-            # Fences: above every earlier holder it cannot share with.
+                key = ("cap", B["attempt"]) + tuple(sorted(holders))
+                if key not in seen:
+                    seen.add(key)
+                    viol["capacity"].append(
+                        f"{name}: {B['attempt']} is holder {len(holders) + 1} of 2, with " +
+                        ", ".join(f"{A['attempt']} (lost={A['lost']}, stop-enter="
+                                  f"{(A['stop'] - B['enter']) / ms:.1f} ms)"
+                                  for A in holders.values()))
+            active.append((start, stop, B))
+        # Fences: above every earlier holder it cannot share with.
+        maxf = {}
+        for B in sorted(ss, key=lambda s: s["enter"]):
             f = B.get("fence")
             m = max([maxf[k] for k in maxf if (k, B["kind"]) not in COMPAT], default=None)
             if f is None or (m is not None and f <= m[0]):
@@ -1024,6 +1059,8 @@ def analyse(d):
                 maxf[B["kind"]] = (f, B["attempt"])
     # Waits.
     first_enter = {att: s["enter"] for att, s in secs.items() if "enter" in s}
+    for att in unended:
+        viol["hung"].append(f"{att}: its worker never saw it end")
     for att, r in atts.items():
         if r.get("rc") is None and not r.get("hung"):
             continue
