@@ -520,9 +520,13 @@ class Run:
                 dur = rng.randint(300, 1500)
             else:
                 dur = rng.randint(int(ttl * 1.2), int(ttl * 2.5))
+            # An exec that stops its own rlock at once, past its TTL,
+            # running on after that: if the stop lands before the guard
+            # exists, nothing may stop the command (issue 37 break 2).
             early = 0
-            if how == EXEC and rng.random() < 0.03:
-                early = rng.randint(int(ttl * 0.3), int(ttl * 2.5))
+            if how == EXEC and rng.random() < 0.04:
+                early = rng.randint(int(ttl * 1.2), int(ttl * 2.5))
+                dur = max(dur, early + rng.randint(200, 1000))
             self.attempt(f"w{wid}-{seq}", wid, name, how, kind, opts, route,
                          ttl, wait, dur, early)
             time.sleep(rng.random() * 0.03)
@@ -913,6 +917,7 @@ def analyse(d):
             s["dead"] = t
         elif k == "P":
             s["early"] = t
+            s["early_guard"] = w[5] if len(w) > 5 else "?"
     # Faults by attempt.
     by_id = {f["id"]: f for f in faults}
     cmd_stops = collections.defaultdict(list)   # attempt -> [(t0, t1)]
@@ -1086,6 +1091,10 @@ def analyse(d):
     fk = collections.Counter(f["kind"] for f in faults
                              if f["kind"] not in ("cont", "thaw", "heal", "restore", "restarted"))
     fk["early_stop"] = sum(1 for s in secs.values() if "early" in s)
+    # How many of them stopped rlock before its guard existed (the
+    # unguarded window of issue 37 break 2).
+    fk["early_stop_unguarded"] = sum(1 for s in secs.values()
+                                     if s.get("early_guard") == "0")
     res["faults"] = dict(sorted(fk.items()))
     res["losses"] = {"exec_75": sum(1 for r in atts.values() if r["how"] == EXEC and r.get("rc") == 75),
                      "hold_owner_signalled": sum(1 for r in atts.values()

@@ -20,7 +20,9 @@
  *   E NS ATTEMPT PID FENCE     entered (FENCE: $RLOCK_FENCE)
  *   S NS ATTEMPT PID SIGNO     received a terminating signal
  *   X NS ATTEMPT PID ok|sigN   left the section
- *   P NS ATTEMPT PPID MS       stopped its parent for MS milliseconds
+ *   P NS ATTEMPT PPID MS G     stopped its parent for MS milliseconds;
+ *                              G: 1 if the parent had another child (its
+ *                              guard) just before, 0 if not, -1 unknown
  *   D NS ATTEMPT PID PPID MS   the section process has ended, however it
  *                              ended (SIGKILL included)
  *   C NS ATTEMPT PPID          continued the parent
@@ -35,6 +37,7 @@
  * that rlock waits for, and killed with the command.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -235,6 +238,51 @@ watchd(const char *sock, const char *path, long long seconds)
 	return 0;
 }
 
+/*
+ * Has the parent another child than this process (its guard, forked or
+ * about to be named rlock-guard)?  Read from /proc/PPID/task/TID/children
+ * of each of its threads; -1 if it cannot be told.  Logged with an early
+ * stop: a stop that lands before the guard exists is the unguarded window.
+ */
+static int
+has_sibling(pid_t parent)
+{
+	char path[64], buf[4096];
+	struct dirent *d;
+	DIR *dir;
+	int fd, found = 0, any = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task", (long)parent);
+	if ((dir = opendir(path)) == NULL)
+		return -1;
+	while ((d = readdir(dir)) != NULL && !found) {
+		char *p, *end;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(buf, sizeof(buf), "%s/%s/children", path, d->d_name);
+		if ((fd = open(buf, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n < 0)
+			continue;
+		any = 1;
+		buf[n] = '\0';
+		for (p = buf; *p != '\0'; p = end) {
+			long c = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (c != (long)getpid())
+				found = 1;
+		}
+	}
+	closedir(dir);
+	return any ? found : -1;
+}
+
 static int
 section(const char *path, long long ms, long long stop_ms)
 {
@@ -263,8 +311,11 @@ section(const char *path, long long ms, long long stop_ms)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	wfd = announce(getenv("CHAOS_WATCH"), parent, stop_ms);
 	if (stop_ms > 0 && wfd >= 0) {
-		logline("P %lld %s %ld %lld\n", mono_ns(), attempt, (long)parent, stop_ms);
+		int guarded = has_sibling(parent);
+
 		kill(parent, SIGSTOP);
+		logline("P %lld %s %ld %lld %d\n", mono_ns(), attempt, (long)parent,
+		    stop_ms, guarded);
 	}
 	logline("E %lld %s %ld %s\n", mono_ns(), attempt, (long)getpid(),
 	    fence != NULL && *fence != '\0' ? fence : "-");
