@@ -839,8 +839,21 @@ class Run:
             json.dump(res, f)
 
     def stop(self):
+        """Stop everything of this run (also when interrupted): the runs'
+        processes (found by the marker, continued and killed), then the
+        servers, proxies and the watch daemon, by PID."""
         self.stop_all.set()
         self.run_due(force=True)
+        for _ in range(3):
+            procs = scan(self.marker)
+            if not procs:
+                break
+            for p in procs:
+                for sig in (signal.SIGCONT, signal.SIGKILL):
+                    fd = signal_proc(p, sig, self.marker)
+                    if fd is not None:
+                        os.close(fd)
+            time.sleep(0.2)
         for c in reversed(self.children):
             kill_wait(c, signal.SIGTERM)
 
@@ -949,6 +962,8 @@ def analyse(d):
     viol = collections.defaultdict(list)
     excused = collections.Counter()
     excused_ex = []
+    ung_viol = set()    # violations where a holder's rlock was stopped
+                        # before its guard existed (issue 37 break 2)
     lags = []
     sections = []
     for att, s in secs.items():
@@ -1034,7 +1049,10 @@ def analyse(d):
                         f"{first['attempt']} ended; its stop point "
                         f"{(first['stop'] - second['enter']) / ms:.1f} ms after that entry")
                     continue
+                if first.get("early_guard") == "0":
+                    ung_viol.add(key)
                 viol["exclusion"].append(
+                    ("[unguarded early stop] " if first.get("early_guard") == "0" else "") +
                     f"{name}: {second['attempt']} ({second['kind']}) entered "
                     f"{(second['enter'] - first['enter']) / ms:.1f} ms after "
                     f"{first['attempt']} ({first['kind']}), "
@@ -1045,7 +1063,11 @@ def analyse(d):
                 key = ("cap", B["attempt"]) + tuple(sorted(holders))
                 if key not in seen:
                     seen.add(key)
+                    tag = any(A.get("early_guard") == "0" for A in holders.values())
+                    if tag:
+                        ung_viol.add(key)
                     viol["capacity"].append(
+                        ("[unguarded early stop] " if tag else "") +
                         f"{name}: {B['attempt']} is holder {len(holders) + 1} of 2, with " +
                         ", ".join(f"{A['attempt']} (lost={A['lost']}, stop-enter="
                                   f"{(A['stop'] - B['enter']) / ms:.1f} ms)"
@@ -1105,6 +1127,7 @@ def analyse(d):
     res["excused_max_overlap_ms"] = round(max(lags), 1) if lags else 0
     res["violations"] = {k: len(v) for k, v in sorted(viol.items())}
     res["violation_examples"] = {k: v[:5] for k, v in sorted(viol.items())}
+    res["violations_after_unguarded_early_stop"] = len(ung_viol)
     res["stuck"] = end["stuck"]
     res["disagree"] = end.get("disagree", [])
     res["leftovers"] = end["leftovers"]
@@ -1125,7 +1148,10 @@ def summary(res):
     print(f"  excused overlaps {res['excused'] or 0} (longest {res['excused_max_overlap_ms']} ms)")
     for e in res["excused_examples"][:5]:
         print(f"    {e}")
-    print(f"  violations {nv} {res['violations'] or ''}")
+    print(f"  violations {nv} {res['violations'] or ''}" +
+          (f" ({res['violations_after_unguarded_early_stop']} with a holder whose rlock "
+           f"was stopped before its guard existed)"
+           if res.get("violations_after_unguarded_early_stop") else ""))
     for k, ex in res["violation_examples"].items():
         for e in ex:
             print(f"    {k}: {e}")
