@@ -97,8 +97,10 @@ def proc_argv(pid):
         return []
 
 
-def scan(marker):
-    """Every live process of this run: dicts with pid, role, attempt."""
+def scan(marker, rlock=None):
+    """Every live process of this run: dicts with pid, role, attempt.
+    An rlock process is one running the binary under test (RLOCK), its
+    guard the one that calls itself rlock-guard."""
     out = []
     mk = marker.encode()
     for d in os.listdir("/proc"):
@@ -121,7 +123,7 @@ def scan(marker):
             role = "guard"
         elif comm == "stamp" and len(argv) > 1 and argv[1] == "sec":
             role = "cmd"
-        elif comm == "rlock" or (argv and argv[0].endswith("rlock")):
+        elif (argv and rlock and argv[0] == rlock) or comm == "rlock":
             if "--hold" in argv and st[4] == pid:
                 role = "keeper"
             else:
@@ -634,7 +636,7 @@ class Run:
     def proc_fault(self, kind, rng):
         what, role = kind.split("_")
         role = {"rlock": "rlock", "guard": "guard", "keeper": "keeper", "cmd": "cmd"}[role]
-        procs = [p for p in scan(self.marker) if p["role"] == role and p["state"] != "T"]
+        procs = [p for p in scan(self.marker, self.a.rlock) if p["role"] == role and p["state"] != "T"]
         if role in SUPERVISORS:
             with self.lock:
                 procs = [p for p in procs if p["attempt"] not in self.sup_faulted]
@@ -713,7 +715,7 @@ class Run:
             with self.lock:
                 cands = [i for i in self.live.values()
                          if self.routes[i["route"]][1] and i["dur"] > i["ttl"] + 300]
-            inside = {p["attempt"] for p in scan(self.marker) if p["role"] == "cmd"}
+            inside = {p["attempt"] for p in scan(self.marker, self.a.rlock) if p["role"] == "cmd"}
             cands = [i for i in cands if i["attempt"] in inside]
             if not cands:
                 return
@@ -779,7 +781,7 @@ class Run:
         deadline = t_end + settle * ms
         left = []
         while now() < deadline:
-            left = scan(self.marker)
+            left = scan(self.marker, self.a.rlock)
             if not left:
                 break
             time.sleep(0.05)
@@ -845,7 +847,7 @@ class Run:
         self.stop_all.set()
         self.run_due(force=True)
         for _ in range(3):
-            procs = scan(self.marker)
+            procs = scan(self.marker, self.a.rlock)
             if not procs:
                 break
             for p in procs:
