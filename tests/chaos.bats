@@ -16,6 +16,12 @@ CHAOS="$BATS_TEST_DIRNAME/chaos/run.sh"
 # chaos_run ARGS...: the checker on the binary under test; its output (the
 # summary) is shown when a test fails.
 chaos_run() {
+	# The logs (kept when a run fails, as the sabotaged ones must) go in a
+	# short directory of the test's (Unix socket paths), removed with the
+	# test's servers' directories in teardown (helpers.bash stop_listed).
+	CHAOS_TMP=$(mktemp -d /tmp/rlk.XXXXXX) || return 1
+	echo "$CHAOS_TMP" >>"$BATS_TEST_TMPDIR/.redis-dirs"
+	export CHAOS_TMP
 	run --separate-stderr "$CHAOS" --rlock "$RLOCK" "$@"
 	echo "$output"
 	echo "$stderr" | tail -20

@@ -31,8 +31,9 @@ case $mode in single|quorum|cluster|all) ;; *) echo "run.sh: bad --mode $mode" >
 rlock=$(cd "$(dirname "$rlock")" && pwd)/$(basename "$rlock")
 echo "chaos: seed $seed"
 
-# A short directory: Unix socket paths must fit in 108 bytes.
-tmp=$(mktemp -d /tmp/chaos.XXXXXX) || exit 70
+# A short directory (Unix socket paths must fit in 108 bytes): under
+# $CHAOS_TMP if set (chaos.bats: the test's own, removed with it), else /tmp.
+tmp=$(mktemp -d "${CHAOS_TMP:-/tmp}/chaos.XXXXXX") || exit 70
 pid=
 cleanup() {
 	# Stop the checker (it stops everything it started, by PID).
