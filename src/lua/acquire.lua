@@ -50,9 +50,11 @@ local now, t = clock()
 local cur = redis.call('GET', KEYS[1])
 -- What this script may write, checked before it writes (see lib.lua).
 expect_lock(KEYS[1], cur, KEYS[3], KEYS[5], KEYS[6], KEYS[2])
-expect({KEYS[1] .. ':holders', 'zset',
-	KEYS[1] .. ':holder:' .. token, 'hash'})
 local want = shared and 's' or limit > 1 and 'l:' .. limit or 'x'
+if want ~= 'x' then
+	expect({KEYS[1] .. ':holders', 'zset',
+		KEYS[1] .. ':holder:' .. token, 'hash'})
+end
 local kind, held_limit, live, ends = judge(KEYS[1], cur, now, true)
 if not kind then
 	cur = nil
@@ -142,9 +144,13 @@ end
 
 -- A --fifo caller lets every waiter that came before it go first.
 if ARGV[9] == '1' and not mine then
-	local me = redis.call('ZSCORE', KEYS[6], token)
-	me = tonumber(me) or t[1] * 1000000 + t[2]
-	for _, e in ipairs(waiting(KEYS[5], now, KEYS[6])) do
+	local line, me = waiting(KEYS[5], now, KEYS[6]), t[1] * 1000000 + t[2]
+	for _, e in ipairs(line) do
+		if e.token == token then
+			me = e.q
+		end
+	end
+	for _, e in ipairs(line) do
 		if e.token ~= token and e.q < me then
 			if not kind then
 				-- Free, but its turn: wake it, and look again

@@ -7,7 +7,7 @@
 local info = KEYS[2]
 local cur = redis.call('GET', KEYS[3])
 if (cur == SHARED or limit_of(KEYS[3], cur)) and
-    redis.call('ZSCORE', KEYS[3] .. ':holders', ARGV[1]) then
+    redis.call('ZRANK', KEYS[3] .. ':holders', ARGV[1]) then
 	info = KEYS[3] .. ':holder:' .. ARGV[1]
 elseif cur ~= ARGV[1] then
 	return 0

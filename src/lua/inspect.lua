@@ -35,7 +35,7 @@ local function inspect(lock, info, fence, waiters, queue)
 		if not ok or type(e) ~= 'table' or (tonumber(e.u) or 0) < now then
 			redis.pcall('HDEL', waiters, all[i])	-- a replica cannot: no matter
 		elseif r[12] == all[i] or (sem[1] and
-		    redis.call('ZSCORE', lock .. ':holders', all[i])) then
+		    redis.call('ZRANK', lock .. ':holders', all[i])) then
 			-- A quorum's winner keeps its entry where it won (see
 			-- acquire.lua): it holds, it does not wait.
 		else

@@ -242,11 +242,15 @@ local function live_holders(lock, now, prune)
 	if prune then
 		redis.call('ZREMRANGEBYSCORE', hk, '-inf', now)
 	end
-	local all, live, ends = redis.call('ZRANGEBYSCORE', hk, '(' .. now,
-		'+inf', 'WITHSCORES'), {}, {}
+	-- (ZRANGE, not ZRANGEBYSCORE: the commands a script calls are those
+	-- an ACL user of rlock(7) may run; the set is pruned, and small.)
+	local all, live, ends = redis.call('ZRANGE', hk, 0, -1, 'WITHSCORES'),
+		{}, {}
 	for i = 1, #all, 2 do
-		live[#live + 1] = all[i]
-		ends[#ends + 1] = tonumber(all[i + 1])
+		if tonumber(all[i + 1]) > now then
+			live[#live + 1] = all[i]
+			ends[#ends + 1] = tonumber(all[i + 1])
+		end
 	end
 	return live, ends
 end
@@ -444,14 +448,20 @@ end
 -- in the line (microseconds) orders those that came in one millisecond.
 local WAITERS_READ = 1000
 local function waiting(waiters, now, queue)
-	local all, list = redis.call('HGETALL', waiters), {}
+	local all, list, line = redis.call('HGETALL', waiters), {}, {}
+	if queue then
+		local q = redis.call('ZRANGE', queue, 0, WAITERS_READ - 1,
+			'WITHSCORES')
+		for i = 1, #q, 2 do
+			line[q[i]] = tonumber(q[i + 1])
+		end
+	end
 	for i = 1, math.min(#all, 2 * WAITERS_READ), 2 do
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if ok and type(e) == 'table' and (tonumber(e.u) or 0) > now and
 		    tonumber(e.s) then
 			-- As numbers and strings, whatever a stray writer put.
-			local q = queue and tonumber(redis.call('ZSCORE', queue,
-				all[i]))
+			local q = line[all[i]]
 			list[#list + 1] = {token = all[i], u = tonumber(e.u),
 				s = tonumber(e.s), q = q or tonumber(e.s) * 1000,
 				k = kind_of(e),

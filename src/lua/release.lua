@@ -31,9 +31,12 @@ local run = ARGV[9] or ''
 local now = clock()
 local cur = redis.call('GET', KEYS[1])
 -- What this script may write, checked before it writes (see lib.lua).
-expect_lock(KEYS[1], cur, KEYS[2], KEYS[4], KEYS[6], nil)
-expect({KEYS[1] .. ':holders', 'zset',
-	KEYS[1] .. ':holder:' .. token, 'hash'})
+local limit = expect_lock(KEYS[1], cur, KEYS[2], KEYS[4], KEYS[6], nil)
+-- (A hand-over may let readers in.)
+expect({KEYS[1] .. ':holders', 'zset'})
+if cur == SHARED or limit then
+	expect({KEYS[1] .. ':holder:' .. token, 'hash'})
+end
 local kind, _, live = judge(KEYS[1], cur, now, true)
 
 -- The hash of the token's hold, if it has one.
