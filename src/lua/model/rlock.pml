@@ -901,7 +901,7 @@ inline check_mutex(c)
 
 proctype client(byte c)
 {
-	byte	k, fifo, wt, up, runs, i;
+	byte	k, fifo, wt, up, runs, i, tries;
 	byte	yes, no, rf, had, won, f, mh;
 	bit	us, keep, rerr, upg, rv;
 
@@ -985,7 +985,11 @@ start: skip;
 attempt: skip;
 	/* lock.c try_acquire(): acquire.lua on every server. */
 	BEGIN
-	d_step { fresh[c] = 1; mh = 255 };
+	d_step { fresh[c] = 1; mh = 255;
+#if defined(TRIES) && !defined(LIVE)
+		tries++
+#endif
+	};
 	SERVE(ACQ, 0);
 	/* Its outcome (try_acquire after the replies), judged in one step
 	 * with the validity left (env may end it between any two steps). */
@@ -1044,7 +1048,12 @@ attempt: skip;
 		 * the caller gives back what may be held */
 		printf("c%d: no majority answered\n", c); RESET };
 		if
+#if defined(TRIES) && !defined(LIVE)
+		:: tries < TRIES -> goto attempt
+		:: tries >= TRIES -> goto giveup
+#else
 		:: goto attempt
+#endif
 		:: wt != 2 -> goto giveup
 		fi
 	:: d_step { !us && !GRANTED && ANSWERS >= MAJ &&
@@ -1072,7 +1081,13 @@ waiting:
 	/* Between attempts: try again (woken, or the lock's PTTL), or the
 	 * wait runs out (-w), or the client dies. */
 	if
+#if defined(TRIES) && !defined(LIVE)
+	/* (a bound of the model: TRIES attempts a run, then -w runs out) */
+	:: tries < TRIES -> goto attempt
+	:: tries >= TRIES -> goto giveup
+#else
 	:: goto attempt
+#endif
 	:: wt == 1 -> goto giveup
 #ifdef LIVE
 	:: c < 2 -> goto crash
@@ -1088,7 +1103,7 @@ giveup: skip;
 	d_step { yes = 0; no = 0; rf = 0 }
 	END;
 endrun: skip;
-	d_step { inrun[c] = 0; fresh[c] = 0 };
+	d_step { inrun[c] = 0; fresh[c] = 0; tries = 0 };
 	if
 	:: up -> up = 0; goto hold	/* a failed upgrade: still a reader */
 	:: else -> goto idle
