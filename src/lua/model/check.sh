@@ -1,0 +1,124 @@
+#!/bin/sh
+# check.sh: check the lock protocol's model (rlock.pml) with SPIN.
+#   check.sh           every configuration under the new rules: no error
+#   check.sh --old     the old rules: each of breaks 1, 3, 4, 5, 7 of issue 37
+#                      must be found, as a violation of its property
+#   check.sh --hashes  the scripts the model mirrors are those it was
+#                      written against (see hashes, hash.sh)
+#   -v                 with --old, the steps of each counterexample
+#   --quorum           also the quorum's safety under the new rules (long)
+# Each configuration is one spin -a, cc pan.c, ./pan; its states and time
+# are printed.  Exit 0 when all is as expected.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+mode=new verbose=0 quorum=0
+for a in "$@"; do
+	case $a in
+	--old) mode=old ;;
+	--hashes) mode=hashes ;;
+	-v) verbose=1 ;;
+	--quorum) quorum=1 ;;
+	*) echo "usage: check.sh [--old | --hashes] [-v] [--quorum]" >&2; exit 64 ;;
+	esac
+done
+
+if [ "$mode" = hashes ]; then
+	exec "$here/hash.sh" --check
+fi
+command -v spin >/dev/null 2>&1 || { echo "check.sh: spin not found" >&2; exit 69; }
+CC=${CC:-cc}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT INT TERM
+
+# The proposed answers to what design-37.md leaves open or gets wrong
+# (README.md, "What the model found in the new rules").
+FIXES="-DYIELD -DFIX_UP -DFIX_REL"
+# Roles: -DKSn kinds (2 plain, 4 shared, 8 limit), -DFSn fifo (1 no, 2 yes),
+# -DWSn waits (1 -n, 2 -w), -DUPn (1: may upgrade), n the client.
+PLAIN="-DFS0=1 -DFS1=1 -DFS2=1"
+MIXUP="-DMIX -DKS0=4 -DKS1=4 -DKS2=2 $PLAIN"
+MIXLIM="-DMIX -DKS0=8 -DKS1=8 -DKS2=6 $PLAIN -DUP0=0"
+MIXFIFO="-DMIX -DKS0=2 -DKS1=12 -DKS2=6 -DFS0=2 -DFS1=3 -DFS2=1 -DUP0=0 -DWS0=2"
+QUO="-DQUORUM -DKS0=6 -DKS1=6 -DKS2=2 $PLAIN -DDOWNS=1 -DUP0=0"
+
+fails=0
+# run NAME KIND(safety|live) EXPECT(pass|fail) WHAT FLAGS...
+run() {
+	name=$1 kind=$2 expect=$3 what=$4
+	shift 4
+	d=$work/$name
+	mkdir -p "$d"
+	cp "$here/rlock.pml" "$d/"
+	start=$(date +%s.%N)
+	(cd "$d" && spin -a "$@" rlock.pml >spin.out 2>&1) || {
+		echo "$name: spin -a failed"; cat "$d/spin.out"; fails=$((fails + 1)); return; }
+	if [ "$kind" = live ]; then
+		(cd "$d" && $CC -O2 -w -DNFAIR=3 -DCOLLAPSE -DMEMLIM=2048 \
+		    -o pan pan.c && ./pan -a -f -m1000000 -N live >pan.out 2>&1) || true
+	else
+		(cd "$d" && $CC -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=2048 \
+		    -o pan pan.c && ./pan -m1000000 >pan.out 2>&1) || true
+	fi
+	end=$(date +%s.%N)
+	errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$d/pan.out" | head -1)
+	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$d/pan.out" | head -1)
+	incomplete=$(grep -c "out of memory\|max search depth too small" "$d/pan.out" || true)
+	secs=$(awk "BEGIN { print $end - $start }")
+	if [ -z "$errs" ]; then
+		echo "$name: no result"; tail -5 "$d/pan.out"; fails=$((fails + 1)); return
+	fi
+	if [ "$expect" = pass ]; then
+		if [ "$errs" = 0 ] && [ "$incomplete" = 0 ]; then
+			printf '%-12s ok: %s (%s states, %.1fs)\n' "$name" "$what" "$states" "$secs"
+		else
+			printf '%-12s FAILED: %s (%s errors, %s incomplete)\n' "$name" "$what" "$errs" "$incomplete"
+			(cd "$d" && spin -t "$@" rlock.pml 2>&1 | steps | tail -40)
+			fails=$((fails + 1))
+		fi
+	else
+		if [ "$errs" != 0 ]; then
+			printf '%-12s found: %s (after %s states, %.1fs)\n' "$name" "$what" "$states" "$secs"
+			if [ "$verbose" = 1 ]; then (cd "$d" && spin -t "$@" rlock.pml 2>&1 | steps); fi
+		else
+			printf '%-12s NOT FOUND: %s\n' "$name" "$what"
+			fails=$((fails + 1))
+		fi
+	fi
+}
+# The steps of a replayed trail: the model's printf lines.
+steps() {
+	grep -E "^ +(c[0-9]|env|  |\(|hand)|assert|CYCLE" | sed 's/^ *//'
+}
+
+if [ "$mode" = new ]; then
+	run mix-upgrade safety pass "readers, a writer, an upgrade (mutex, phantom, loss, one rule)" \
+	    $MIXUP -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
+	run mix-limit safety pass "semaphore holders beside plain and shared asks" \
+	    $MIXLIM -DNOFENCE -DP_ALL $FIXES
+	run mix-fifo safety pass "--fifo beside plain, shared, limit" \
+	    $MIXFIFO -DNOFENCE -DP_ALL $FIXES
+	run mix-fence safety pass "fences rise (one server, readers, writer, upgrade, -w only)" \
+	    $MIXUP -DWS0=2 -DWS1=2 -DFAULTS=0 -DP_ALL $FIXES
+	run fifo live pass "a waiter beside two --fifo writers gets in (weak fairness)" \
+	    -DFIFO -DP_ALL $FIXES
+	run qlive live pass "a quorum writer beside looping readers gets in (weak fairness)" \
+	    -DQLIVE -DP_ALL $FIXES
+	# Not yet within the budget (over 15 million states in 2 GB, unfinished):
+	# the quorum's safety under the new rules.  check.sh --quorum runs it.
+	if [ "$quorum" = 1 ]; then
+		run quorum safety pass "quorum, 2 clients, a server may go down" \
+		    $QUO -DTWO -DKS1=2 -DWS0=2 -DWS1=2 -DTRIES=2 -DP_ALL $FIXES
+	fi
+else
+	run break1 safety fail "break 1: a failed upgrade drops the shared hold (mutual exclusion)" \
+	    $MIXUP -DOLD -DP_MUTEX
+	run break3 live fail "break 3: --fifo writers starve a waiter (liveness)" \
+	    -DFIFO -DOLD
+	run break4 live fail "break 4: quorum, a server down: a writer starves behind readers (liveness)" \
+	    -DQLIVE -DOLD
+	run break5 safety fail "break 5: the mark outlives every holder (no lock held without a holder)" \
+	    -DMIX -DKS0=8 -DKS1=8 -DKS2=2 $PLAIN -DUP0=0 -DOLD -DP_PHANTOM
+	run break7 safety fail "break 7: quorum, a late release is called a loss (loss rule)" \
+	    $QUO -DOLD -DP_LOSS
+fi
+[ "$fails" = 0 ] || { echo "check.sh: $fails unexpected"; exit 1; }

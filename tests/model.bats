@@ -1,0 +1,33 @@
+load helpers
+setup() { own_server_setup; }
+teardown() { test_teardown; }
+
+# The SPIN model of the lock protocol (src/lua/model): it needs spin and a
+# C compiler only, no server.
+
+MODEL="$BATS_TEST_DIRNAME/../src/lua/model"
+
+need_spin() {
+	command -v spin >/dev/null 2>&1 || skip "spin is not installed (scripts/deps.sh)"
+}
+
+@test "model: the scripts are those the model mirrors" {
+	run "$MODEL/check.sh" --hashes
+	assert_success
+}
+
+@test "model: the old rules break 1, 3, 4, 5 and 7" {
+	need_spin
+	run "$MODEL/check.sh" --old
+	assert_success
+	for b in break1 break3 break4 break5 break7; do
+		assert_output --partial "$b       found"
+	done
+}
+
+@test "model: the new rules hold in every configuration" {
+	need_spin
+	run "$MODEL/check.sh"
+	assert_success
+	refute_output --partial FAILED
+}
