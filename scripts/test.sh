@@ -12,6 +12,13 @@ cd "$(dirname "$0")/.."
 
 jobs=$(nproc 2>/dev/null || echo 2)
 
+# The model of the lock protocol (tests/model.bats: SPIN, no server, a few
+# minutes of CPU), in the background from the start: the builds and the
+# suite below spend much of their time waiting, and it fills that time.
+rm -f model.tap
+bats --tap tests/model.bats >model.tap 2>&1 &
+model_pid=$!
+
 # The static binaries, which tests/static.bats (in the suite just below)
 # runs over TCP and TLS, aarch64 under qemu.  Cold (a fresh clone), building
 # OpenSSL for both takes 3 minutes on 2 idle cores, 7.5 on busy ones; with
@@ -42,14 +49,16 @@ distcheck=$?
 # fish code, whose calls of rlock the other files cover): CI's 20 minutes;
 # nor static.bats, whose binaries are not built there; nor the matrix's
 # compatibility subset (the rest of the suite covers it); nor the model of
-# the protocol (model.bats), which SPIN checks without rlock.
+# the protocol (model.bats, above), which SPIN checks without rlock; nor the
+# fault checker's fixed seeds (chaos.bats: two minutes of real time, which
+# the plain run covers).
 rm -rf .sanitize && mkdir .sanitize &&
     tar -xzf "$(ls -t rlock-*.tar.gz | head -n 1)" -C .sanitize --strip-components=1 &&
     (cd .sanitize && ./configure --enable-werror --enable-sanitizers >/dev/null &&
     make -j"$jobs" >/dev/null 2>&1 &&
     ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:exitcode=86 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    make -j"$jobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\|model\)\.bats$' | tr '\n' ' ')" \
+    make -j"$jobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\|model\|chaos\)\.bats$' | tr '\n' ' ')" \
     >/dev/null 2>&1)
 sanitize=$?
 
@@ -133,6 +142,17 @@ case $m in
 esac
 [ "$matrix" -eq 0 ] || [ "$fail" -gt 0 ] || fail=$((fail + 1))
 
+# The model's check, started at the beginning.
+wait "$model_pid"
+model=$?
+model_pass=$(grep -c '^ok ' model.tap)
+model_fail=$(grep -c '^not ok ' model.tap)
+echo "model (SPIN): $model_pass passed, $model_fail failed"
+[ "$model_fail" -eq 0 ] || grep -v '^ok ' model.tap | head -n 60
+pass=$((pass + model_pass))
+fail=$((fail + model_fail))
+[ "$model" -eq 0 ] || [ "$model_fail" -gt 0 ] || fail=$((fail + 1))
+
 grep -v '^ *#' fuzz.log | head -n 60
 pass=$((pass + fuzz_pass))
 fail=$((fail + fuzz_fail))
@@ -148,4 +168,4 @@ echo "$pass passed, $fail failed"
 [ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$sanitize" -eq 0 ] &&
     [ "$fuzz" -eq 0 ] && [ "$deb" -eq 0 ] && [ "$bench" -eq 0 ] &&
     [ "$static" -eq 0 ] && [ "$rpm" -eq 0 ] && [ "$matrix" -eq 0 ] &&
-    [ "$fail" -eq 0 ]
+    [ "$model" -eq 0 ] && [ "$fail" -eq 0 ]

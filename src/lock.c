@@ -952,19 +952,22 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 
 /*
  * Could a majority still hold the lock, when the servers in gone (bit i:
- * server i answered "not the holder") no longer do?  Only the servers we
- * won count, when this process knows them (it acquired the lock): one we
- * never won says nothing by answering "not the holder", and one that did
- * not answer may hold it still.
+ * server i answered "not the holder") no longer do, and those in held
+ * answered that they held it (released or extended it)?  Only the
+ * servers we won count besides, when this process knows them (it
+ * acquired the lock): one we never won says nothing by answering "not
+ * the holder", and one that did not answer may hold it still; one whose
+ * grant we never heard of (its reply was lost) but that says it held it
+ * did.
  */
 static int
-majority_left(const struct lock *l, unsigned gone)
+majority_left(const struct lock *l, unsigned gone, unsigned held)
 {
 	int	i, left = 0;
 
 	for (i = 0; i < l->q->n; i++)
-		if ((!l->won_known || (l->won & 1u << i)) &&
-		    !(gone & 1u << i))
+		if ((held & 1u << i) || ((!l->won_known ||
+		    (l->won & 1u << i)) && !(gone & 1u << i)))
 			left++;
 	return left >= quorum_majority(l->q);
 }
@@ -985,7 +988,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	struct history_args	  h;
 	const char		 *keys[8], *args[11];
 	char			  pid[24];
-	unsigned		  gone = 0;
+	unsigned		  gone = 0, yes = 0;
 	int			  i, ok, released = 0, skipped = 0, *ask;
 
 	keys[0] = l->key;
@@ -1040,9 +1043,10 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	for (i = 0; i < l->q->n; i++) {
 		if (rep[i] == NULL || rep[i]->type != REDIS_T_INTEGER)
 			continue;
-		if (rep[i]->integer == 1)
+		if (rep[i]->integer == 1) {
 			released++;
-		else
+			yes |= 1u << i;
+		} else
 			gone |= 1u << i;
 	}
 	quorum_free_replies(l->q, rep);
@@ -1056,7 +1060,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	 * holds the key until it expires, or deletes it when the request
 	 * reaches it), is no sign of a loss.
 	 */
-	return released >= quorum_majority(l->q) || majority_left(l, gone);
+	return released >= quorum_majority(l->q) || majority_left(l, gone, yes);
 }
 
 void
@@ -1166,7 +1170,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	if (ok < quorum_majority(l->q))
 		return -1;
 	if (got < quorum_majority(l->q)) {
-		if (!majority_left(l, gone))
+		if (!majority_left(l, gone, 0))
 			return 0;
 		/*
 		 * Not extended on a majority, but a majority may still hold

@@ -134,8 +134,15 @@ elseif kind == 'limit' and not mine and #live >= held_limit then
 	return busy(ends[1] - now, shown_holder(KEYS[1] .. ':holder:' ..
 		live[1]))
 elseif not kind and want == 's' then
-	-- Free, but a writer waits: its turn; wake it by name.
-	local w, due = writers(KEYS[5], now, token)
+	-- Free, but a writer that came first waits: its turn; wake it by
+	-- name.  (Not one that came later: a --fifo writer lets this reader
+	-- go first, and each would wait for the other.)
+	local since = now - tonumber(ARGV[8])
+	local ok, e = pcall(cjson.decode, redis.call('HGET', KEYS[5], token) or '')
+	if ok and type(e) == 'table' and tonumber(e.s) then
+		since = math.min(since, tonumber(e.s))
+	end
+	local w, due = writers(KEYS[5], now, token, since)
 	if #w > 0 then
 		wake_each(KEYS[4], w)
 		return busy(due, NOBODY)
@@ -182,6 +189,7 @@ end
 
 -- The hold's hash info: kept (mine: its fence, its acquire time; a
 -- hand-over's grant is claimed by this run) or fresh (a new fence).
+local upgraded
 local function hold(info, what)
 	local fence = mine and tonumber(redis.call('HGET', info, 'fence'))
 	if fence then
@@ -194,7 +202,7 @@ local function hold(info, what)
 		redis.call('DEL', info)
 		acquired(fence, what)
 		redis.call('HSET', info, 'token', token, 'fence', fence,
-			'acquired_ms', now, 'a', ARGV[16])
+			'acquired_ms', now, 'a', upgraded or ARGV[16])
 	end
 	redis.call('HSET', info, 'host', ARGV[3], 'pid', ARGV[4], 'user',
 		ARGV[5], 'command', ARGV[6], 'ttl_ms', ttl)
@@ -209,7 +217,13 @@ end
 -- A plain holder that asks --shared keeps its exclusive hold.
 if want == 'x' or kind == 'x' then
 	if kind == SHARED then
-		-- The upgrade: the reader's own hold goes, the plain one comes.
+		-- The upgrade: the reader's own hold goes, the plain one comes,
+		-- and keeps the run that took the shared hold: a give-back of
+		-- this run (a reply lost, -w running out) leaves the reader an
+		-- exclusive holder, never a holder of nothing that believes it
+		-- reads.
+		upgraded = redis.call('HGET', KEYS[1] .. ':holder:' .. token,
+			'a')
 		redis.call('DEL', KEYS[1], KEYS[1] .. ':holders',
 			KEYS[1] .. ':holder:' .. token)
 		cur = nil

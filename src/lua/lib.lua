@@ -296,13 +296,15 @@ local function judge(lock, cur, now, prune)
 end
 
 -- The exclusive waiters listed in the waiters hash whose entries have not
--- lapsed (but not the caller): their tokens, and the soonest lapse from now.
-local function writers(waiters, now, except)
+-- lapsed (but not the caller), and that came before the server-clock time
+-- before (nil: whenever): their tokens, and the soonest lapse from now.
+local function writers(waiters, now, except, before)
 	local w, due, all = {}, nil, redis.call('HGETALL', waiters)
 	for i = 1, #all, 2 do
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if ok and type(e) == 'table' and (e.k == 'x' or e.x == 1) and
-		    all[i] ~= except and (tonumber(e.u) or 0) >= now then
+		    all[i] ~= except and (tonumber(e.u) or 0) >= now and
+		    (not before or (tonumber(e.s) or now) < before) then
 			w[#w + 1] = all[i]
 			if not due or e.u - now < due then
 				due = e.u - now

@@ -32,7 +32,7 @@ trap 'rm -rf "$work"' EXIT INT TERM
 
 # The proposed answers to what design-37.md leaves open or gets wrong
 # (README.md, "What the model found in the new rules").
-FIXES="-DYIELD -DFIX_UP -DFIX_REL"
+FIXES=""
 # Roles: -DKSn kinds (2 plain, 4 shared, 8 limit), -DFSn fifo (1 no, 2 yes),
 # -DWSn waits (1 -n, 2 -w), -DUPn (1: may upgrade), n the client.
 PLAIN="-DFS0=1 -DFS1=1 -DFS2=1"

@@ -9,7 +9,9 @@
  * may crash; a request or a reply may be lost or late (a budget of FAULTS).
  *
  * Rules: -DOLD models the scripts as on main 7d1b7b0 (the old rules); without
- * it, the new rules of /work/notes/design-37.md (issue 37).  Each block that
+ * it, the rules of the scripts as they are now (issue 37), rlock(7)'s "One
+ * rule for every mode".  YIELD and FIX_REL, which the model first found
+ * missing from the design and the scripts now have, are part of them.  Each block that
  * mirrors Lua says which script and step it mirrors ("acquire.lua: ...").
  *
  * Configurations (check.sh compiles one at a time):
@@ -25,6 +27,13 @@
  * Properties are switched on one at a time for the old rules (each break
  * found by its own property), all together for the new (P_ALL).
  */
+
+#ifndef OLD
+#define YIELD	1	/* acquire.lua: a reader yields a free name only to an
+			 * older exclusive waiter */
+#define FIX_REL	1	/* lock.c majority_left: a server that says it
+			 * released counts as holding */
+#endif
 
 #if defined(QUORUM) || defined(QLIVE)
 #define NS	3
@@ -157,7 +166,7 @@ byte	downs = DOWNS;
 #define HIDDEN hidden
 #endif
 HIDDEN byte	t_d, t_o, t_nx, t_ns, t_nl, t_r, t_f, t_x, t_k, t_m;
-HIDDEN byte	t_b, t_e;
+HIDDEN byte	t_b, t_e, t_a;
 
 #ifdef LIVE
 ltl live { [] (inrun[2] -> <> (bel[2] != 0)) }
@@ -688,12 +697,22 @@ inline acquire(s, c)
 		/* re-acquire (exclusive held by T: only T; a reader stays
 		 * one; a place kept): keeps hold, fence and a; a grant is
 		 * claimed (a := run, TTL) */
-		srv[s].ha[c] = A_RUN; srv[s].hr[c] = 1; t_r = R_KEEP
+		/* acquire.lua hold(): a kept hold keeps its a; a grant
+		 * ('g') is claimed by this run */
+		if
+		:: srv[s].ha[c] == A_G -> srv[s].ha[c] = A_RUN
+		:: else
+		fi;
+		srv[s].hr[c] = 1; t_r = R_KEEP
 	:: t_x == S && k == X ->
 		/* exclusive ask on a shared name: R empty or {caller} */
 		if
 		:: t_ns == 1 ->
-			drop_hold(s, c); take_hold(s, c, X, A_RUN); t_r = R_UP;
+			/* acquire.lua, the upgrade: the plain hold keeps the
+			 * run that took the shared one (upgraded), so a
+			 * give-back of this run leaves an exclusive holder */
+			t_a = srv[s].ha[c];
+			drop_hold(s, c); take_hold(s, c, X, t_a); t_r = R_UP;
 			srv[s].hu[c] = 1
 		:: else -> new_busy(s, c, R_BUSYH)
 		fi
@@ -779,12 +798,6 @@ inline giveback(s, c, keep)
 	:: else
 	fi;
 	if
-#ifdef FIX_UP
-	:: t_x == X && srv[s].hu[c] ->
-		/* proposed: an upgrade given back is the shared hold again
-		 * (as written, it goes, and the reader with it) */
-		srv[s].hk[c] = S; srv[s].ha[c] = A_OLD; srv[s].hu[c] = 0; t_r = 1
-#endif
 	:: t_x != 0 && srv[s].ha[c] != A_OLD ->
 		drop_hold(s, c); t_r = 1;
 		if
