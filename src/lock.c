@@ -1325,6 +1325,16 @@ lock_settle_release(struct lock *l, const char *outcome, int64_t until,
 	int64_t	saved = l->q->limit, backoff = SETTLE_FIRST_MS, now;
 	int	rc = -1;
 
+	/*
+	 * Only an outcome that is unknown is settled: a reply lost (the
+	 * connection closed or reset) or late.  An answer that says the
+	 * script did not run (TRYAGAIN while the slot moves, a refusal, a
+	 * damaged lock), or a server that answers what no script sends (a
+	 * wrong shape), is no better known by asking: the release failed,
+	 * in its own words.
+	 */
+	if (e->kind != ERR_TIMEOUT && e->kind != ERR_UNAVAILABLE)
+		return -1;
 	if (until == 0)
 		until = now_mono_ms() + (SETTLE_TIMEOUTS *
 		    l->q->opts->timeout_ms > SETTLE_MIN_MS ? SETTLE_TIMEOUTS *

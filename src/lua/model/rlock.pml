@@ -987,7 +987,19 @@ start: skip;
 		do
 		:: t_d < NS ->
 			if
-			:: srv[t_d].ha[c] == A_RUN -> srv[t_d].ha[c] = A_OLD
+			:: srv[t_d].hk[c] != 0 && bel[c] == 0 ->
+				/* a finished run's hold (its release lost): in
+				 * rlock a run has a token of its own, so this
+				 * one's attempts never find it theirs; it ends
+				 * with its TTL, here at once (finite: the same
+				 * for liveness, and no hold less is never less
+				 * safe) */
+				drop_hold(t_d, c)
+			:: srv[t_d].hk[c] != 0 && bel[c] != 0 &&
+			    srv[t_d].ha[c] == A_RUN ->
+				/* held on (acquire --token again, the upgrade):
+				 * an earlier run's */
+				srv[t_d].ha[c] = A_OLD
 			:: else
 			fi;
 			t_d++
