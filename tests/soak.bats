@@ -144,11 +144,13 @@ echo \"end \$(date +%s%N) \$\$\" >>'$log'")
 				wp=${!v}
 				for c in $(pgrep -P "$wp"); do
 					[[ "$(cat "/proc/$c/comm" 2>/dev/null)" == "$RLOCK_COMM" ]] || continue
-					cp=$(pgrep -P "$c" | head -n 1)
-					if [[ -n "$cp" ]] && grep -q "^start .* $cp\$" "$log"; then
-						rp=$c
-						break 3
-					fi
+					# rlock's children: its guard and the command.
+					for cp in $(pgrep -P "$c"); do
+						if grep -q "^start .* $cp\$" "$log"; then
+							rp=$c
+							break 4
+						fi
+					done
 				done
 			done
 			sleep 0.02
