@@ -50,10 +50,12 @@ elseif kind == SHARED or kind == 'limit' then
 		end
 	end
 end
--- A give-back leaves what the run did not take.
+-- A give-back leaves what the run did not take.  (A hold that names no
+-- run was left by an acquire that stopped half-way, a command the server
+-- refused it after its first write: the run giving back is that one.)
 if info and run ~= '' then
 	local a = redis.call('HGET', info, 'a')
-	if a ~= run and a ~= 'g' then
+	if a and a ~= run and a ~= 'g' then
 		info = nil
 	end
 end
