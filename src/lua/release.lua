@@ -54,7 +54,8 @@ end
 -- run was left by an acquire that stopped half-way, a command the server
 -- refused it after its first write: the run giving back is that one.)
 if info and run ~= '' then
-	local a = redis.call('HGET', info, 'a')
+	-- (HMGET: a user that may not HGET can still give back.)
+	local a = redis.call('HMGET', info, 'a')[1]
 	if a and a ~= run and a ~= 'g' then
 		info = nil
 	end
