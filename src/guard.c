@@ -323,7 +323,13 @@ guard_main(struct guard_shared *sh, char *const *argv, char *const *envp)
 	char		buf[64];
 	ssize_t		n;
 
-	/* rlock may have died before there was a pipe to report it. */
+	/*
+	 * rlock may have died before there was a pipe to report it; or it
+	 * may have run its whole course (a quick command, released) and
+	 * exited before the guard got here: then it said so first.
+	 */
+	if (atomic_load(&sh->done))
+		_exit(0);
 	if (getppid() != sh->parent)
 		rlock_died(sh, argv, envp);
 	for (;;) {
