@@ -830,10 +830,22 @@ int
 lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
     const struct lock_meta *m, struct err *e)
 {
-	int64_t	deadline, left, pttl, sleep = -1, start = now_mono_ms();
+	static unsigned	runs;
+	struct timespec	ts;
+	int64_t	deadline, left, pttl, sleep = -1, start;
 	int64_t	pause = RIDE_FIRST_MS;
 	int	rc, rides = 0, answered = 0;
 
+	/*
+	 * The run's id: only told apart from the token's other runs, so
+	 * this process, the moment and a count suffice (no random bytes
+	 * to wait for); before the wait's start, which the history counts
+	 * from.
+	 */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(l->run, sizeof l->run, "%x.%llx.%lx.%x", (unsigned)getpid(),
+	    (long long)ts.tv_sec, (long)ts.tv_nsec, runs++);
+	start = now_mono_ms();
 	deadline = wait_ms < 0 ? -1 : start + wait_ms;
 	l->late = 0;
 	l->wait_errors = 0;
@@ -841,7 +853,6 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->wait_ms = wait_ms;
 	l->wait_start = start;
 	l->meta = *m;
-	lock_new_token(l->run, sizeof l->run);
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
 		    ride_through(l, deadline, &pause, &rides, answered,
