@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # handover.bats: a release gives the lock to the next waiter in its own
-# script (the oldest waiting writer, or every waiting reader after a
-# writer), so that neither side of a --shared lock starves and a releaser
+# script (phase-fair: every waiting reader after a writer, the oldest
+# waiting writer after the last reader, else the oldest waiter), so that neither side of a --shared lock starves and a releaser
 # cannot barge back in; a hand-over to a waiter that died meanwhile lasts
 # no longer than the waiter's lease.
 
@@ -48,6 +48,30 @@ until_waiters() {
 	bg_wait "$OLD" 10000 || fail "the oldest waiter did not get the lock"
 	assert_equal "$BG_STATUS" 0
 	_proc_alive "$YOUNG" || fail "the younger waiter ended: $(cat YOUNG.err)"
+}
+
+@test "handover: phase-fair: a writer's release lets in the readers that wait, though a writer came first; the last reader's release lets in that writer" {
+	local holder r1 r2
+	holder=$(rlock acquire -t 60s mix)
+	bg_start W "$RLOCK" acquire -w 30s -t 30s mix
+	until_waiters mix 1
+	bg_start R1 "$RLOCK" acquire --shared -w 30s -t 30s mix
+	until_waiters mix 2
+	bg_start R2 "$RLOCK" acquire --shared -w 30s -t 30s mix
+	until_waiters mix 3
+	rlock release --token "$holder" mix
+	bg_wait "$R1" 10000 || fail "a reader did not get the lock after the writer"
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$R2" 10000 || fail "a reader did not get the lock after the writer"
+	assert_equal "$BG_STATUS" 0
+	_proc_alive "$W" || fail "the writer ended: $(cat W.err)"
+	r1=$(cat R1.out) r2=$(cat R2.out)
+	rlock release --token "$r1" mix
+	_proc_alive "$W" || fail "the writer ended before the last reader left"
+	rlock release --token "$r2" mix
+	bg_wait "$W" 10000 || fail "the writer did not get the lock after the readers"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(rcli GET 'rlock:{mix}')" "$(cat W.out)"
 }
 
 @test "handover: a lock handed to a waiter that died meanwhile lapses within its lease" {

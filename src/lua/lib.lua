@@ -419,17 +419,19 @@ end
 
 -- ------------------------------------------------------------ hand-over
 -- When a release frees room (a plain lock, the last reader, a semaphore's
--- place) and someone waits, the release's own script gives it to the next,
--- by one rule for every mix of modes: waiters are served in the order
--- they came (their first attempt, by the server's clock).  A name left
--- free goes to the oldest waiter, and with it to the waiters of its kind
--- right behind it in the line: the readers up to the next exclusive
--- waiter come in together, and so do up to N waiters with --limit N; a
+-- place) and someone waits, the release's own script gives it to the next.
+-- Readers and writers take turns (phase-fair): a writer's release lets
+-- in every waiting reader together, if any waits, and the last reader's
+-- release the oldest waiting writer, if any waits; otherwise a name left
+-- free goes to the oldest waiter (their first attempt, by the server's
+-- clock), with every waiting reader if it reads, or with those asking
+-- the same --limit N right behind it in the line, up to N.  A
 -- semaphore's place freed while others still hold goes to the oldest
--- waiter if it asks with the same --limit.  So nobody is passed over by
--- one who came later, the releaser cannot barge back in ahead of them, a
--- crowd of readers cannot starve a writer nor a stream of writers
--- (--fifo or not) the readers.  The grant lasts
+-- waiter if it asks with the same --limit.  So a writer waits at most one
+-- reader phase, a reader at most one writer, writers go in the order they
+-- came, the releaser cannot barge back in ahead of them, and neither a
+-- crowd of readers nor a stream of writers (--fifo or not) starves the
+-- other kind.  The grant lasts
 -- what is left of the waiter's lease (see acquire.lua), marked as not yet
 -- claimed (a = 'g'): the waiter's next attempt, which its wake (its own
 -- list) sets off at once, finds it holds the lock and extends it to its
@@ -542,9 +544,10 @@ local function fence_usable(fkey)
 	return type(f) ~= 'table' and (not f or tonumber(f) ~= nil)
 end
 
--- Hand the room a release just freed to whoever's turn it is (see above).
+-- Hand the room a release just freed to whoever's turn it is (see above);
+-- was: the kind of the hold that ended ('x', SHARED, or a limit mark).
 -- Whether anyone got it.
-local function hand_over(K, hist)
+local function hand_over(K, hist, was)
 	-- Nobody waits (the common release): nothing more to read.
 	if redis.call('EXISTS', K[5]) == 0 or not fence_usable(K[3]) then
 		return false
@@ -556,14 +559,23 @@ local function hand_over(K, hist)
 	end
 	local kind, limit, live = judge(K[1], redis.call('GET', K[1]), now,
 		true)
-	local want, room = list[1].k, 0
+	local first = list[1]
+	-- The other kind's turn, when it waits.
+	local turn = was == 'x' and 's' or was == SHARED and 'x' or nil
+	for _, e in ipairs(list) do
+		if e.k == turn then
+			first = e
+			break
+		end
+	end
+	local want, room = first.k, 0
 	if kind == 'limit' then
 		want, room = 'l:' .. limit, limit - #live
 	elseif kind then
 		-- Still held (readers left): nobody's turn yet.
 		return false
 	elseif want == 'x' then
-		grant_writer(K, hist, list[1], now, t)
+		grant_writer(K, hist, first, now, t)
 		return true
 	elseif want == 's' then
 		room = #list
@@ -573,14 +585,17 @@ local function hand_over(K, hist)
 			return false
 		end
 	end
-	-- The oldest, and those of its kind right behind it in the line:
-	-- nobody is passed over by one who came later.
+	-- Every waiting reader; or, with --limit N, the oldest and those
+	-- asking the same right behind it, up to the room: nobody is passed
+	-- over by one who came later.
 	local batch = {}
 	for _, e in ipairs(list) do
-		if #batch >= room or e.k ~= want then
+		if #batch >= room or (want ~= 's' and e.k ~= want) then
 			break
 		end
-		batch[#batch + 1] = e
+		if e.k == want then
+			batch[#batch + 1] = e
+		end
 	end
 	if #batch == 0 then
 		return false

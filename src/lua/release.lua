@@ -99,7 +99,7 @@ end
 if kind == SHARED and redis.call('EXISTS', KEYS[1]) == 1 then
 	return 1
 end
-if direct and hand_over(K, hist) then
+if direct and hand_over(K, hist, kind == 'x' and 'x' or cur) then
 	return 1
 end
 -- Nobody was handed it: wake whoever may now get in (the writers waiting

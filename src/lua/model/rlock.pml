@@ -621,15 +621,28 @@ inline new_grant(s, d, kind)
 	printf("  hand-over: c%d granted kind %d on s%d\n", d, kind, s)
 }
 
-/* release.lua's hand-over (one server only): freed_l, a limit slot freed. */
-inline hand_over(s, freed_l)
+/* release.lua's hand-over (one server only): freed_l, a limit slot freed;
+ * was, the kind of the hold that ended (phase-fair: the other kind's turn
+ * when it waits). */
+inline hand_over(s, freed_l, was)
 {
 	count(s);
 	if
 	:: t_nx + t_ns + t_nl == 0 ->
-		/* name free: the oldest live waiter; a reader brings every
-		 * waiting reader, a limit-N waiter the oldest N of its kind */
-		oldest(s, 0);
+		/* name free: after a writer every waiting reader, after the
+		 * last reader the oldest writer; else the oldest live waiter:
+		 * a reader brings every waiting reader, a limit-N waiter the
+		 * one right behind it if it asks the same */
+		t_o = NC;
+		if
+		:: was == X -> oldest(s, S)
+		:: was == S -> oldest(s, X)
+		:: else
+		fi;
+		if
+		:: t_o == NC -> oldest(s, 0)
+		:: else
+		fi;
 		if
 		:: t_o != NC && srv[s].wk[t_o] == X ->
 			t_m = t_o; new_grant(s, t_m, X)
@@ -646,18 +659,21 @@ inline hand_over(s, freed_l)
 			od
 		:: t_o != NC && srv[s].wk[t_o] == L ->
 			t_m = t_o; new_grant(s, t_m, L);
-			oldest(s, L);
+			oldest(s, 0);
 			if
-			:: t_o != NC -> t_m = t_o; new_grant(s, t_m, L)
+			:: t_o != NC && srv[s].wk[t_o] == L ->
+				t_m = t_o; new_grant(s, t_m, L)
 			:: else
 			fi
 		:: else
 		fi
 	:: t_nl > 0 && t_nl < LIM && freed_l ->
-		/* a slot freed while others hold: the oldest limit waiter */
-		oldest(s, L);
+		/* a slot freed while others hold: the oldest waiter, if it
+		 * asks the same --limit */
+		oldest(s, 0);
 		if
-		:: t_o != NC -> t_m = t_o; new_grant(s, t_m, L)
+		:: t_o != NC && srv[s].wk[t_o] == L ->
+			t_m = t_o; new_grant(s, t_m, L)
 		:: else
 		fi
 	:: else
@@ -780,7 +796,7 @@ inline release(s, c)
 	:: t_x != 0 ->
 		drop_hold(s, c); t_r = 1;
 		if
-		:: NS == 1 -> hand_over(s, t_x == L)
+		:: NS == 1 -> hand_over(s, t_x == L, t_x)
 		:: else
 		fi
 	:: else -> t_r = 0
@@ -801,7 +817,7 @@ inline giveback(s, c, keep)
 	:: t_x != 0 && srv[s].ha[c] != A_OLD ->
 		drop_hold(s, c); t_r = 1;
 		if
-		:: NS == 1 -> hand_over(s, t_x == L)
+		:: NS == 1 -> hand_over(s, t_x == L, t_x)
 		:: else
 		fi
 	:: else -> t_r = 0
