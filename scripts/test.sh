@@ -3,71 +3,113 @@
 # rlock: the whole test suite (once plainly, once under ASan+UBSan), make
 # distcheck, each fuzz target briefly, the benchmark harness in its smoke
 # mode, the static binaries (x86_64, and aarch64 under qemu), the Debian
-# package and RPM builds, and the server-compatibility matrix.  Ends with
-# one line "N passed, N failed"; exits non-zero on any failure.
+# package and RPM builds, the server-compatibility matrix and the model of
+# the protocol.  Each stage says when it starts and how it ended (the
+# suites every minute how many tests have run); the table of stages and
+# their times comes last but one, then one line "N passed, N failed".
+# Exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
-./scripts/deps.sh || exit 1
-./scripts/build.sh || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+. ./scripts/stages.sh
+begin build
+./scripts/deps.sh >deps.log 2>&1 && ./scripts/build.sh >build.log 2>&1
+build=$?
+finish build "$build"
+if [ "$build" -ne 0 ]; then
+	tail -n 30 deps.log build.log; echo "build failed"; echo "0 passed, 1 failed"; exit 1
+fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
+# The bats files run one more at a time than there are cores: many of them
+# spend much of their time waiting (a TTL to pass, a server to fail over).
+tjobs=$((jobs + 1))
 
-# The model of the lock protocol (tests/model.bats: SPIN, no server, a few
-# minutes of CPU), in the background from the start: the builds and the
-# suite below spend much of their time waiting, and it fills that time.
+# What is slow to build and changes seldom (the static binaries' OpenSSL
+# and musl, the servers of the matrix) is kept outside the tree, so that a
+# fresh clone on the same machine finds it: $RLOCK_CACHE, else
+# ~/.cache/rlock.  A cold cache costs the first run some minutes.
+cache=${RLOCK_CACHE:-${XDG_CACHE_HOME:-${HOME:-$(pwd)}/.cache}/rlock}
+mkdir -p "$cache" 2>/dev/null || cache=$(pwd)/.cache
+RLOCK_STATIC_CACHE=${RLOCK_STATIC_CACHE:-$cache/static}
+RLOCK_SERVERS=${RLOCK_SERVERS:-$cache/servers}
+export RLOCK_STATIC_CACHE RLOCK_SERVERS
+
+# The model of the lock protocol (tests/model.bats: SPIN, no server, some
+# minutes of CPU), in the background from the start, at the lowest
+# priority: it takes the time the builds and the suites leave idle.
 rm -f model.tap
-bats --tap tests/model.bats >model.tap 2>&1 &
+begin model "in the background"
+nice -n 19 bats --tap tests/model.bats >model.tap 2>&1 &
 model_pid=$!
 
 # The static binaries, which tests/static.bats (in the suite just below)
-# runs over TCP and TLS, aarch64 under qemu.  Cold (a fresh clone), building
-# OpenSSL for both takes 3 minutes on 2 idle cores, 7.5 on busy ones; with
-# .static-cache/ from an earlier run, under a minute.
+# runs over TCP and TLS, aarch64 under qemu.  Cold, building OpenSSL and
+# musl for both takes 3 minutes on 2 idle cores, 7.5 on busy ones; from the
+# cache, under a minute.
+begin static
 rm -f dist/rlock-linux-x86_64 dist/rlock-linux-aarch64
 ./scripts/static.sh >static.log 2>&1
 static=$?
+finish static "$static" "$(grep -c '^dist/rlock-linux-' static.log) built"
 
-# The servers of the compatibility matrix, built once into .servers (kept
-# across runs) from ../shared/servers when it is there: the matrix below
-# runs against them, and tests/oldserver.bats (in both runs of the suite)
-# against the Redis 5.0 among them.
-./scripts/servers.sh >servers.log 2>&1
-RLOCK_SERVERS=$(pwd)/.servers
-export RLOCK_SERVERS
+# The servers of the compatibility matrix, built once into the cache from
+# ../shared/servers when it is there: the matrix below runs against them,
+# and tests/oldserver.bats (in both runs of the suite) against the Redis
+# 5.0 among them.
+begin servers
+./scripts/servers.sh ../shared/servers "$RLOCK_SERVERS" >servers.log 2>&1
+servers=$?
+finish servers 0 "$(ls -d "$RLOCK_SERVERS"/*/bin 2>/dev/null | wc -l) ready"
 
-make -j"$jobs" check >/dev/null 2>&1
-check=$?
+begin suite "the bats files and the unit tests, $tjobs files at a time"
+make -j"$tjobs" check >check.log 2>&1 &
+watch suite . $!
+check=$watched
+finish suite "$check" "$(tests_so_far .)"
 
 # The release tarball must build and pass the unit tests on its own
 # (the bats suite has just run above; running it twice would double CI).
+begin distcheck
 make -j"$jobs" distcheck TESTS=tests/unit >distcheck.log 2>&1
 distcheck=$?
+finish distcheck "$distcheck"
 
 # The whole suite once more, built from that tarball with AddressSanitizer
 # and UndefinedBehaviorSanitizer: any report fails the test that hit it.
 # Not the man page lint, nor the completion scripts' tests (bash, zsh and
-# fish code, whose calls of rlock the other files cover): CI's 20 minutes;
-# nor static.bats, whose binaries are not built there; nor the matrix's
-# compatibility subset (the rest of the suite covers it); nor the model of
-# the protocol (model.bats, above), which SPIN checks without rlock; nor the
-# fault checker's fixed seeds (chaos.bats: two minutes of real time, which
-# the plain run covers).
+# fish code, whose calls of rlock the other files cover); nor static.bats,
+# whose binaries are not built there; nor the matrix's compatibility subset
+# (the rest of the suite covers it); nor the model of the protocol
+# (model.bats, above), which SPIN checks without rlock; nor the fault
+# checker's fixed seeds (chaos.bats: minutes of real time, which the plain
+# run covers).  LeakSanitizer's check at exit costs each process some 40
+# ms here (it stops the process to scan it), so it runs in the unit tests
+# and in the files of the paths that live long or loop (RLOCK_LEAK_FILES):
+# the others' processes make a few calls and exit.
+begin sanitizers
 rm -rf .sanitize && mkdir .sanitize &&
     tar -xzf "$(ls -t rlock-*.tar.gz | head -n 1)" -C .sanitize --strip-components=1 &&
     (cd .sanitize && ./configure --enable-werror --enable-sanitizers >/dev/null &&
-    make -j"$jobs" >/dev/null 2>&1 &&
+    make -j"$jobs" >/dev/null 2>&1) &&
+    (cd .sanitize &&
     ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:exitcode=86 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    make -j"$jobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\|model\|chaos\)\.bats$' | tr '\n' ' ')" \
-    >/dev/null 2>&1)
-sanitize=$?
+    RLOCK_LEAK_FILES="exec hold soak wait quorum sentinel cluster tls watch
+	exec-loss exec-signals exec-runtime history shared limit fifo handover
+	settle breaks valgrind reshard failover loop lease" \
+    make -j"$tjobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\|model\|chaos\)\.bats$' | tr '\n' ' ')" \
+    >../sanitize.log 2>&1) &
+watch sanitizers .sanitize $!
+sanitize=$watched
+finish sanitizers "$sanitize" "$(tests_so_far .sanitize)"
 
 # Each fuzz target for a bounded time (FUZZ_SECONDS, default 10).
+begin fuzz
 ./tests/fuzz/run.sh "${FUZZ_SECONDS:-10}" >fuzz.log 2>&1
 fuzz=$?
 fuzz_pass=$(grep -c ': ok,' fuzz.log)
 fuzz_fail=$(grep -c ': \(FAILED\|build failed\)' fuzz.log)
-
+finish fuzz "$fuzz"
 count() {	# $1: a directory with tests/*.trs; $2: the results to count
 	cat "$1"/tests/*.trs 2>/dev/null | grep -c "^:test-result: \($2\)"
 }
@@ -87,12 +129,14 @@ report .
 report .sanitize
 # The benchmark harness, in its 10-second smoke mode, so it cannot rot;
 # and its latency and scale modes, as briefly.
+begin bench
 {
 	RLOCK=$(pwd)/src/rlock ./bench/run --smoke &&
 	RLOCK=$(pwd)/src/rlock ./bench/run --latency 5 --smoke &&
 	RLOCK=$(pwd)/src/rlock ./bench/run --scale --smoke
 } >bench.log 2>&1
 bench=$?
+finish bench "$bench"
 if [ "$bench" -eq 0 ]; then
 	pass=$((pass + 1)); echo "bench smoke: ok"
 else
@@ -100,8 +144,10 @@ else
 fi
 
 # The Debian package builds, passes lintian, and runs from a scratch root.
+begin deb
 ./scripts/deb.sh >deb.log 2>&1
 deb=$?
+finish deb "$deb"
 if [ "$deb" -eq 0 ]; then
 	pass=$((pass + 1)); echo "debian package: ok ($(tail -n 1 deb.log))"
 else
@@ -109,12 +155,14 @@ else
 fi
 
 # The static binaries built, and an RPM of each, unpacked and run.
+begin rpm
 if [ "$static" -eq 0 ]; then
 	{ ./scripts/rpm.sh x86_64 && ./scripts/rpm.sh aarch64; } >rpm.log 2>&1
 	rpm=$?
 else
 	echo "static.sh failed" >rpm.log; rpm=1
 fi
+finish rpm "$rpm"
 if [ "$static" -eq 0 ]; then
 	pass=$((pass + 1)); echo "static binaries: ok ($(grep -c '^dist/rlock-linux-' static.log) built)"
 else
@@ -129,8 +177,10 @@ fi
 # The server-compatibility matrix (scripts/matrix.sh): the compatibility
 # subset of the suite against each server built above, its table, and its
 # counts added to ours.
-./scripts/matrix.sh >matrix.log 2>&1
+begin matrix
+./scripts/matrix.sh ../shared/servers "$RLOCK_SERVERS" >matrix.log 2>&1
 matrix=$?
+finish matrix "$matrix"
 sed '$d' matrix.log
 m=$(tail -n 1 matrix.log)
 case $m in
@@ -145,6 +195,7 @@ esac
 # The model's check, started at the beginning.
 wait "$model_pid"
 model=$?
+finish model "$model"
 model_pass=$(grep -c '^ok ' model.tap)
 model_fail=$(grep -c '^not ok ' model.tap)
 echo "model (SPIN): $model_pass passed, $model_fail failed"
@@ -164,6 +215,8 @@ else
 	fail=$((fail + 1))
 	echo "make distcheck: FAILED"; tail -30 distcheck.log
 fi
+echo
+table
 echo "$pass passed, $fail failed"
 [ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$sanitize" -eq 0 ] &&
     [ "$fuzz" -eq 0 ] && [ "$deb" -eq 0 ] && [ "$bench" -eq 0 ] &&

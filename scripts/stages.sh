@@ -1,0 +1,60 @@
+# stages.sh: sourced by test.sh.  Each stage of the test command says when
+# it starts and how it ended, with the time since the start of the run, and
+# the table of stages and their times comes before the closing count.
+
+T0=$(date +%s)
+STAGES=
+
+# clock [SECONDS]: minutes and seconds (default: since the start of the run).
+clock() {
+	_s=${1:-$(( $(date +%s) - T0 ))}
+	printf '%d:%02d' $((_s / 60)) $((_s % 60))
+}
+
+# begin NAME [WHAT]: NAME starts now.
+begin() {
+	eval "began_$1=\$(date +%s)"
+	printf '[%s] %s: started%s\n' "$(clock)" "$1" "${2:+ ($2)}"
+}
+
+# finish NAME STATUS [DETAIL]: NAME ended (STATUS 0: ok); it goes into the
+# table.
+finish() {
+	eval "_b=\$began_$1"
+	_d=$(( $(date +%s) - _b ))
+	if [ "$2" -eq 0 ]; then _r=ok; else _r=FAILED; fi
+	printf '[%s] %s: %s in %s%s\n' "$(clock)" "$1" "$_r" "$(clock "$_d")" \
+	    "${3:+, $3}"
+	STAGES="$STAGES$(printf '%-12s %-7s %6s' "$1" "$_r" "$(clock "$_d")")
+"
+}
+
+# tests_so_far DIR: "N tests, M failed" from the TAP logs of a running
+# make check in DIR.
+tests_so_far() {
+	_n=$(cat "$1"/tests/*.log 2>/dev/null | grep -c '^\(ok\|not ok\) ')
+	_f=$(cat "$1"/tests/*.log 2>/dev/null | grep -c '^not ok ')
+	echo "$_n tests, $_f failed"
+}
+
+# watch NAME DIR PID: until PID ends, every minute a line with the count
+# of tests so far in DIR; then PID's status in $watched.  (Bounded by PID,
+# which make's own limits end.)
+watch() {
+	_i=0
+	while kill -0 "$3" 2>/dev/null; do
+		sleep 2
+		_i=$((_i + 1))
+		[ $((_i % 30)) -eq 0 ] &&
+		    printf '[%s] %s: %s\n' "$(clock)" "$1" "$(tests_so_far "$2")"
+	done
+	wait "$3"
+	watched=$?
+}
+
+# table: the stages and their times.
+table() {
+	printf '%-12s %-7s %6s\n' stage result time
+	printf '%s' "$STAGES"
+	printf '%-12s %-7s %6s\n' total "" "$(clock)"
+}
