@@ -31,16 +31,16 @@
  *    at the TTL, which still bounds it if the server cannot be reached
  *    then, or if something of the command lingers past GONE_MAX_MS.
  *
- * What it costs rlock is a vfork and an exec: the guard is rlock's own
- * binary again (guard_exec_main), run as `rlock-guard`, its state in a
- * memfd that both map.  A fork would cost more, and cost it in rlock:
- * copying rlock's page tables and then a copy-on-write fault for every
- * page rlock writes after it, about 1.5 ms of a 5 ms `exec -- true` cycle
- * on a virtual machine, where faults are dear.  vfork copies nothing and
- * rlock waits only until the guard's exec has replaced its memory (tens of
- * microseconds); the guard's own start-up runs beside rlock and the
- * command, and a command over before then costs nothing more.  If the exec
- * fails, the guard is forked (fork_guard), and runs the same guard_main.
+ * What it costs rlock: where it can, a clone that shares rlock's memory
+ * (the shared guard, below), as cheap as a thread: 0.07 ms against 12 ms
+ * for a vfork and exec of rlock's binary, on a busy 2-core virtual machine
+ * where a process's start and end are dear.  Elsewhere (AddressSanitizer
+ * builds, other architectures, a kernel or emulator that refuses the
+ * clone) the guard is rlock's own binary again (guard_exec_main), run as
+ * `rlock-guard`, its state in a memfd that both map: vfork copies nothing
+ * and rlock waits only until the guard's exec has replaced its memory.  If
+ * the exec fails too, the guard is forked (fork_guard), and runs the same
+ * guard_main.
  *
  * The guard blocks every signal, so what rlock or a terminal sends to the
  * group (Ctrl-C, Ctrl-Z, the loss signal) does not touch it; only SIGKILL
@@ -75,6 +75,99 @@
 #include "guard.h"
 #include "util.h"
 
+/*
+ * The shared guard (clone_guard): where the kernel and the build allow it,
+ * the guard is not a new program but a clone of rlock that shares its
+ * memory (CLONE_VM, without CLONE_THREAD: a process of its own, which a
+ * SIGKILL or SIGSTOP of rlock does not reach).  It costs what a thread
+ * costs, where an exec costs a whole process's start and end, which on a
+ * virtual machine is most of an `exec -- true` cycle.  It runs on its own
+ * stack, and on rlock's thread pointer: a libc call failing there would
+ * write errno under rlock's main thread.  So while rlock lives, the guard
+ * makes its system calls itself (raw(): they return -errno); once rlock is
+ * gone (rlock_died), libc is its own again.  AddressSanitizer keeps
+ * per-thread state that a clone would share: its builds exec the guard.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__)) && \
+    !defined(SANITIZED) && defined(SYS_ppoll) && defined(SYS_dup3)
+#define SHARED_GUARD 1
+#include <sched.h>
+
+static long
+raw(long n, long a, long b, long c, long d, long e)
+{
+#if defined(__x86_64__)
+	register long	r10 __asm__("r10") = d, r8 __asm__("r8") = e;
+	long		ret;
+
+	__asm__ volatile ("syscall" : "=a" (ret) : "a" (n), "D" (a), "S" (b),
+	    "d" (c), "r" (r10), "r" (r8) : "rcx", "r11", "memory");
+	return ret;
+#else
+	register long	x8 __asm__("x8") = n, x0 __asm__("x0") = a;
+	register long	x1 __asm__("x1") = b, x2 __asm__("x2") = c;
+	register long	x3 __asm__("x3") = d, x4 __asm__("x4") = e;
+
+	__asm__ volatile ("svc 0" : "+r" (x0) : "r" (x8), "r" (x1), "r" (x2),
+	    "r" (x3), "r" (x4) : "memory", "cc");
+	return x0;
+#endif
+}
+#define G_CLOSE(fd)		raw(SYS_close, (fd), 0, 0, 0, 0)
+#define G_DUP2(a, b)		raw(SYS_dup3, (a), (b), 0, 0, 0)
+#define G_DUPFD(fd, min)	raw(SYS_fcntl, (fd), F_DUPFD_CLOEXEC, (min), 0, 0)
+#define G_GETPPID()		((pid_t)raw(SYS_getppid, 0, 0, 0, 0, 0))
+#define G_SETPGID(p, g)		raw(SYS_setpgid, (p), (g), 0, 0, 0)
+#define G_KILL(p, s)		raw(SYS_kill, (p), (s), 0, 0, 0)
+#define G_READ(fd, b, n)	raw(SYS_read, (fd), (long)(b), (long)(n), 0, 0)
+#ifdef SYS_close_range
+#define G_CLOSE_RANGE(a)	raw(SYS_close_range, (a), ~0U, 0, 0, 0)
+#else
+#define G_CLOSE_RANGE(a)	(-ENOSYS)
+#endif
+
+/* poll(2) of one descriptor for reading, timeout_ms < 0: none. */
+static long
+g_poll_in(int fd, int timeout_ms)
+{
+	struct pollfd	pfd = { .fd = fd, .events = POLLIN };
+	struct timespec	ts;
+
+	ts.tv_sec = timeout_ms / 1000;
+	ts.tv_nsec = (long)(timeout_ms % 1000) * 1000000;
+	return raw(SYS_ppoll, (long)&pfd, 1, timeout_ms < 0 ? 0 : (long)&ts,
+	    0, 8);
+}
+#else
+#define G_CLOSE(fd)		close(fd)
+#define G_DUP2(a, b)		dup2((a), (b))
+#define G_DUPFD(fd, min)	fcntl((fd), F_DUPFD_CLOEXEC, (min))
+#define G_GETPPID()		getppid()
+#define G_SETPGID(p, g)		setpgid((p), (g))
+#define G_KILL(p, s)		kill((p), (s))
+#define G_READ(fd, b, n)	read((fd), (b), (n))
+#ifdef HAVE_CLOSE_RANGE
+#define G_CLOSE_RANGE(a)	close_range((unsigned)(a), ~0U, 0)
+#else
+#define G_CLOSE_RANGE(a)	(-1)
+#endif
+
+static long
+g_poll_in(int fd, int timeout_ms)
+{
+	struct pollfd	pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, timeout_ms);
+}
+#endif
+
 /* Processes outside the group that the guard can be told of. */
 #define ESCAPED_MAX	64
 /* How long a dead rlock's command may take to go before the release. */
@@ -100,6 +193,8 @@ struct guard_shared {
 	_Atomic int	suspended;
 	_Atomic int	done;
 	_Atomic int	acted;		/* the signal the guard sent, if any */
+	_Atomic int	retired;	/* the shared guard's successor started */
+	_Atomic int	successor_in;	/* ... and is in the command's group */
 	_Atomic int	nescaped;
 	struct escaped	escaped[ESCAPED_MAX];
 	/* Set once, before the guard starts. */
@@ -115,16 +210,14 @@ struct guard_shared {
 static void
 close_from(int first)
 {
-#ifdef HAVE_CLOSE_RANGE
-	if (close_range((unsigned)first, ~0U, 0) == 0)
-		return;
-#endif
-	long	max = sysconf(_SC_OPEN_MAX), fd;
+	long	max, fd;
 
-	if (max < 0 || max > 65536)
+	if (G_CLOSE_RANGE(first) == 0)
+		return;
+	if ((max = sysconf(_SC_OPEN_MAX)) < 0 || max > 65536)
 		max = 65536;
 	for (fd = first; fd < max; fd++)
-		close((int)fd);
+		G_CLOSE((int)fd);
 }
 
 /*
@@ -258,9 +351,18 @@ act(struct guard_shared *sh, int sig)
 {
 	pid_t	pg;
 
-	atomic_store(&sh->acted, sig);
+	int	none = 0;
+
+	/*
+	 * The first signal is the one: the shared guard and its successor
+	 * may both find the validity over while they overlap, and the
+	 * command must get the loss signal once.  SIGKILL may come again.
+	 */
+	if (!atomic_compare_exchange_strong(&sh->acted, &none, sig) &&
+	    sig != SIGKILL)
+		return atomic_load(&sh->pg);
 	if ((pg = atomic_load(&sh->pg)) > 0)
-		kill(-pg, sig);
+		G_KILL(-pg, sig);
 	return pg;
 }
 
@@ -302,6 +404,15 @@ rlock_died(struct guard_shared *sh, char *const *argv, char *const *envp)
 	_exit(0);
 }
 
+/* The earlier of two times, -1 meaning none. */
+static int64_t
+earlier_of(int64_t a, int64_t b)
+{
+	if (a < 0)
+		return b;
+	return b >= 0 && b < a ? b : a;
+}
+
 static void __attribute__((noreturn))
 kill_group(struct guard_shared *sh)
 {
@@ -311,12 +422,14 @@ kill_group(struct guard_shared *sh)
 
 /*
  * The guard's loop: argv and envp are the release's (argv NULL: no
- * release).  Only async-signal-safe calls: see the top of the file.
+ * release); shared: the shared guard, which goes once its successor is in
+ * the command's group (guard_promote).  Only async-signal-safe calls: see
+ * the top of the file.
  */
 static void __attribute__((noreturn))
-guard_main(struct guard_shared *sh, char *const *argv, char *const *envp)
+guard_main(struct guard_shared *sh, char *const *argv, char *const *envp,
+    int shared)
 {
-	struct pollfd	pfd = { .fd = 0, .events = POLLIN };
 	int64_t		now, wake, valid, k, kill_at = -1;
 	int		timeout, signalled = 0;
 	pid_t		joined = 0, pg;
@@ -330,14 +443,16 @@ guard_main(struct guard_shared *sh, char *const *argv, char *const *envp)
 	 */
 	if (atomic_load(&sh->done))
 		_exit(0);
-	if (getppid() != sh->parent)
+	if (G_GETPPID() != sh->parent)
 		rlock_died(sh, argv, envp);
 	for (;;) {
-		if (atomic_load(&sh->done))
+		if (atomic_load(&sh->done) || (shared &&
+		    atomic_load(&sh->successor_in)))
 			_exit(0);
 		/* Into the command's group as soon as there is one. */
 		if (joined == 0 && (pg = atomic_load(&sh->pg)) > 0) {
-			setpgid(0, pg);
+			if (G_SETPGID(0, pg) == 0 && !shared)
+				atomic_store(&sh->successor_in, 1);
 			joined = pg;
 		}
 		now = now_mono_ms();
@@ -359,18 +474,24 @@ guard_main(struct guard_shared *sh, char *const *argv, char *const *envp)
 		if (kill_at >= 0 && now >= kill_at)
 			kill_group(sh);
 		wake = !signalled ? valid : kill_at;
+		if (shared && atomic_load(&sh->retired))
+			wake = earlier_of(wake, now + 2);
 		if (wake < 0)
 			timeout = -1;
 		else if (wake - now > 3600000)
 			timeout = 3600000;
 		else
 			timeout = (int)(wake - now);
-		if (poll(&pfd, 1, timeout) <= 0)
+		if (g_poll_in(0, timeout) <= 0)
 			continue;
-		n = read(0, buf, sizeof buf);
+		n = G_READ(0, buf, sizeof buf);
 		if (n == 0) {
-			/* rlock is gone; unless it said so first, it died. */
-			if (atomic_load(&sh->done))
+			/*
+			 * rlock is gone; unless it said so first, it died.
+			 * A retired guard leaves that to its successor.
+			 */
+			if (atomic_load(&sh->done) || (shared &&
+			    atomic_load(&sh->retired)))
 				_exit(0);
 			rlock_died(sh, argv, envp);
 		}
@@ -390,28 +511,27 @@ arrange_fds(int pipe_fd, int exe, int shm, const struct guard_release *rel)
 
 	/* Out of the way of 0 and of 3-7 first, whatever they were. */
 	if (exe >= 0)
-		fds[0] = fcntl(exe, F_DUPFD_CLOEXEC, 16);
+		fds[0] = (int)G_DUPFD(exe, 16);
 	if (rel != NULL) {
-		fds[1] = fcntl(rel->config, F_DUPFD_CLOEXEC, 16);
+		fds[1] = (int)G_DUPFD(rel->config, 16);
 		if (rel->password >= 0)
-			fds[2] = fcntl(rel->password, F_DUPFD_CLOEXEC, 16);
+			fds[2] = (int)G_DUPFD(rel->password, 16);
 		if (rel->sentinel_password >= 0)
-			fds[3] = fcntl(rel->sentinel_password, F_DUPFD_CLOEXEC,
-			    16);
+			fds[3] = (int)G_DUPFD(rel->sentinel_password, 16);
 	}
 	if (shm >= 0)
-		fds[4] = fcntl(shm, F_DUPFD_CLOEXEC, 16);
+		fds[4] = (int)G_DUPFD(shm, 16);
 	if (pipe_fd != 0) {
-		dup2(pipe_fd, 0);
-		close(pipe_fd);
+		G_DUP2(pipe_fd, 0);
+		G_CLOSE(pipe_fd);
 	}
 	for (i = 0; i < 5; i++)
 		if (fds[i] >= 0)
-			dup2(fds[i], GUARD_FD_EXE + i);	/* not close-on-exec */
+			G_DUP2(fds[i], GUARD_FD_EXE + i); /* not close-on-exec */
 		else
-			close(GUARD_FD_EXE + i);
-	close(1);
-	close(2);
+			G_CLOSE(GUARD_FD_EXE + i);
+	G_CLOSE(1);
+	G_CLOSE(2);
 	close_from(GUARD_FD_SHARED + 1);
 }
 
@@ -470,8 +590,74 @@ fork_guard(struct guard_shared *sh, int pipe_fd, int exe,
 	prctl(PR_SET_DUMPABLE, 0);
 #endif
 	guard_main(sh, rel != NULL ? rel->argv : NULL,
-	    rel != NULL ? rel->envp : NULL);
+	    rel != NULL ? rel->envp : NULL, 0);
 }
+
+#ifdef SHARED_GUARD
+/* The shared guard's stack, its lowest page left unmapped. */
+#define SHARED_STACK	(256 * 1024)
+
+/* What the shared guard starts from, at the top of its own stack. */
+struct clone_start {
+	struct guard_shared	*sh;
+	struct guard_release	 rel;
+	int			 has_rel, pipe_fd, exe;
+};
+
+static int
+clone_main(void *p)
+{
+	struct clone_start	*cs = p;
+
+	arrange_fds(cs->pipe_fd, cs->exe, -1, cs->has_rel ? &cs->rel : NULL);
+	raw(SYS_prctl, PR_SET_NAME, (long)"rlock-guard", 0, 0, 0);
+	/*
+	 * Not PR_SET_DUMPABLE, which is the memory's (so rlock's too): the
+	 * release's pipes are no more exposed here than in rlock.
+	 */
+	guard_main(cs->sh, cs->has_rel ? cs->rel.argv : NULL,
+	    cs->has_rel ? cs->rel.envp : NULL, 1);
+}
+
+/*
+ * The guard as a clone sharing rlock's memory (see the top of the file):
+ * its pid, or -1.  Its stack goes into g, to be unmapped once it is
+ * reaped (rlock's exit does it otherwise).
+ */
+static pid_t
+clone_guard(struct guard *g, struct guard_shared *sh, int pipe_fd, int exe,
+    const struct guard_release *rel)
+{
+	struct clone_start	*cs;
+	long			 page = sysconf(_SC_PAGESIZE);
+	char			*stack;
+	pid_t			 pid;
+
+	if (page <= 0 || page > SHARED_STACK / 4)
+		return -1;
+	stack = mmap(NULL, SHARED_STACK, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -1;
+	(void)mprotect(stack, (size_t)page, PROT_NONE);
+	cs = (struct clone_start *)(void *)(stack + SHARED_STACK) - 1;
+	memset(cs, 0, sizeof *cs);
+	cs->sh = sh;
+	cs->has_rel = rel != NULL;
+	if (rel != NULL)
+		cs->rel = *rel;
+	cs->pipe_fd = pipe_fd;
+	cs->exe = exe;
+	pid = clone(clone_main,
+	    (void *)((uintptr_t)cs & ~(uintptr_t)63), CLONE_VM | SIGCHLD, cs);
+	if (pid == -1) {
+		munmap(stack, SHARED_STACK);
+		return -1;
+	}
+	g->stack = stack;
+	return pid;
+}
+#endif
 
 /* The shared memory for the guard, the release's words in it. */
 static struct guard_shared *
@@ -536,7 +722,10 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 	/* Blocked before the child starts: no signal finds it half set up. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (exe >= 0)
+#ifdef SHARED_GUARD
+	pid = clone_guard(g, sh, p[0], exe, rel);
+#endif
+	if (pid == -1 && exe >= 0)
 		pid = vfork_guard(p[0], exe, shm, rel, rel != NULL ? rel->envp :
 		    none);
 	if (pid == -1)
@@ -548,9 +737,18 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 		close(p[1]);
 		goto fail;
 	}
-	close(shm);
-	if (own_exe >= 0)
-		close(own_exe);
+	if (g->stack != NULL) {
+		/* Kept for the successor (guard_promote). */
+		g->shm = shm;
+		g->exe = exe;
+		g->own_exe = own_exe >= 0;
+		g->rel = rel;
+		g->shared_fd = -1;
+	} else {
+		close(shm);
+		if (own_exe >= 0)
+			close(own_exe);
+	}
 	g->pid = pid;
 	g->fd = p[1];
 	/* The heartbeat thread may look for it (guard_valid) from now on. */
@@ -562,6 +760,46 @@ fail:
 		close(own_exe);
 	munmap(sh, sh->size);
 	return -1;
+}
+
+/*
+ * A command that runs on gets a guard that is a program of its own (see
+ * the top of the file): the shared guard's successor is exec'ed, and the
+ * shared guard goes once the successor is in the command's group.  0, or
+ * -1 if the successor could not start (the shared guard stays).
+ */
+static void	poke(struct guard *);
+
+int
+guard_promote(struct guard *g)
+{
+	static char *const	 none[] = { NULL };
+	sigset_t		 all, old;
+	pid_t			 pid;
+	int			 p[2];
+
+	if (g->stack == NULL || g->shared_fd != -1 || g->sh == NULL ||
+	    atomic_load(&g->sh->acted) != 0 || atomic_load(&g->sh->done))
+		return 0;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1)
+		return -1;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = vfork_guard(p[0], g->exe, g->shm, g->rel, g->rel != NULL ?
+	    g->rel->envp : none);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(p[0]);
+	if (pid == -1) {
+		close(p[1]);
+		return -1;
+	}
+	atomic_store(&g->sh->retired, 1);
+	poke(g);
+	g->shared_fd = g->fd;
+	g->shared_pid = g->pid;
+	g->fd = p[1];
+	g->pid = pid;
+	return 0;
 }
 
 /* The release's words from the shared memory, into argv: how many. */
@@ -604,7 +842,7 @@ guard_exec_main(void)
 	if (sh == MAP_FAILED || sh->magic != GUARD_MAGIC ||
 	    sh->size != (uint32_t)st.st_size)
 		return EXIT_USAGE;
-	guard_main(sh, release_words(sh, argv) > 0 ? argv : NULL, environ);
+	guard_main(sh, release_words(sh, argv) > 0 ? argv : NULL, environ, 0);
 }
 
 int
@@ -686,6 +924,17 @@ guard_done(struct guard *g)
 	if (g->fd >= 0)
 		close(g->fd);
 	g->fd = -1;
+	if (g->stack != NULL) {
+		/* What was kept for a successor, and a retired guard's pipe. */
+		if (g->shared_fd >= 0)
+			close(g->shared_fd);
+		if (g->shm >= 0)
+			close(g->shm);
+		if (g->own_exe)
+			close(g->exe);
+		g->shared_fd = g->shm = g->exe = -2;
+		g->own_exe = 0;
+	}
 }
 
 /*
@@ -694,15 +943,36 @@ guard_done(struct guard *g)
  * reaps it, a few hundred microseconds of rlock's exit saved on a slow
  * machine.
  */
+/* Has child pid gone (reaped now, or before by someone else)? */
+static int
+gone(pid_t pid)
+{
+	pid_t	r;
+
+	if (pid <= 0)
+		return 0;
+	while ((r = waitpid(pid, NULL, WNOHANG)) == -1 && errno == EINTR)
+		;
+	return r == pid || (r == -1 && errno == ECHILD);
+}
+
 void
 guard_reap(struct guard *g)
 {
-	if (g->pid > 0)
-		waitpid(g->pid, NULL, WNOHANG);
-	if (g->fd >= 0)
-		close(g->fd);
-	if (g->sh != NULL)
+	int	reaped;
+
+	guard_done(g);
+	reaped = gone(g->pid);
+	/* The shared guard, whether it was promoted or not. */
+	if (g->stack != NULL && g->shared_pid > 0)
+		reaped = gone(g->shared_pid);
+	/* A shared guard on its way out still reads them. */
+	if (g->sh != NULL && (g->stack == NULL || reaped))
 		munmap(g->sh, g->sh->size);
+#ifdef SHARED_GUARD
+	if (g->stack != NULL && reaped)
+		munmap(g->stack, SHARED_STACK);
+#endif
 	memset(g, 0, sizeof *g);
 	g->fd = -1;
 }

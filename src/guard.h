@@ -38,6 +38,12 @@ struct guard {
 	pid_t			 pid;	/* the guard */
 	int			 fd;	/* closing it without guard_done kills */
 	struct guard_shared	*sh;	/* what rlock tells it, in shared memory */
+	/* A shared guard (see guard.c): its stack, and for its successor: */
+	void			*stack;
+	pid_t			 shared_pid;	/* once promoted: the shared */
+	int			 shared_fd;	/* ... and its pipe; else -1 */
+	int			 shm, exe, own_exe;
+	const struct guard_release *rel;
 };
 
 /*
@@ -62,6 +68,7 @@ int	guard_start(struct guard *, int64_t valid_until, int64_t margin_ms,
  * run.  The guard joins the group; guard_wake makes it do so at once.
  */
 int	guard_command(const struct guard *, pid_t pg);
+int	guard_promote(struct guard *);
 void	guard_wake(struct guard *);
 /* main() of rlock run as the guard (GUARD_ARG): never returns if it is. */
 int	guard_exec_main(void);

@@ -63,6 +63,12 @@
 
 /* See next_look. */
 #define FIRST_LOOK_MS	10
+/*
+ * A command still running this long after its start gets a guard of its
+ * own program in place of the shared one (guard_promote, guard.c): one
+ * over by then costs no process but its own.
+ */
+#define PROMOTE_MS	200
 
 const int supervise_forwarded[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, 0
@@ -831,6 +837,14 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 				find_rest(sv);
 				sv->looked_at = now;
 			}
+			if (!sv->promoted && now >= sv->spawned_at +
+			    PROMOTE_MS) {
+				sv->promoted = 1;
+				if (guard_promote(&sv->guard) == -1)
+					log_verbose("the guard's own process "
+					    "could not start: %s; the shared "
+					    "one stays", strerror(errno));
+			}
 			if (!sv->foreground && !sv->suspended &&
 			    (sig = stopped(sv->pid)) != 0 &&
 			    child_stopped(sv, hb, sig, e) == -1)
@@ -871,6 +885,8 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 			wake = earlier(wake, due);
 		if (!sv->ended && sv->guard.pid > 0)
 			wake = earlier(wake, next_look(sv, hb));
+		if (!sv->ended && !sv->promoted)
+			wake = earlier(wake, sv->spawned_at + PROMOTE_MS);
 		if (wake < 0)
 			wake = now + 60000;
 		if (wake <= now)

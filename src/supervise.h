@@ -61,6 +61,7 @@ struct supervise {
 	int		 killed;	/* ... and was sent */
 	int		 stop_sig;	/* --leftovers kill: the signal sent */
 	int64_t		 looked_at;	/* the last look for escaped processes */
+	int		 promoted;	/* guard_promote was tried */
 	struct procs	 rest;		/* the command's other processes */
 };
 

@@ -106,3 +106,79 @@ EOF
 	killed_at_start job2
 	killed_at_start job3
 }
+
+# guards_of PID: "PID ARGV" of each rlock-guard child of rlock PID, a line
+# each, the arguments as /proc shows them (a guard sharing rlock's memory
+# shows rlock's own; one of its own program, "rlock-guard --rlock-guard-v1").
+guards_of() {
+	local p
+	for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+		[[ "$(cat "/proc/$p/comm" 2>/dev/null)" == rlock-guard ]] || continue
+		echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+	done
+}
+
+# until_own_guard PID: poll (up to 20 s) until rlock PID has one guard and
+# it runs a program of its own.
+until_own_guard() {
+	local i g
+	for ((i = 0; i < 1000; i++)); do
+		g=$(guards_of "$1")
+		[[ "$g" == *" rlock-guard --rlock-guard-v1 " && "$(wc -l <<<"$g")" == 1 ]] && return 0
+		sleep 0.02
+	done
+	fail "rlock $1's guards: $g"
+}
+
+@test "guard-window: the guard of the first moments shares rlock's memory; a command that runs on gets one of its own program in its place, and one only" {
+	# (Built with AddressSanitizer, or elsewhere than x86_64 and aarch64,
+	# rlock execs its guard from the start: see guard.c.)
+	[[ -z ${ASAN_OPTIONS:-} ]] || skip "under AddressSanitizer the guard is exec'ed from the start"
+	case $(uname -m) in
+	x86_64 | aarch64) ;;
+	*) skip "the shared guard is for x86_64 and aarch64" ;;
+	esac
+	# The command stops rlock first, so that the guard it then sees is the
+	# one from before the command's first instruction.
+	cat >s.sh <<'EOF2'
+kill -STOP $PPID
+for p in $(ps -o pid= --ppid $PPID); do
+	[ "$(cat /proc/$p/comm)" = rlock-guard ] && tr '\0' ' ' </proc/$p/cmdline && echo
+done >first
+kill -CONT $PPID
+echo ok >listed
+sleep 30
+EOF2
+	bg_start R "$RLOCK" exec -t 60s job -- sh ./s.sh
+	wait_file listed 10000 || fail "the command did not list the guards: $(cat R.err)"
+	# One guard, with rlock's own arguments: a clone of rlock.
+	assert_equal "$(wc -l <first)" 1
+	[[ "$(cat first)" == *" exec -t 60s job -- sh ./s.sh " ]] || fail "first guard: $(cat first)"
+	until_own_guard "$R"
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 1
+	kill -TERM "$R"
+	bg_wait "$R" 10000 || fail "rlock did not end on SIGTERM"
+	assert_equal "$BG_STATUS" 143
+	assert_lock_free job
+}
+
+@test "guard-window: rlock killed once its guard is a program of its own: what the command started is killed, the lock given back at once" {
+	cat >k.sh <<'EOF2'
+sleep 30 & echo $! > bg.pid
+sleep 30
+EOF2
+	bg_start R "$RLOCK" exec -t 60s job -- sh ./k.sh
+	wait_file bg.pid 10000 || fail "the command did not start: $(cat R.err)"
+	track_pid "$(cat bg.pid)" sleep
+	until_own_guard "$R"
+	kill -KILL "$R"
+	bg_wait "$R" 10000 || fail "rlock was not killed"
+	assert_equal "$BG_STATUS" 137
+	wait_gone "$(cat bg.pid)" 3000 || fail "the command's background job outlived the killed rlock"
+	local i
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(rcli EXISTS 'rlock:{job}')" == 0 ]] && break
+		sleep 0.02
+	done
+	assert_lock_free job
+}
