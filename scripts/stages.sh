@@ -29,16 +29,16 @@ finish() {
 "
 }
 
-# tests_so_far DIR: "N tests, M failed" from the TAP logs of a running
-# make check in DIR.
+# tests_so_far LOG: "N tests, M failed" from the output of a make check
+# (its lines "PASS: ...", "FAIL: ...", one a test, as they come).
 tests_so_far() {
-	_n=$(cat "$1"/tests/*.log 2>/dev/null | grep -c '^\(ok\|not ok\) ')
-	_f=$(cat "$1"/tests/*.log 2>/dev/null | grep -c '^not ok ')
-	echo "$_n tests, $_f failed"
+	_n=$(grep -c '^\(PASS\|FAIL\|XFAIL\|XPASS\|SKIP\): ' "$1" 2>/dev/null)
+	_f=$(grep -c '^\(FAIL\|XPASS\|ERROR\): ' "$1" 2>/dev/null)
+	echo "${_n:-0} tests, ${_f:-0} failed"
 }
 
-# watch NAME DIR PID: until PID ends, every minute a line with the count
-# of tests so far in DIR; then PID's status in $watched.  (Bounded by PID,
+# watch NAME LOG PID: until PID ends, every minute a line with the count
+# of tests so far in LOG; then PID's status in $watched.  (Bounded by PID,
 # which make's own limits end.)
 watch() {
 	_i=0

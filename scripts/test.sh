@@ -61,11 +61,16 @@ begin servers
 servers=$?
 finish servers 0 "$(ls -d "$RLOCK_SERVERS"/*/bin 2>/dev/null | wc -l) ready"
 
+# Debian's awk (mawk) buffers what automake's TAP driver prints, so the
+# count would move file by file; unbuffered, it moves test by test.
+tap_awk=awk
+awk -W version 2>/dev/null | grep -q mawk && tap_awk="mawk -W interactive"
+
 begin suite "the bats files and the unit tests, $tjobs files at a time"
-make -j"$tjobs" check >check.log 2>&1 &
-watch suite . $!
+make -j"$tjobs" check AWK="$tap_awk" >check.log 2>&1 &
+watch suite check.log $!
 check=$watched
-finish suite "$check" "$(tests_so_far .)"
+finish suite "$check" "$(tests_so_far check.log)"
 
 # The release tarball must build and pass the unit tests on its own
 # (the bats suite has just run above; running it twice would double CI).
@@ -97,11 +102,11 @@ rm -rf .sanitize && mkdir .sanitize &&
     RLOCK_LEAK_FILES="exec hold soak wait quorum sentinel cluster tls watch
 	exec-loss exec-signals exec-runtime history shared limit fifo handover
 	settle breaks valgrind reshard failover loop lease" \
-    make -j"$tjobs" check TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\|model\|chaos\)\.bats$' | tr '\n' ' ')" \
+    make -j"$tjobs" check AWK="$tap_awk" TESTS="tests/unit $(ls tests/*.bats | grep -v '/\(completions\|static\|compat\|model\|chaos\)\.bats$' | tr '\n' ' ')" \
     >../sanitize.log 2>&1) &
-watch sanitizers .sanitize $!
+watch sanitizers sanitize.log $!
 sanitize=$watched
-finish sanitizers "$sanitize" "$(tests_so_far .sanitize)"
+finish sanitizers "$sanitize" "$(tests_so_far sanitize.log)"
 
 # Each fuzz target for a bounded time (FUZZ_SECONDS, default 10).
 begin fuzz
