@@ -621,8 +621,8 @@ clone_main(void *p)
 
 /*
  * The guard as a clone sharing rlock's memory (see the top of the file):
- * its pid, or -1.  Its stack goes into g, to be unmapped once it is
- * reaped (rlock's exit does it otherwise).
+ * its pid, or -1.  Its stack goes into g; it is left to rlock's exit
+ * (guard_reap).
  */
 static pid_t
 clone_guard(struct guard *g, struct guard_shared *sh, int pipe_fd, int exe,
@@ -871,6 +871,15 @@ poke(struct guard *g)
 void
 guard_wake(struct guard *g)
 {
+	pid_t	pg;
+
+	/*
+	 * A shared guard has not exec'ed: rlock, its parent, can put it in
+	 * the command's group itself, and leave it asleep.
+	 */
+	if (g->stack != NULL && g->shared_pid == 0 && g->sh != NULL &&
+	    (pg = atomic_load(&g->sh->pg)) > 0 && setpgid(g->pid, pg) == 0)
+		return;
 	poke(g);
 }
 
@@ -943,36 +952,21 @@ guard_done(struct guard *g)
  * reaps it, a few hundred microseconds of rlock's exit saved on a slow
  * machine.
  */
-/* Has child pid gone (reaped now, or before by someone else)? */
-static int
-gone(pid_t pid)
-{
-	pid_t	r;
-
-	if (pid <= 0)
-		return 0;
-	while ((r = waitpid(pid, NULL, WNOHANG)) == -1 && errno == EINTR)
-		;
-	return r == pid || (r == -1 && errno == ECHILD);
-}
-
 void
 guard_reap(struct guard *g)
 {
-	int	reaped;
-
 	guard_done(g);
-	reaped = gone(g->pid);
-	/* The shared guard, whether it was promoted or not. */
+	if (g->pid > 0)
+		waitpid(g->pid, NULL, WNOHANG);
 	if (g->stack != NULL && g->shared_pid > 0)
-		reaped = gone(g->shared_pid);
-	/* A shared guard on its way out still reads them. */
-	if (g->sh != NULL && (g->stack == NULL || reaped))
+		waitpid(g->shared_pid, NULL, WNOHANG);
+	/*
+	 * A shared guard's memory and stack are left to rlock's exit, which
+	 * comes next: the guard may still be on its way out, and unmapping
+	 * memory that another processor used costs more than the exit.
+	 */
+	if (g->sh != NULL && g->stack == NULL)
 		munmap(g->sh, g->sh->size);
-#ifdef SHARED_GUARD
-	if (g->stack != NULL && reaped)
-		munmap(g->stack, SHARED_STACK);
-#endif
 	memset(g, 0, sizeof *g);
 	g->fd = -1;
 }

@@ -65,7 +65,8 @@ int	guard_start(struct guard *, int64_t valid_until, int64_t margin_ms,
  * In the command's child, before its exec (async-signal-safe): its
  * process group is pg.  0, or -1 if the guard has acted already (the
  * lock's validity ended while rlock was stopped): the command must not
- * run.  The guard joins the group; guard_wake makes it do so at once.
+ * run.  The guard joins the group; guard_wake makes it do so at once
+ * (rlock moves a shared guard into it itself).
  */
 int	guard_command(const struct guard *, pid_t pg);
 int	guard_promote(struct guard *);
