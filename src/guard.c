@@ -35,12 +35,12 @@
  * (the shared guard, below), as cheap as a thread: 0.07 ms against 12 ms
  * for a vfork and exec of rlock's binary, on a busy 2-core virtual machine
  * where a process's start and end are dear.  Elsewhere (AddressSanitizer
- * builds, other architectures, a kernel or emulator that refuses the
- * clone) the guard is rlock's own binary again (guard_exec_main), run as
- * `rlock-guard`, its state in a memfd that both map: vfork copies nothing
- * and rlock waits only until the guard's exec has replaced its memory.  If
- * the exec fails too, the guard is forked (fork_guard), and runs the same
- * guard_main.
+ * builds, other architectures, under valgrind, a kernel or emulator that
+ * refuses the clone) the guard is rlock's own binary again
+ * (guard_exec_main), run as `rlock-guard`, its state in a memfd that both
+ * map: vfork copies nothing and rlock waits only until the guard's exec
+ * has replaced its memory.  If the exec fails too, the guard is forked
+ * (fork_guard), and runs the same guard_main.
  *
  * The guard blocks every signal, so what rlock or a terminal sends to the
  * group (Ctrl-C, Ctrl-Z, the loss signal) does not touch it; only SIGKILL
@@ -629,10 +629,14 @@ clone_guard(struct guard *g, struct guard_shared *sh, int pipe_fd, int exe,
     const struct guard_release *rel)
 {
 	struct clone_start	*cs;
+	const char		*pre = getenv("LD_PRELOAD");
 	long			 page = sysconf(_SC_PAGESIZE);
 	char			*stack;
 	pid_t			 pid;
 
+	/* Valgrind runs no clone but a thread's or a fork's: it would end. */
+	if (pre != NULL && strstr(pre, "vgpreload") != NULL)
+		return -1;
 	if (page <= 0 || page > SHARED_STACK / 4)
 		return -1;
 	stack = mmap(NULL, SHARED_STACK, PROT_READ | PROT_WRITE,
