@@ -429,7 +429,8 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	    (long long)(WAITER_RENEW_MS + (l->q->opts->timeout_ms <
 	    WAITER_TRIP_MS ? l->q->opts->timeout_ms : WAITER_TRIP_MS) +
 	    WAITER_SLACK_MS));
-	snprintf(a->waited, sizeof a->waited, "%lld",
+	/* A first answer has waited for nothing, however long it took. */
+	snprintf(a->waited, sizeof a->waited, "%lld", !l->was_busy ? 0LL :
 	    (long long)(now_mono_ms() - l->wait_start));
 	a->args[0] = l->token;
 	a->args[1] = a->ttl;
@@ -852,6 +853,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->wait_why[0] = '\0';
 	l->wait_ms = wait_ms;
 	l->wait_start = start;
+	l->was_busy = 0;
 	l->meta = *m;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
@@ -866,6 +868,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		if (sleep >= 0)
 			note_wait(l);	/* the attempt went behind a BLPOP */
 		answered = 1;
+		l->was_busy = 1;
 		pause = RIDE_FIRST_MS;
 		if (l->late >= LATE_MAX) {
 			err_set(e, ERR_UNAVAILABLE, "%s: the lock was granted "

@@ -90,6 +90,7 @@ struct lock {
 	int		 shared;	/* --shared: one of many readers */
 	int64_t		 wait_ms;	/* the acquire's --wait */
 	int64_t		 wait_start;	/* monotonic, when it began */
+	int		 was_busy;	/* this run has been answered busy */
 	int		 waited;	/* times lock_acquire slept */
 	int		 late;		/* grants in a row that came too late */
 	/*

@@ -157,13 +157,20 @@ jlog() {
 	run rlock log -n 1
 	assert_equal "${#lines[@]}" 2
 	# Events older than --since are left out (by the server's clock).
-	local i
-	for ((i = 0; i < 200; i++)); do
-		(( $(rcli TIME | head -1) * 1000 > $(rlock --json log -n 1 b | json_eval 'd["time_ms"]') + 300 )) && break
+	# b's last event is over a second older than c's first; --since
+	# reaches 900 ms behind c's first as the server's clock stood after
+	# c: c's events are in however slowly log starts (up to 0.9 s), b's
+	# never.
+	local i b_ms c_ms now_ms
+	b_ms=$(rlock --json log -n 1 b | json_eval 'd["time_ms"]')
+	for ((i = 0; i < 500; i++)); do
+		(( $(rcli TIME | head -1) * 1000 > b_ms + 1000 )) && break
 		sleep 0.01
 	done
 	rlock exec c -- true
-	run rlock log --since 250ms
+	c_ms=$(rlock --json log c | tail -n 1 | json_eval 'd["time_ms"]')
+	now_ms=$(( $(rcli TIME | head -1) * 1000 + $(rcli TIME | tail -1) / 1000 ))
+	run rlock log --since "$((now_ms - c_ms + 900))ms"
 	assert_equal "${#lines[@]}" 2
 	assert_line --index 0 --regexp " c released "
 	run --separate-stderr rlock log --count 0 a
