@@ -161,7 +161,7 @@ jlog() {
 	# reaches 900 ms behind c's first as the server's clock stood after
 	# c: c's events are in however slowly log starts (up to 0.9 s), b's
 	# never.
-	local i b_ms c_ms now_ms
+	local i b_ms c_ms now_ms t
 	b_ms=$(rlock --json log -n 1 b | json_eval 'd["time_ms"]')
 	for ((i = 0; i < 500; i++)); do
 		(( $(rcli TIME | head -1) * 1000 > b_ms + 1000 )) && break
@@ -169,7 +169,10 @@ jlog() {
 	done
 	rlock exec c -- true
 	c_ms=$(rlock --json log c | tail -n 1 | json_eval 'd["time_ms"]')
-	now_ms=$(( $(rcli TIME | head -1) * 1000 + $(rcli TIME | tail -1) / 1000 ))
+	# Seconds and microseconds of one TIME (two calls may straddle a second).
+	t=$(rcli TIME | tr '\n' ' ')
+	read -r i now_ms <<<"$t"
+	now_ms=$((i * 1000 + now_ms / 1000))
 	run rlock log --since "$((now_ms - c_ms + 900))ms"
 	assert_equal "${#lines[@]}" 2
 	assert_line --index 0 --regexp " c released "
