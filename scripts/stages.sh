@@ -37,19 +37,30 @@ tests_so_far() {
 	echo "${_n:-0} tests, ${_f:-0} failed"
 }
 
-# watch NAME LOG PID: until PID ends, every minute a line with the count
-# of tests so far in LOG; then PID's status in $watched.  (Bounded by PID,
-# which make's own limits end.)
+# watch NAME LOG PID [LOG2]: until PID ends, every minute a line with the
+# count of tests so far in LOG (and in LOG2, a run beside it); then PID's
+# status in $watched.  (Bounded by PID, which make's own limits end.)
 watch() {
 	_i=0
 	while kill -0 "$3" 2>/dev/null; do
 		sleep 2
 		_i=$((_i + 1))
 		[ $((_i % 30)) -eq 0 ] &&
-		    printf '[%s] %s: %s\n' "$(clock)" "$1" "$(tests_so_far "$2")"
+		    printf '[%s] %s: %s%s\n' "$(clock)" "$1" "$(tests_so_far "$2")" \
+		    "${4:+; beside it $(tests_so_far "$4")}"
 	done
 	wait "$3"
 	watched=$?
+}
+
+# failed_tests LOG...: the failed tests in the output of make checks (its
+# lines "FAIL: file N name"), each named once, at most 30, so that the end
+# of a run names them.
+failed_tests() {
+	for _l in "$@"; do
+		grep -h '^\(FAIL\|XPASS\|ERROR\): ' "$_l" 2>/dev/null |
+		    sed "s|^|$_l: |" | cut -c 1-150
+	done | head -n 30
 }
 
 # table: the stages and their times.

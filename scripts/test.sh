@@ -1,7 +1,7 @@
 #!/bin/sh
 # test.sh: install what is missing, build, and run everything that checks
-# rlock: the whole test suite (once plainly, once under ASan+UBSan), make
-# distcheck, each fuzz target briefly, the benchmark harness in its smoke
+# rlock: the whole test suite (once, under ASan+UBSan, with the files that
+# are the shipped build's own run on it beside), make distcheck, each fuzz target briefly, the benchmark harness in its smoke
 # mode, the static binaries (x86_64, and aarch64 under qemu), the Debian
 # package and RPM builds, the server-compatibility matrix and the model of
 # the protocol.  Each stage says when it starts and how it ended (the
@@ -54,7 +54,7 @@ finish static "$static" "$(grep -c '^dist/rlock-linux-' static.log) built"
 
 # The servers of the compatibility matrix, built once into the cache from
 # ../shared/servers when it is there: the matrix below runs against them,
-# and tests/oldserver.bats (in both runs of the suite) against the Redis
+# and tests/oldserver.bats (in the suite) against the Redis
 # 5.0 among them.
 begin servers
 ./scripts/servers.sh ../shared/servers "$RLOCK_SERVERS" >servers.log 2>&1
@@ -66,36 +66,38 @@ finish servers 0 "$(ls -d "$RLOCK_SERVERS"/*/bin 2>/dev/null | wc -l) ready"
 tap_awk=awk
 awk -W version 2>/dev/null | grep -q mawk && tap_awk="mawk -W interactive"
 
-begin suite "the bats files and the unit tests, $tjobs files at a time"
-make -j"$tjobs" check AWK="$tap_awk" >check.log 2>&1 &
-watch suite check.log $!
-check=$watched
-finish suite "$check" "$(tests_so_far check.log)"
-
-# The release tarball must build and pass the unit tests on its own
-# (the bats suite has just run above; running it twice would double CI).
+# The release tarball must build and pass the unit tests on its own; the
+# build under the sanitizers below is made from it.
 begin distcheck
 make -j"$jobs" distcheck TESTS=tests/unit >distcheck.log 2>&1
 distcheck=$?
 finish distcheck "$distcheck"
 
-# The whole suite once more, built from that tarball with AddressSanitizer
-# and UndefinedBehaviorSanitizer: any report fails the test that hit it.
-# Not the man page lint, nor the completion scripts' tests (bash, zsh and
-# fish code, whose calls of rlock the other files cover); nor static.bats,
-# whose binaries are not built there; nor the matrix's compatibility subset
-# (the rest of the suite covers it); nor the model of the protocol
-# (model.bats, above), which SPIN checks without rlock; nor the fault
-# checker's fixed seeds (chaos.bats: minutes of real time, which the plain
-# run covers).  LeakSanitizer's check at exit costs each process some 40
-# ms here (it stops the process to scan it), so it runs in the unit tests
-# and in the files of the paths that live long or loop (RLOCK_LEAK_FILES):
-# the others' processes make a few calls and exit.
+# The suite runs once, built from that tarball with AddressSanitizer and
+# UndefinedBehaviorSanitizer: any report fails the test that hit it.  It
+# is every bats file but those that are the shipped build's (below).
+# LeakSanitizer's check at exit costs each process some 40 ms here (it
+# stops the process to scan it), so it runs in the unit tests and in the
+# files of the paths that live long or loop (RLOCK_LEAK_FILES): the
+# others' processes make a few calls and exit.
+#
+# Beside it, at the same time, the build that ships (this tree's) runs
+# what the sanitizer build cannot show or does differently: the unit tests
+# and the man page lint; the guard that shares rlock's memory (compiled
+# out under ASan, which exec's its guard instead), and the nine breaks the
+# guard and the protocol close; memcheck (valgrind.bats); the completion
+# scripts; the static binaries; the fault checker's fixed seeds (chaos:
+# minutes of real time, little CPU); the compatibility subset, which the
+# matrix below runs against every other server.  The model of the
+# protocol (model.bats) runs in the background, from the start.
+plain_tests="tests/guard-window.bats tests/breaks.bats tests/valgrind.bats
+	tests/completions.bats tests/static.bats tests/chaos.bats tests/compat.bats"
 # The bats files in Makefile.am's order (longest first), then any other.
 san_tests=$({ sed -n '/^BATS_TESTS = /,/^$/s/^[[:space:]]*\(tests\/[^ ]*\.bats\).*/\1/p' Makefile.am
 	ls tests/*.bats; } | awk '!seen[$0]++' |
-	grep -v '/\(completions\|static\|compat\|model\|chaos\)\.bats$' | tr '\n' ' ')
-begin sanitizers
+	grep -v '/\(completions\|static\|compat\|model\|chaos\|valgrind\|breaks\)\.bats$' |
+	tr '\n' ' ')
+begin suite "under ASan+UBSan, $tjobs files at a time; the shipped build's own files beside it"
 rm -rf .sanitize && mkdir .sanitize &&
     tar -xzf "$(ls -t rlock-*.tar.gz | head -n 1)" -C .sanitize --strip-components=1 &&
     (cd .sanitize && ./configure --enable-werror --enable-sanitizers >/dev/null &&
@@ -105,12 +107,25 @@ rm -rf .sanitize && mkdir .sanitize &&
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     RLOCK_LEAK_FILES="exec hold soak wait quorum sentinel cluster tls watch
 	exec-loss exec-signals exec-runtime history shared limit fifo handover
-	settle breaks valgrind reshard failover loop lease" \
-    make -j"$tjobs" check AWK="$tap_awk" TESTS="tests/unit $san_tests" \
-    >../sanitize.log 2>&1) &
-watch sanitizers sanitize.log $!
+	settle reshard failover loop lease" \
+    make -j"$tjobs" check AWK="$tap_awk" AM_BATS_LOG_FLAGS="--tap --timing" \
+    TESTS="tests/unit $san_tests" >../sanitize.log 2>&1) &
+san_pid=$!
+# shellcheck disable=SC2086 # the list of files, split
+make -j2 check AWK="$tap_awk" AM_BATS_LOG_FLAGS="--tap --timing" \
+    TESTS="tests/unit tests/manlint.sh $(echo $plain_tests)" >check.log 2>&1 &
+check_pid=$!
+watch suite sanitize.log "$san_pid" check.log
 sanitize=$watched
-finish sanitizers "$sanitize" "$(tests_so_far sanitize.log)"
+wait "$check_pid"
+check=$?
+# Each file's time (the sum of its tests', from bats --timing), the
+# longest first: what to make cheaper when the suite grows.
+for l in .sanitize/tests/*.log tests/*.log; do
+	sed -n 's/^ok .* in \([0-9]*\)ms$/\1/p' "$l" 2>/dev/null |
+	    awk -v f="$l" '{ t += $1 } END { if (NR) printf "%8.1f s %4d tests  %s\n", t / 1000, NR, f }'
+done | sort -rn >timings.log
+finish suite "$((sanitize + check))" "$(tests_so_far sanitize.log) under the sanitizers, $(tests_so_far check.log) on the shipped build"
 
 # Each fuzz target for a bounded time (FUZZ_SECONDS, default 10).
 begin fuzz
@@ -225,6 +240,11 @@ else
 	echo "make distcheck: FAILED"; tail -30 distcheck.log
 fi
 echo
+if [ "$fail" -gt 0 ]; then
+	echo "failed:"
+	failed_tests check.log sanitize.log
+	echo
+fi
 table
 echo "$pass passed, $fail failed"
 [ "$check" -eq 0 ] && [ "$distcheck" -eq 0 ] && [ "$sanitize" -eq 0 ] &&

@@ -35,15 +35,18 @@ stamp_of() {
 
 @test "guard-window: rlock stopped by its command's first instruction: the command is stopped before the lock can expire, the next holder's never overlaps it" {
 	# A: -t 2s; its command stops rlock at once, then would run 3 s.
+	# Its stamps are bash's clock, not date's: a fork and exec of date
+	# in the trap, slow on a busy machine, would be counted as the
+	# guard's lateness.
 	cat >a.sh <<'EOF'
 kill -STOP $PPID
-trap 'echo "term-A $(date +%s.%N)" >> log; exit 5' TERM
-echo "start-A $(date +%s.%N)" >> log
+trap 'echo "term-A $EPOCHREALTIME" >> log; exit 5' TERM
+echo "start-A $EPOCHREALTIME" >> log
 sleep 3 & echo $! > sleep.pid
 wait
-echo "end-A $(date +%s.%N)" >> log
+echo "end-A $EPOCHREALTIME" >> log
 EOF
-	bg_start A "$RLOCK" exec -t 2s job -- sh ./a.sh
+	bg_start A "$RLOCK" exec -t 2s job -- bash ./a.sh
 	local ra=$A i
 	echo "$ra" >stopped.pids
 	for ((i = 0; i < 250; i++)); do
