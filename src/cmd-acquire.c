@@ -29,7 +29,8 @@ const struct cmd_entry cmd_acquire_entry = {
 	.options = OPT(TTL) | OPT(WAIT) | OPT(NO_WAIT) |
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) |
-	    OPT(SHARED) | OPT(HOLD) | OPT(PID) | OPT(ON_LOST) | OPTS_HISTORY,
+	    OPT(SHARED) | OPT(HOLD) | OPT(PID) | OPT(ON_LOST) | OPT(SPLAY) |
+	    OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.opt_help = {
@@ -125,7 +126,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	cmd_meta(&meta, (long long)getppid(), "");
 	if (ctx->o.hold)
 		cmd_meta(&meta, (long long)k.owner, command);
-	if (cmd_connect(ctx) == -1) {
+	if (cmd_splay(ctx) == -1 || cmd_connect(ctx) == -1) {
 		rc = cmd_fail(ctx);
 		goto out_keeper;
 	}

@@ -838,6 +838,52 @@ check_locks(struct report *rp, struct quorum *q, const char *server,
 }
 
 /*
+ * The names run with exec --every: each overdue one (nothing has started
+ * it for more than one and a half periods) is a warning, so that a run
+ * that no machine made is heard of.
+ */
+static void
+check_schedules(struct report *rp, struct quorum *q, const char *server,
+    const char *prefix)
+{
+	struct lock_status	 *st;
+	struct err		  e;
+	char		 **names = NULL, p[32], ago[32];
+	size_t		  n = 0, i, late = 0;
+
+	err_clear(&e);
+	if (lock_list(q, prefix, ":every", &names, &n, &e) == -1 || n == 0) {
+		free(n == 0 ? names : NULL);
+		return;
+	}
+	st = xcalloc(n, sizeof *st);
+	if (lock_inspect_many(q, prefix, names, n, st, &e) == 0) {
+		for (i = 0; i < n; i++) {
+			if (st[i].damage == NULL && cmd_overdue(&st[i])) {
+				late++;
+				finding(rp, server, "schedules", SEV_WARN,
+				    "see why no machine started it: rlock log "
+				    "NAME, and each machine's cron",
+				    "%s is overdue: run with --every %s, last "
+				    "started %s ago on %s", st[i].name,
+				    duration_format(st[i].every_ms, p, sizeof p),
+				    duration_format(st[i].now_ms -
+				    st[i].last_start_ms, ago, sizeof ago),
+				    st[i].last_host != NULL ? st[i].last_host : "?");
+			}
+			lock_status_free(&st[i]);
+		}
+		if (late == 0)
+			finding(rp, server, "schedules", SEV_OK, NULL, "%zu name%s "
+			    "run with --every, none overdue", n, n == 1 ? "" : "s");
+	}
+	free(st);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/*
  * The busy-script risk.  A script that runs past busy-reply-threshold
  * (lua-time-limit before Redis 7) blocks the server: every client gets
  * BUSY until it ends or SCRIPT KILL stops it.  rlock's scripts are
@@ -1020,6 +1066,8 @@ check_server(struct report *rp, struct quorum *q, const struct url *u,
 		check_acl(rp, q, u, prefix, cluster);
 	if (!rp->broken)
 		check_locks(rp, q, u->display, prefix);
+	if (!rp->broken)
+		check_schedules(rp, q, u->display, prefix);
 	return rp->broken ? -1 : 0;
 }
 static int

@@ -46,7 +46,8 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(ON_LOST) | OPT(KILL_AFTER) | OPT(FOREGROUND) | OPT(COMMAND) |
 	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
-	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPTS_HISTORY,
+	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPT(EVERY) |
+	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -374,12 +375,49 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 	return status;
 }
 
+/*
+ * --every: one start a period across machines (see rlock(7)).  It keeps
+ * the period's other starts out itself, so --min-hold has nothing left to
+ * do beside it; and a start a period is one holder's, not a reader's or a
+ * semaphore's.  --splay must leave the start inside the half period that
+ * a late machine may be let in by.
+ */
+static int
+check_every(const struct opts *o)
+{
+	char	p[32], s[32];
+
+	if (o->retry_failed && o->every_ms == 0)
+		return cmd_usage_error("--retry-failed goes with --every PERIOD: "
+		    "it says which runs count for their period");
+	if (o->every_ms == 0)
+		return 0;
+	if (o->shared || o->limit > 1)
+		return cmd_usage_error("--every starts NAME once a period, on one "
+		    "machine: it does not go with %s", o->shared ? "--shared" :
+		    "--limit");
+	if (o->given & OPT(MIN_HOLD))
+		return cmd_usage_error("--every keeps the period's other starts "
+		    "out by itself: drop --min-hold");
+	if (o->every_ms < 2)
+		return cmd_usage_error("--every %s is too short: give a period "
+		    "of at least 2ms", duration_format(o->every_ms, p, sizeof p));
+	if (o->splay_ms >= o->every_ms / 2 + (o->every_ms % 2))
+		return cmd_usage_error("--splay %s is not less than half of "
+		    "--every %s: a start that late would be taken for the next "
+		    "period's; give a shorter --splay",
+		    duration_format(o->splay_ms, s, sizeof s),
+		    duration_format(o->every_ms, p, sizeof p));
+	return 0;
+}
+
 static int
 check_options(struct cmd_ctx *ctx, char ***argvp)
 {
 	struct opts	*o = &ctx->o;
 	static char	*sh[4];
 	char		 d[32], t[32];
+	int		 rc;
 
 	if (o->command != NULL && o->nchild > 0)
 		return cmd_usage_error("give either -c 'SHELL COMMAND' or a "
@@ -394,6 +432,8 @@ check_options(struct cmd_ctx *ctx, char ***argvp)
 		    "%s: extends must come well inside the TTL (try TTL/3)",
 		    duration_format(o->heartbeat_ms, d, sizeof d),
 		    duration_format(o->ttl_ms, t, sizeof t));
+	if ((rc = check_every(o)) != 0)
+		return rc;
 	if (o->command != NULL) {
 		sh[0] = "sh";
 		sh[1] = "-c";
@@ -414,11 +454,21 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
     int *status)
 {
 	int64_t	start = now_mono_ms();
-	char	d[32];
+	char	d[32], p[32];
 	int	rc;
 
 	rc = lock_acquire(l, ctx->o.ttl_ms, ctx->o.wait_ms, meta, &ctx->err);
 	output_wait_done();
+	if (rc == 0 && l->refused) {
+		log_verbose("%s: this period's run started %s ago on %s pid %lld "
+		    "(--every %s); not running the command", l->name,
+		    duration_format(l->started_ago_ms > 0 ? l->started_ago_ms : 0,
+		    d, sizeof d), l->started_host[0] != '\0' ? l->started_host :
+		    "?", l->started_pid, duration_format(ctx->o.every_ms, p,
+		    sizeof p));
+		*status = ctx->o.conflict_exit_code;
+		return 0;
+	}
 	if (rc == 0) {
 		log_verbose("%s: still busy after %s; not running the command",
 		    l->name, duration_format(now_mono_ms() - start, d,
@@ -487,11 +537,13 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	memset(&rel, 0, sizeof rel);
 	rel.exe = rel.config = rel.password = -1;
 
-	if (cmd_connect(ctx) == -1) {
+	if (cmd_splay(ctx) == -1 || cmd_connect(ctx) == -1) {
 		free(cmdline);
 		return cmd_fail(ctx);
 	}
 	cmd_lock_init(ctx, &l, token);
+	l.every_ms = ctx->o.every_ms;
+	l.retry_failed = ctx->o.retry_failed;
 	if (!take_lock(ctx, &l, &meta, &rc))
 		goto out;
 

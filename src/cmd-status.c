@@ -16,7 +16,7 @@ const struct cmd_entry cmd_status_entry = {
 	.name = "status",
 	.args = "[NAME...]",
 	.summary = "Show who holds the locks (no NAME: every held lock)",
-	.options = OPT(FORMAT),
+	.options = OPT(FORMAT) | OPT(OVERDUE),
 	.min_args = 0,
 	.max_args = -1,
 	.exec = cmd_status_exec,
@@ -24,8 +24,10 @@ const struct cmd_entry cmd_status_entry = {
 
 /*
  * Describe each name into out (through j with --json).  Returns how many
- * were held, or -1.  With only_held, free ones are left out (the listing:
- * a name SCAN found may have expired since).
+ * were held (with --overdue: how many were overdue), or -1.  With
+ * only_held, free ones are left out, but for names run with --every (the
+ * listing: a name SCAN found may have expired since); with --overdue, all
+ * but the overdue ones.
  */
 static int
 describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
@@ -52,7 +54,8 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 			lock_status_free(&st[i]);
 			continue;
 		}
-		if (held >= 0 && (st[i].held || !only_held)) {
+		if (held >= 0 && (ctx->o.overdue ? cmd_overdue(&st[i]) :
+		    st[i].held || st[i].every_ms > 0 || !only_held)) {
 			cmd_status_view(&st[i], &v);
 			if (ctx->o.json)
 				output_status_json(j, &v);
@@ -63,38 +66,51 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 			free((void *)v.slots);
 		}
 		if (held >= 0)
-			held += st[i].held;
+			held += ctx->o.overdue ? cmd_overdue(&st[i]) :
+			    st[i].held;
 		lock_status_free(&st[i]);
 	}
 	free(st);
 	return held;
 }
 
-/* The names of locks held now and of those with a history, each once. */
+/* Add to names[0..*n) those of the locks with a key of suffix, each once. */
 static int
-every_name(struct cmd_ctx *ctx, char ***names, size_t *n)
+add_names(struct cmd_ctx *ctx, const char *suffix, char ***names, size_t *n)
 {
-	char	**logs;
-	size_t	  nlogs, i, k, m;
+	char	**more;
+	size_t	  nmore, i, k, m;
 
-	if (lock_list(&ctx->q, ctx->o.prefix, "", names, n, &ctx->err) == -1)
-		return -1;
-	if (lock_list(&ctx->q, ctx->o.prefix, ":log", &logs, &nlogs,
+	if (lock_list(&ctx->q, ctx->o.prefix, suffix, &more, &nmore,
 	    &ctx->err) == -1)
 		return -1;
 	m = *n;
-	for (i = 0; i < nlogs; i++) {
-		for (k = 0; k < m && strcmp((*names)[k], logs[i]) != 0; k++)
+	for (i = 0; i < nmore; i++) {
+		for (k = 0; k < m && strcmp((*names)[k], more[i]) != 0; k++)
 			;
 		if (k < m) {
-			free(logs[i]);
+			free(more[i]);
 			continue;
 		}
 		*names = xrealloc(*names, (*n + 1) * sizeof **names);
-		(*names)[(*n)++] = logs[i];
+		(*names)[(*n)++] = more[i];
 	}
-	free(logs);
+	free(more);
 	return 0;
+}
+
+/*
+ * The names of locks held now, and of those with a history (":log") or a
+ * schedule (":every", exec --every) when asked, each once.
+ */
+static int
+names_with(struct cmd_ctx *ctx, int logs, char ***names, size_t *n)
+{
+	if (lock_list(&ctx->q, ctx->o.prefix, "", names, n, &ctx->err) == -1)
+		return -1;
+	if (logs && add_names(ctx, ":log", names, n) == -1)
+		return -1;
+	return add_names(ctx, ":every", names, n);
 }
 
 /*
@@ -170,15 +186,16 @@ cmd_status_exec(struct cmd_ctx *ctx)
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
 	if (ctx->o.format != NULL && strcmp(ctx->o.format, "openmetrics") == 0) {
-		/* No NAME: the held locks and those with a history. */
-		if (listing && (every_name(ctx, &names, &n) == -1 ||
+		/* No NAME: the held locks, those with a history or a schedule. */
+		if (listing && (names_with(ctx, 1, &names, &n) == -1 ||
 		    quorum_distinct(&ctx->q, &ctx->err) == -1))
 			return cmd_fail(ctx);
 		rc = metrics(ctx, names, n);
 		goto out;
 	}
-	if (listing && (lock_list(&ctx->q, ctx->o.prefix, "", &names, &n,
-	    &ctx->err) == -1 || quorum_distinct(&ctx->q, &ctx->err) == -1))
+	/* No NAME: the held locks, and the names run with --every. */
+	if (listing && (names_with(ctx, 0, &names, &n) == -1 ||
+	    quorum_distinct(&ctx->q, &ctx->err) == -1))
 		return cmd_fail(ctx);
 	array = ctx->o.json && (listing || n > 1);
 	buf_init(&out);
@@ -196,6 +213,8 @@ cmd_status_exec(struct cmd_ctx *ctx)
 		rc = EXIT_SOFTWARE;
 	else if (lock_damage_count() > 0)
 		rc = EXIT_UNAVAILABLE;	/* said on stderr, a line a lock */
+	else if (ctx->o.overdue)
+		rc = held > 0 ? EXIT_BUSY : 0;	/* one overdue at least */
 	else
 		rc = listing || (size_t)held == n ? 0 : EXIT_BUSY;
 	buf_free(&out);

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/types.h>
 
 #include <pwd.h>
@@ -19,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "duration.h"
 #include "log.h"
 #include "output.h"
 #include "settings.h"
@@ -294,6 +297,41 @@ cmd_connect(struct cmd_ctx *ctx)
 	return 0;
 }
 
+/*
+ * --splay: before the first attempt, sleep a random time in [0, DUR), so
+ * that a fleet's crons, firing in the same second, reach the server
+ * spread out and the winner is any of them.  A signal ends the sleep as
+ * it ends a wait: -1 with ctx->err set, nothing taken.
+ */
+int
+cmd_splay(struct cmd_ctx *ctx)
+{
+	struct timespec	ts;
+	uint64_t		 r = 0;
+	int64_t		 ms, until;
+	char		 d[32], s[32];
+
+	if (ctx->o.splay_ms <= 0)
+		return 0;
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+		r = (uint64_t)now_wall_ms() * 2654435761u ^ (uint64_t)getpid();
+	ms = (int64_t)(r % (uint64_t)ctx->o.splay_ms);
+	log_verbose("sleeping %s first (--splay %s)", duration_format(ms, d,
+	    sizeof d), duration_format(ctx->o.splay_ms, s, sizeof s));
+	for (until = now_mono_ms() + ms; !signal_caught &&
+	    (ms = until - now_mono_ms()) > 0; ) {
+		ts.tv_sec = ms / 1000;
+		ts.tv_nsec = ms % 1000 * 1000000;
+		nanosleep(&ts, NULL);
+	}
+	if (signal_caught) {
+		err_set(&ctx->err, ERR_INTERRUPTED, "interrupted by a signal "
+		    "during --splay");
+		return -1;
+	}
+	return 0;
+}
+
 int
 cmd_fail(struct cmd_ctx *ctx)
 {
@@ -411,7 +449,24 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		.nwaiters = st->nwaiters, .waiters = wv,
 		.limit = st->limit, .nslots = st->nslots, .slots = lv,
 		.shared = st->shared && st->nslots > 0,
+		.every_ms = st->every_ms, .last_start_ms = st->last_start_ms,
+		.last_start_ago_ms = st->now_ms - st->last_start_ms,
+		.last_host = st->last_host, .last_pid = st->last_pid,
+		.last_outcome = st->last_outcome,
+		.overdue = cmd_overdue(st),
 	};
+}
+
+/*
+ * A name run with --every is overdue when nothing has started it for
+ * more than one and a half periods: its period, and the half period by
+ * which a machine's start may be late (both on the server's clock).
+ */
+int
+cmd_overdue(const struct lock_status *st)
+{
+	return st->every_ms > 0 &&
+	    st->now_ms - st->last_start_ms > st->every_ms + st->every_ms / 2;
 }
 
 void

@@ -55,6 +55,9 @@ void	cmd_lock_init(struct cmd_ctx *, struct lock *, const char *token);
  * st's strings; free v->servers, v->waiters and v->slots when done.
  */
 void	cmd_status_view(const struct lock_status *st, struct output_status *v);
+int	cmd_overdue(const struct lock_status *st);
+/* --splay: a random pause before the first attempt; 0, or -1 (a signal). */
+int	cmd_splay(struct cmd_ctx *);
 /* Fill meta with this host, user and the given pid and command. */
 void	cmd_meta(struct lock_meta *, long long pid, const char *command);
 /* Best-effort release on a failure path, even after a signal. */

@@ -250,6 +250,34 @@ lock_reply_status(const struct redis_reply *r, struct lock_status *st)
 
 static void	lock_status_clear_holder(struct lock_status *);
 
+/*
+ * inspect.lua's 15th element: {period_ms, last_start_ms, host, pid,
+ * outcome} for a name run with --every, {} for one never.  Of a quorum's
+ * servers, the newest start counts.
+ */
+static void
+add_schedule(const struct redis_reply *r, struct lock_status *st)
+{
+	const struct redis_reply	*e;
+
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 15 ||
+	    st->damage != NULL)
+		return;
+	e = r->element[14];
+	if (e->type != REDIS_T_ARRAY || e->elements < 5 ||
+	    !lock_int_at(e, 0, 1, LOCK_REPLY_MAX_TIME) ||
+	    !lock_int_at(e, 1, 0, LOCK_REPLY_MAX_TIME) ||
+	    e->element[1]->integer <= st->last_start_ms)
+		return;
+	free(st->last_host);
+	free(st->last_outcome);
+	st->every_ms = e->element[0]->integer;
+	st->last_start_ms = e->element[1]->integer;
+	st->last_host = dup_str(e->element[2]);
+	st->last_pid = lock_to_ll(e->element[3]);
+	st->last_outcome = dup_str(e->element[4]);
+}
+
 static const char *
 token_of(const struct redis_reply *r)
 {
@@ -472,26 +500,27 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 	return ok < quorum_majority(l->q) ? -1 : 0;
 }
 
-/* The keys inspect.lua takes for locks l[0..n): five a lock (to free). */
+/* The keys inspect.lua takes for locks l[0..n): six a lock (to free). */
 static const char **
 inspect_keys(const struct lock *l, size_t n)
 {
 	const char	**keys;
 	size_t		  j;
 
-	keys = xcalloc(5 * n, sizeof *keys);
+	keys = xcalloc(6 * n, sizeof *keys);
 	for (j = 0; j < n; j++) {
-		keys[5 * j] = l[j].key;
-		keys[5 * j + 1] = l[j].info_key;
-		keys[5 * j + 2] = l[j].fence_key;
-		keys[5 * j + 3] = l[j].waiters_key;
-		keys[5 * j + 4] = l[j].queue_key;
+		keys[6 * j] = l[j].key;
+		keys[6 * j + 1] = l[j].info_key;
+		keys[6 * j + 2] = l[j].fence_key;
+		keys[6 * j + 3] = l[j].waiters_key;
+		keys[6 * j + 4] = l[j].queue_key;
+		keys[6 * j + 5] = l[j].every_key;
 	}
 	return keys;
 }
 
 /*
- * Inspect n locks in one script call on each server (keys[5 * j ...] are
+ * Inspect n locks in one script call on each server (keys[6 * j ...] are
  * lock j's).  0 with st[0..n) filled; -1 with e filled, st untouched.
  * *crossslot is set when a Cluster refused keys of several slots.
  */
@@ -508,7 +537,7 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 	keys = inspect_keys(l, n);
 	rep = xcalloc(q, sizeof *rep);
 	one = xcalloc(q, sizeof *one);
-	ok = quorum_script(l[0].q, NULL, &script_inspect, (int)(5 * n), keys, 0,
+	ok = quorum_script(l[0].q, NULL, &script_inspect, (int)(6 * n), keys, 0,
 	    NULL, rep, e);
 	ok = quorum_check(l[0].q, rep, batch_shape, &n, "the inspect script",
 	    ok, e);
@@ -527,6 +556,8 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 				    j < rep[i]->elements ? rep[i]->element[j] :
 				    NULL;
 			status_merge(&l[j], one, &st[j]);
+			for (i = 0; i < q; i++)
+				add_schedule(one[i], &st[j]);
 		}
 	quorum_free_replies(l[0].q, rep);
 	free(rep);
@@ -551,7 +582,7 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 	int			  nm, k, rc = 0;
 
 	keys = inspect_keys(l, n);
-	nm = quorum_cluster_script(l[0].q, &script_inspect, (int)(5 * n), keys,
+	nm = quorum_cluster_script(l[0].q, &script_inspect, (int)(6 * n), keys,
 	    0, NULL, &rep, e);
 	free(keys);
 	if (nm == -1)
@@ -568,8 +599,10 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 				el = rep[k]->element[j];
 		if (el == NULL)
 			rc = -1;	/* no master said it serves it */
-		else
+		else {
 			status_merge(&l[j], &el, &st[j]);
+			add_schedule(el, &st[j]);
+		}
 	}
 	if (rc == -1)
 		for (j = 0; j < n; j++)
@@ -668,6 +701,8 @@ lock_status_free(struct lock_status *st)
 	for (i = 0; i < st->nservers; i++)
 		free(st->nodes[i].error);
 	free(st->nodes);
+	free(st->last_host);
+	free(st->last_outcome);
 	memset(st, 0, sizeof *st);
 }
 

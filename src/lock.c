@@ -117,6 +117,7 @@ lock_init(struct lock *l, struct quorum *q, const char *prefix,
 	xasprintf(&l->queue_key, "%s{%s}:queue", prefix, name);
 	xasprintf(&l->log_key, "%s{%s}:log", prefix, name);
 	xasprintf(&l->none_key, "%s{%s}:none", prefix, name);
+	xasprintf(&l->every_key, "%s{%s}:every", prefix, name);
 	if (token != NULL)
 		snprintf(l->token, sizeof l->token, "%s", token);
 	/* A --fifo waiter's own wake list: the head is woken by name. */
@@ -134,6 +135,7 @@ lock_free(struct lock *l)
 	free(l->queue_key);
 	free(l->log_key);
 	free(l->none_key);
+	free(l->every_key);
 	free(l->own_wake_key);
 }
 
@@ -171,14 +173,19 @@ lock_clamp(long long v, long long min, long long max)
 
 /*
  * acquire.lua: {1, fence, ttl} granted, {0, pttl, holder...} busy (a PTTL
- * of -1 or -2 included), {-1, limit} held with another --limit.
+ * of -1 or -2 included), {-1, limit} held with another --limit, {-2,
+ * started_ms, host, pid, now_ms} refused by --every.
  */
 static int
 acquire_shape(const struct redis_reply *r, void *arg)
 {
 	(void)arg;
-	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -1, 1))
+	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -2, 1))
 		return 0;
+	if (r->element[0]->integer == -2)
+		return r->elements >= 5 && lock_int_at(r, 1, 0,
+		    LOCK_REPLY_MAX_TIME) && lock_int_at(r, 4, 0,
+		    LOCK_REPLY_MAX_TIME);
 	if (r->element[0]->integer == 0)
 		return lock_int_at(r, 1, -2, LLONG_MAX);
 	return lock_int_at(r, 1, 0, LLONG_MAX);
@@ -404,8 +411,9 @@ lock_history_args(const struct lock *l, struct history_args *h)
 
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char		*keys[8], *args[17];
+	const char		*keys[9], *args[19];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
+	char			 every[24];
 	char			 floor[24];
 	struct history_args	 h;
 };
@@ -422,6 +430,7 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->keys[5] = l->queue_key;
 	a->keys[6] = l->log_key;	/* see "Every key" in lib.lua */
 	a->keys[7] = l->none_key;	/* ditto */
+	a->keys[8] = l->every_key;
 	snprintf(a->ttl, sizeof a->ttl, "%lld", (long long)ttl_ms);
 	snprintf(a->pid, sizeof a->pid, "%lld", m->pid);
 	/* One that will wait is listed for its lease; 0: not listed. */
@@ -461,6 +470,9 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->args[15] = l->run;
 	/* A quorum's winner stays listed where it won: see acquire.lua. */
 	a->args[16] = l->q->n > 1 ? "1" : "0";
+	snprintf(a->every, sizeof a->every, "%lld", (long long)l->every_ms);
+	a->args[17] = a->every;
+	a->args[18] = l->retry_failed ? "1" : "0";
 }
 
 /*
@@ -507,11 +519,28 @@ mixed_limit(const struct lock *l, const struct redis_reply *r, struct err *e)
 	return 1;
 }
 
+/* Remember when and where the period's run started, from a refusal. */
+static void
+note_started(struct lock *l, const struct redis_reply *r)
+{
+	struct redis_reply	*const *el = r->element;
+
+	if (l->refused && el[1]->integer <= l->started_ms)
+		return;		/* the newest start, of all the servers' */
+	l->refused = 1;
+	l->started_ms = el[1]->integer;
+	l->started_ago_ms = el[4]->integer - el[1]->integer;
+	l->started_host[0] = '\0';
+	if (el[2]->type == REDIS_T_STRING)
+		url_mask(el[2]->str, l->started_host, sizeof l->started_host);
+	l->started_pid = lock_to_ll(el[3]);
+}
+
 /*
  * One attempt, after blocking on the wake list for at most wait_ms when
  * wait_ms >= 0 (one server only: see lock_acquire).  Returns 1 held, 0
  * busy (*pttl_ms: how long until the lock may expire, -1 if it has no
- * expiry), -1 error.
+ * expiry), 2 refused by --every (nothing held, nothing listed), -1 error.
  */
 static int
 try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
@@ -521,7 +550,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	struct redis_reply	**rep;
 	long long		  fence = 0, *fences;
 	int64_t			  start, validity;
-	int			  i, ok, got, *won, n = l->q->n;
+	int			  i, ok, got, *won, n = l->q->n, refusals = 0;
+	int			  listed = l->listed;
 
 	acquire_args(l, ttl_ms, m, &a);
 	rep = xcalloc(n, sizeof *rep);
@@ -534,11 +564,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
-		    wait_ms, settled_grant, NULL, &script_acquire, 8, a.keys, 17,
+		    wait_ms, settled_grant, NULL, &script_acquire, 9, a.keys, 19,
 		    a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 8, a.keys, 17, a.args, rep, e);
+		    &script_acquire, 9, a.keys, 19, a.args, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
 	l->listed |= l->wait_ms != 0;
@@ -550,6 +580,10 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 			free(fences);
 			l->maybe_held = 0;
 			return -1;
+		}
+		if (rep[i] != NULL && rep[i]->element[0]->integer == -2) {
+			note_started(l, rep[i]);
+			refusals++;
 		}
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
@@ -588,6 +622,19 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		return 1;
 	}
 	free(won);
+	if (refusals > 0 && ok >= quorum_majority(l->q)) {
+		/*
+		 * The period's run has started (on one server of a quorum
+		 * at least, where that run won): give back what this one
+		 * took anywhere, and its places among the waiters (a lock
+		 * handed over to it among them), and go.
+		 */
+		if (got > 0 || ok < n || listed)
+			lock_give_back(l);
+		l->listed = 0;
+		l->maybe_held = 0;
+		return 2;
+	}
 	if (ok < quorum_majority(l->q))
 		return -1;	/* maybe_held stays set: release to be safe */
 	/*
@@ -854,6 +901,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->wait_ms = wait_ms;
 	l->wait_start = start;
 	l->was_busy = 0;
+	l->refused = 0;
 	l->meta = *m;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
@@ -863,6 +911,8 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 			sleep = -1;
 			continue;
 		}
+		if (rc == 2)
+			return 0;	/* refused by --every: l->refused */
 		if (rc != 0)
 			return rc;
 		if (sleep >= 0)
@@ -1000,7 +1050,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[8], *args[11];
+	const char		 *keys[9], *args[11];
 	char			  pid[24];
 	unsigned		  gone = 0, yes = 0;
 	int			  i, ok, released = 0, skipped = 0, *ask;
@@ -1013,6 +1063,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	keys[5] = l->queue_key;
 	keys[6] = l->log_key;
 	keys[7] = l->none_key;	/* see "Every key" in lib.lua */
+	keys[8] = l->every_key;
 	lock_history_args(l, &h);
 	if (!keep_listed)
 		l->listed = 0;	/* the script takes us off the list too */
@@ -1049,7 +1100,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 8, keys, 11, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 9, keys, 11, args, rep,
 	    e);
 	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
 	    ok, e) + skipped;
@@ -1300,7 +1351,7 @@ int
 lock_holds(struct lock *l, struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[5];
+	const char		 *keys[6];
 	int			  i, yes = 0, no = 0;
 
 	keys[0] = l->key;
@@ -1308,8 +1359,9 @@ lock_holds(struct lock *l, struct err *e)
 	keys[2] = l->fence_key;
 	keys[3] = l->waiters_key;
 	keys[4] = l->queue_key;
+	keys[5] = l->every_key;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	quorum_script(l->q, NULL, &script_inspect, 5, keys, 0, NULL, rep, e);
+	quorum_script(l->q, NULL, &script_inspect, 6, keys, 0, NULL, rep, e);
 	for (i = 0; i < l->q->n; i++)
 		switch (token_holds(rep[i], l->token)) {
 		case 1:

@@ -55,6 +55,7 @@ struct lock {
 	char		*queue_key;	/* PREFIX{NAME}:queue: --fifo's order */
 	char		*log_key;	/* PREFIX{NAME}:log: the history */
 	char		*none_key;	/* PREFIX{NAME}:none: never written */
+	char		*every_key;	/* PREFIX{NAME}:every: --every's schedule */
 	char		*own_wake_key;	/* PREFIX{NAME}:wake:TOKEN */
 	char		 token[TOKEN_MAX + 1];
 
@@ -88,6 +89,17 @@ struct lock {
 	int		 fifo;		/* --fifo: wait in line */
 	int		 limit;		/* --limit: holders at once; 0 or 1: one */
 	int		 shared;	/* --shared: one of many readers */
+	/*
+	 * exec --every: at most one start a period (0: none), only a success
+	 * counting with --retry-failed; refused, when and where the period's
+	 * run started (server-clock ms, and its age by that clock).
+	 */
+	int64_t		 every_ms;
+	int		 retry_failed;
+	int		 refused;
+	long long	 started_ms, started_ago_ms;
+	char		 started_host[128];
+	long long	 started_pid;
 	int64_t		 wait_ms;	/* the acquire's --wait */
 	int64_t		 wait_start;	/* monotonic, when it began */
 	int		 was_busy;	/* this run has been answered busy */
@@ -184,6 +196,15 @@ struct lock_status {
 	int		 nservers;
 	int		 nholding;
 	struct lock_node *nodes;
+	/*
+	 * A name run with exec --every (every_ms > 0): its period and its
+	 * last start, the newest any server knows.
+	 */
+	long long	 every_ms;
+	long long	 last_start_ms;	/* server's wall clock */
+	char		*last_host;
+	long long	 last_pid;
+	char		*last_outcome;	/* "" while it runs: see lib.lua */
 };
 
 /*

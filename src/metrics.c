@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd.h"	/* cmd_overdue */
 #include "metrics.h"
 #include "util.h"
 
@@ -149,6 +150,28 @@ v_lost(const struct metrics_lock *m, double *v)
 	return 1;
 }
 
+/* exec --every: the name's period, its last start, whether it is overdue. */
+static int
+v_every(const struct metrics_lock *m, double *v)
+{
+	*v = m->st->every_ms / 1000.0;
+	return m->st->every_ms > 0;
+}
+
+static int
+v_last_start(const struct metrics_lock *m, double *v)
+{
+	*v = m->st->last_start_ms / 1000.0;
+	return m->st->every_ms > 0;
+}
+
+static int
+v_overdue(const struct metrics_lock *m, double *v)
+{
+	*v = cmd_overdue(m->st);
+	return m->st->every_ms > 0;
+}
+
 static const struct family families[] = {
 	{ "rlock_held", "Whether the lock is held (1) or free (0).",
 	  v_held },
@@ -167,6 +190,12 @@ static const struct family families[] = {
 	  "lock.", v_last_duration },
 	{ "rlock_lost_events", "Losses among the events the history keeps.",
 	  v_lost },
+	{ "rlock_every_seconds", "The period of a name run with rlock exec "
+	  "--every.", v_every },
+	{ "rlock_last_start_timestamp_seconds", "When its last start was "
+	  "(the server's clock).", v_last_start },
+	{ "rlock_overdue", "Whether nothing has started it for more than one "
+	  "and a half periods (1) or not (0).", v_overdue },
 };
 
 /*

@@ -472,6 +472,18 @@ static const struct opt_def opt_defs[] = {
 	{ O_PID, 0, "pid", "PID",
 	  "with --hold: hold while PID lives, not the caller",
 	  PARSE(parse_pid), .flags = OPTF_ARGV_ONLY },
+	{ O_EVERY, 0, "every", "PERIOD",
+	  "at most one start of NAME a PERIOD, across machines",
+	  DURATION(every_ms, MAX_TTL_MS), .flags = OPTF_ARGV_ONLY },
+	{ O_RETRY_FAILED, 0, "retry-failed", NULL,
+	  "with --every: only a run that exits 0 counts for its period",
+	  SET(retry_failed, 1), .flags = OPTF_ARGV_ONLY },
+	{ O_SPLAY, 0, "splay", "DUR",
+	  "first sleep a random time below DUR (spread a fleet's starts)",
+	  DURATION(splay_ms, MAX_TTL_MS), .flags = OPTF_ZERO_OK },
+	{ O_OVERDUE, 0, "overdue", NULL,
+	  "only names run with --every that missed a start; exit 1 if any",
+	  SET(overdue, 1), .flags = OPTF_ARGV_ONLY },
 	{ O_MIN_HOLD, 0, "min-hold", "DUR",
 	  "keep the lock at least DUR, then let it expire",
 	  DURATION(min_hold_ms, MAX_TTL_MS), .flags = OPTF_ZERO_OK },
@@ -546,7 +558,7 @@ options_empty_is_unset(const struct opt_def *d, const char *v)
 {
 	return v != NULL && *v == '\0' && d->id != O_COMMAND &&
 	    (d->arg == NULL || (strcmp(d->arg, "DUR") != 0 &&
-	    strcmp(d->arg, "N") != 0));
+	    strcmp(d->arg, "PERIOD") != 0 && strcmp(d->arg, "N") != 0));
 }
 
 int

@@ -66,6 +66,10 @@ enum opt_id {
 	O_PID,
 	O_SENTINEL_USER,
 	O_SENTINEL_PASSWORD_FILE,
+	O_EVERY,
+	O_RETRY_FAILED,
+	O_SPLAY,
+	O_OVERDUE,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -124,6 +128,10 @@ struct opts {
 	const char	*label;		/* exec --label: recorded instead */
 	int		 hold;		/* acquire --hold: leave a keeper */
 	int		 pid;		/* acquire --hold --pid: the owner; 0: caller */
+	int64_t		 every_ms;	/* exec --every: a start a period; 0: none */
+	int		 retry_failed;	/* exec --retry-failed */
+	int64_t		 splay_ms;	/* --splay: a random pause first; 0: none */
+	int		 overdue;	/* status --overdue */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

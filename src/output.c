@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "duration.h"
@@ -185,6 +186,78 @@ holder_text(struct buf *b, const char *user, const char *host, long long pid,
 }
 
 /*
+ * The exit status in a run's outcome ("exit:N"), or -1 (running, lost,
+ * signalled, or stopped at --max-runtime).
+ */
+static long long
+exit_status_of(const char *outcome)
+{
+	char	*end;
+	long	 v;
+
+	if (outcome == NULL || strncmp(outcome, "exit:", 5) != 0)
+		return -1;
+	v = strtol(outcome + 5, &end, 10);
+	return *end == '\0' && end != outcome + 5 && v >= 0 && v <= 255 ?
+	    v : -1;
+}
+
+/*
+ * A name run with --every: "  every 1h: started 5m ago on HOST pid PID,
+ * exit 0", and "; overdue" when nothing has started it for more than one
+ * and a half periods.
+ */
+static void
+schedule_text(struct buf *b, const struct output_status *st)
+{
+	char	p[32], ago[32];
+
+	if (st->every_ms <= 0)
+		return;
+	buf_printf(b, "  every %s: started %s ago on ",
+	    duration_format(st->every_ms, p, sizeof p),
+	    duration_format(st->last_start_ago_ms > 0 ? st->last_start_ago_ms :
+	    0, ago, sizeof ago));
+	escape_adds(b, or_unknown(st->last_host));
+	buf_printf(b, " pid %lld, ", st->last_pid);
+	if (st->last_outcome == NULL || *st->last_outcome == '\0')
+		buf_adds(b, "running");
+	else if (exit_status_of(st->last_outcome) >= 0)
+		buf_printf(b, "exit %lld", exit_status_of(st->last_outcome));
+	else
+		escape_adds(b, st->last_outcome);
+	buf_adds(b, st->overdue ? "; overdue\n" : "\n");
+}
+
+/* The same as JSON fields (see the schema). */
+static void
+schedule_json(struct json *j, const struct output_status *st)
+{
+	long long	x;
+
+	if (st->every_ms <= 0)
+		return;
+	json_key(j, "every_ms");
+	json_int(j, st->every_ms);
+	json_key(j, "last_start_ms");
+	json_int(j, st->last_start_ms);
+	json_key(j, "last_start_host");
+	str_or_null(j, st->last_host);
+	json_key(j, "last_start_pid");
+	json_int(j, st->last_pid);
+	json_key(j, "last_outcome");
+	json_str(j, st->last_outcome == NULL || *st->last_outcome == '\0' ?
+	    "running" : st->last_outcome);
+	json_key(j, "last_exit_status");
+	if ((x = exit_status_of(st->last_outcome)) >= 0)
+		json_int(j, x);
+	else
+		json_null(j);
+	json_key(j, "overdue");
+	json_bool(j, st->overdue);
+}
+
+/*
  * A semaphore: "NAME: 2 of 3 held", a shared lock: "NAME: shared by 2"
  * (and its servers in quorum mode); then a line per holder.
  */
@@ -203,6 +276,7 @@ slots_text(struct buf *b, const struct output_status *st)
 		buf_adds(b, "\n");
 	} else
 		buf_printf(b, ": %d of %d held\n", st->nslots, st->limit);
+	schedule_text(b, st);
 	for (i = 0; i < st->nslots; i++) {
 		s = &st->slots[i];
 		buf_adds(b, "  ");
@@ -229,6 +303,7 @@ output_status_text(struct buf *b, const struct output_status *st)
 		if (st->last_fence > 0)
 			buf_printf(b, ", last fence %lld", st->last_fence);
 		buf_adds(b, "\n");
+		schedule_text(b, st);
 		nodes_text(b, st);
 		waiters_text(b, st);
 		return;
@@ -239,6 +314,7 @@ output_status_text(struct buf *b, const struct output_status *st)
 		buf_printf(b, " (on %d of %d servers)", st->nholding,
 		    st->nservers);
 	buf_adds(b, "\n");
+	schedule_text(b, st);
 	nodes_text(b, st);
 	waiters_text(b, st);
 }
@@ -288,6 +364,7 @@ slots_json(struct json *j, const struct output_status *st)
 	json_array_end(j);
 	json_key(j, "fence");
 	json_int(j, st->last_fence);
+	schedule_json(j, st);
 	nodes_json(j, st);
 	waiters_json(j, st);
 	json_object_end(j);
@@ -308,6 +385,7 @@ output_status_json(struct json *j, const struct output_status *st)
 	if (!st->held) {
 		json_key(j, "fence");
 		json_int(j, st->last_fence);
+		schedule_json(j, st);
 		nodes_json(j, st);
 		waiters_json(j, st);
 		json_object_end(j);
@@ -331,6 +409,7 @@ output_status_json(struct json *j, const struct output_status *st)
 	json_int(j, st->ttl_ms);
 	json_key(j, "fence");
 	json_int(j, st->fence);
+	schedule_json(j, st);
 	nodes_json(j, st);
 	waiters_json(j, st);
 	json_object_end(j);

@@ -75,6 +75,14 @@ struct output_status {
 	int		 nservers;
 	int		 nholding;
 	struct output_server *servers;	/* nservers of them */
+	/* A name run with exec --every (every_ms > 0): */
+	long long	 every_ms;
+	long long	 last_start_ms;	/* server's wall clock */
+	long long	 last_start_ago_ms;
+	const char	*last_host;
+	long long	 last_pid;
+	const char	*last_outcome;	/* "" while it runs */
+	int		 overdue;	/* no start for 1.5 periods */
 };
 
 /* "NAME: held by USER@HOST pid PID (COMMAND) for 3.2s, expires in 26.8s, fence 7" */

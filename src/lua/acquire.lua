@@ -1,16 +1,21 @@
 -- acquire: take the lock for a token, if the one rule of lib.lua (see
 -- judge()) lets it in beside those who hold it.
--- KEYS: lock, fence, info, wake, waiters, queue, log.  ARGV: token, ttl_ms,
+-- KEYS: lock, fence, info, wake, waiters, queue, log, none, every.  ARGV:
+-- token, ttl_ms,
 -- host, pid, user, command, slack_ms, waited_ms, fifo, limit, listed
 -- (whether an earlier attempt listed the caller among the waiters),
 -- shared, history_len, history_ttl_ms (see record() in lib.lua),
 -- fence_floor_us (see new_fence() in lib.lua), run (the acquire's run id,
 -- the same for each of its attempts), keep_listed ('1': a quorum's
--- attempt, whose waiter entry stays when it wins here, see below).
+-- attempt, whose waiter entry stays when it wins here, see below), every
+-- (exec --every: the period in ms, '0' without), retry ('1':
+-- --retry-failed).
 -- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
 -- host, pid, command, acquired_ms, now_ms} when it may not (the holder, for
 -- a waiter to show; pttl_ms is when to look again), {-1, limit} when the
--- name is held in a way that this ask cannot mix with (nothing changes).
+-- name is held in a way that this ask cannot mix with (nothing changes),
+-- {-2, started_ms, host, pid, now_ms} when --every refuses the start (the
+-- period's run started then, there: see schedule_closed() in lib.lua).
 --
 -- The rule, judged on the live holders only:
 --  - a free name: any kind of holder takes it;
@@ -67,6 +72,26 @@ elseif kind == SHARED and limit > 1 then
 	return {-1, 0}
 elseif kind == 'x' and limit > 1 then
 	return {-1, 1}
+end
+
+-- --every: a start that the period's run keeps out is refused, whatever
+-- holds the name, and no longer waits.  (Not a later attempt of the run
+-- that recorded the start: a quorum's, trying again.  A hand-over's grant
+-- that the caller finds here, it gives back.)
+local every = tonumber(ARGV[18]) or 0
+local sched
+if every > 0 then
+	expect({KEYS[9], 'hash'})
+	sched = schedule(KEYS[9])
+	if sched and sched.a ~= ARGV[16] and schedule_closed(sched, every,
+	    now) then
+		if ARGV[11] == '1' then
+			redis.call('HDEL', KEYS[5], token)
+			redis.call('ZREM', KEYS[6], token)
+		end
+		return {-2, tonumber(sched.s), sched.h or false,
+			sched.i or false, now}
+	end
 end
 
 -- The caller may not have it now: list it among the waiters (when it will
@@ -227,6 +252,12 @@ if want == 'x' or kind == 'x' then
 		redis.call('DEL', KEYS[1], KEYS[1] .. ':holders',
 			KEYS[1] .. ':holder:' .. token)
 		cur = nil
+	end
+	-- The period's start, first: a write the server refuses (memory)
+	-- then stops the script before the lock is taken.
+	if every > 0 and not (sched and sched.a == ARGV[16]) then
+		schedule_start(KEYS[9], sched, every, now, {ARGV[3], ARGV[4]},
+			token, ARGV[16], ARGV[19] == '1', ARGV[14])
 	end
 	if cur then
 		redis.call('PEXPIRE', KEYS[1], ttl)

@@ -1,8 +1,10 @@
 -- inspect: everything status shows about some locks, in one call.
--- KEYS: for each lock, its lock, info, fence, waiters and queue keys (five
--- a lock).  Returns a list with, for each lock, {held, pttl_ms,
+-- KEYS: for each lock, its lock, info, fence, waiters, queue and every keys
+-- (six a lock).  Returns a list with, for each lock, {held, pttl_ms,
 -- last_fence, now_ms, host, pid, user, command, acquired_ms, ttl_ms, fence,
--- token, waiters, holders}, the holder's fields false when free; waiters
+-- token, waiters, holders, schedule}, the holder's fields false when free;
+-- schedule is {} for a name never run with --every, else {period_ms,
+-- last_start_ms, host, pid, outcome} (see lib.lua); waiters
 -- is a list of
 -- {token, host, pid, user, command, waiting_ms, place}, place being the
 -- 1-based rank in the --fifo queue (false for a waiter not in it).
@@ -16,7 +18,7 @@ if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
-local function inspect(lock, info, fence, waiters, queue)
+local function inspect(lock, info, fence, waiters, queue, every)
 	local held = redis.call('EXISTS', lock)
 	local r = {held, redis.call('PTTL', lock),
 		tonumber(redis.call('GET', fence)) or 0, now}
@@ -46,6 +48,9 @@ local function inspect(lock, info, fence, waiters, queue)
 	end
 	r[13] = w
 	r[14] = sem
+	local e = schedule(every)
+	r[15] = e and {tonumber(e.p) or 0, tonumber(e.s) or 0, e.h or '',
+		e.i or '', e.x or ''} or {}
 	if sem[1] then
 		r[1] = #sem[2] > 0 and 1 or 0
 	end
@@ -55,7 +60,7 @@ end
 -- A lock another Cluster node serves (its keys cannot be touched here:
 -- see inspect_cluster in lock.c) is false.
 local out = {}
-for k = 1, #KEYS - 4, 5 do
+for k = 1, #KEYS - 5, 6 do
 	local here = redis.pcall('EXISTS', KEYS[k])
 	if type(here) == 'table' and here.err then
 		if not string.find(here.err, 'non local key', 1, true) then
@@ -66,7 +71,7 @@ for k = 1, #KEYS - 4, 5 do
 		-- A lock whose keys another program wrote is an error of its
 		-- own in the reply: the others are still shown.
 		local ok, r = pcall(inspect, KEYS[k], KEYS[k + 1], KEYS[k + 2],
-			KEYS[k + 3], KEYS[k + 4])
+			KEYS[k + 3], KEYS[k + 4], KEYS[k + 5])
 		out[#out + 1] = ok and r or {err = damage_of(KEYS[k], r)}
 	end
 end

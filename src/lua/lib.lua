@@ -417,6 +417,78 @@ local function record_acquired(lock, len, ttl, who, fence, waited, token,
 		'k', kind})
 end
 
+-- ------------------------------------------------------------ schedule
+-- exec --every PERIOD: at most one start of a name a period, judged on the
+-- server's clock.  The hash LOCK:every keeps the name's schedule: its
+-- period (p, ms), its last start (s: server-clock ms; h, i: host and pid;
+-- r: the run's id, see run_id(); a: the acquire run that took it), how
+-- that run ended (x: '' while it runs, else its release's outcome,
+-- 'exit:0' for a success, or 'lost'), and f = '1' when only a success
+-- counts (--retry-failed); and the start before it (the same fields with
+-- a leading 'o'), which a give-back of the run that recorded it restores
+-- (a quorum's run that won too few servers started nothing).
+local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f'}
+
+-- The schedule of key, as a table of its fields, or nil.
+local function schedule(key)
+	local all = redis.call('HGETALL', key)
+	if #all == 0 then
+		return nil
+	end
+	local e = {}
+	for i = 1, #all, 2 do
+		e[all[i]] = all[i + 1]
+	end
+	return e
+end
+
+-- Does the run that started at e.s keep out a start at now, of a name
+-- run every p ms?  Only for half a period (a start later than that is the
+-- next period's, however early or late its machine's cron fired); and
+-- only a success, when only a success counts (while such a run goes on,
+-- the lock itself keeps others out; once it failed or was lost, the
+-- period is open again).
+local function schedule_closed(e, p, now)
+	local s = e and tonumber(e.s)
+	if not s or not tonumber(p) or now - s >= tonumber(p) / 2 then
+		return false
+	end
+	return e.f ~= '1' or e.x == 'exit:0'
+end
+
+-- Record a start at now in key (e: the schedule until now), for as long
+-- as the history lasts and never less than three periods (status tells a
+-- name overdue after one and a half).  who: {host, pid}.
+local function schedule_start(key, e, p, now, who, token, run, retry,
+    hist_ttl)
+	local f = {'p', p, 's', now, 'h', who[1], 'i', who[2], 'r',
+		run_id(token), 'a', run, 'x', '', 'f', retry and '1' or ''}
+	for _, k in ipairs(SCHEDULE_FIELDS) do
+		f[#f + 1] = 'o' .. k
+		f[#f + 1] = e and e[k] or ''
+	end
+	redis.call('DEL', key)
+	redis.call('HSET', key, unpack(f))
+	redis.call('PEXPIRE', key, math.max(tonumber(hist_ttl) or 0, 3 * p))
+end
+
+-- A give-back of the run that recorded the start: the start before it
+-- comes back (or none).
+local function schedule_undo(key, e)
+	if (e.os or '') == '' then
+		redis.call('DEL', key)
+		return
+	end
+	local f = {}
+	for _, k in ipairs(SCHEDULE_FIELDS) do
+		f[#f + 1] = k
+		f[#f + 1] = e['o' .. k] or ''
+		f[#f + 1] = 'o' .. k
+		f[#f + 1] = ''
+	end
+	redis.call('HSET', key, unpack(f))
+end
+
 -- ------------------------------------------------------------ hand-over
 -- When a release frees room (a plain lock, the last reader, a semaphore's
 -- place) and someone waits, the release's own script gives it to the next.

@@ -1,6 +1,6 @@
 -- release: end the token's hold, if it has one, and give the room to the
 -- next waiter or wake one.  KEYS: lock, info, wake, waiters, fence, queue,
--- log.  ARGV: token, outcome (exec's "exit:N", "signal:NAME" or
+-- log, none, every.  ARGV: token, outcome (exec's "exit:N", "signal:NAME" or
 -- "max-runtime", "release" for the release command, "" for a give-back),
 -- history_len, history_ttl_ms, the caller's host, pid and user,
 -- hand_over ('1': one server; see hand_over() in lib.lua: with several,
@@ -20,6 +20,10 @@
 -- checked the lock just before the release finds it when it blocks.
 -- The history gets 'released' (how long it was held, the outcome), or,
 -- when the token no longer holds it and an outcome is given, 'lost'.
+-- A run of exec --every writes how it ended into the name's schedule
+-- (see lib.lua), or, as a give-back, takes back the start it recorded;
+-- while the period's run keeps others out, nobody is handed the lock: the
+-- waiters are woken, to be refused and go.
 -- Under memory pressure (maxmemory reached, noeviction) the server
 -- refuses a script's writes that need memory until it has written
 -- something: the deletions come first, and the history after them.
@@ -37,7 +41,15 @@ expect({KEYS[1] .. ':holders', 'zset'})
 if cur == SHARED or limit then
 	expect({KEYS[1] .. ':holder:' .. token, 'hash'})
 end
+expect({KEYS[9], 'hash'})
 local kind, _, live = judge(KEYS[1], cur, now, true)
+-- The schedule's start, if it is this run's to end (a release: the
+-- token's, still running) or to take back (a give-back: the run's).
+local sched = schedule(KEYS[9])
+if sched and not ((run ~= '' and sched.a == run) or (run == '' and
+    sched.r == run_id(token) and sched.x == '')) then
+	sched = nil
+end
 
 -- The hash of the token's hold, if it has one.
 local info
@@ -64,6 +76,15 @@ end
 if not (run ~= '' and ARGV[10] == '1') then
 	redis.call('HDEL', KEYS[4], token)
 	redis.call('ZREM', KEYS[6], token)
+end
+
+-- The run's start in the schedule: taken back (a give-back), or ended.
+if sched and run ~= '' then
+	schedule_undo(KEYS[9], sched)
+	sched = nil
+elseif sched and ARGV[2] ~= '' then
+	redis.call('HSET', KEYS[9], 'x', info and ARGV[2] or 'lost')
+	sched.x = info and ARGV[2] or 'lost'
 end
 
 if not info then
@@ -97,6 +118,16 @@ if ev then
 end
 -- Readers left: nobody else can get in yet.
 if kind == SHARED and redis.call('EXISTS', KEYS[1]) == 1 then
+	return 1
+end
+-- The period's run counted: whoever waits for it with --every is refused.
+if sched and schedule_closed(sched, sched.p, now) then
+	local tokens = {}
+	for _, e in ipairs(waiting(KEYS[4], now)) do
+		tokens[#tokens + 1] = e.token
+	end
+	wake_each(KEYS[3], tokens)
+	wake_one(KEYS[3])
 	return 1
 end
 if direct and hand_over(K, hist, kind == 'x' and 'x' or cur) then

@@ -99,6 +99,9 @@ if [ "$mode" = new ]; then
 	    $MIXFIFO -DNOFENCE -DP_ALL $FIXES
 	run mix-fence safety pass "fences rise (one server, readers, writer, upgrade, -w only)" \
 	    $MIXUP -DWS0=2 -DWS1=2 -DFAULTS=0 -DP_ALL $FIXES
+	run every safety pass "--every: refused starts and releases that hand nothing over, beside --fifo, shared and limit asks" \
+	    -DMIX -DEVERY -DKS0=2 -DKS1=2 -DKS2=12 -DFS0=3 -DFS1=1 -DFS2=1 \
+	    -DUP0=0 -DUP1=0 -DUP2=0 -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
 	run fifo live pass "a waiter beside two --fifo writers gets in (weak fairness)" \
 	    -DFIFO -DP_ALL $FIXES
 	run qlive live pass "a quorum writer beside looping readers gets in (weak fairness)" \

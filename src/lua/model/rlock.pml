@@ -14,7 +14,8 @@
  * missing from the design and the scripts now have, are part of them.  Each block that
  * mirrors Lua says which script and step it mirrors ("acquire.lua: ...").
  *
- * Configurations (check.sh compiles one at a time):
+ * Configurations (check.sh compiles one at a time; -DEVERY adds exec
+ * --every's refusals and its releases that hand nothing over):
  *   MIX    one server, 3 clients, modes mixed (plain, --shared, --limit 2,
  *          --fifo, the upgrade), safety properties.
  *   FIFO   one server: two --fifo writers that take, release and take again
@@ -787,7 +788,9 @@ inline acquire(s, c)
 }
 
 /* release.lua (new): every hold of the token and its entry go; capacity
- * freed goes to the waiters (one server). */
+ * freed goes to the waiters (one server).  With exec --every, the
+ * release of the period's run that counts hands nothing over: the waiters
+ * are woken, to be refused. */
 inline release(s, c)
 {
 	t_x = srv[s].hk[c];
@@ -797,6 +800,9 @@ inline release(s, c)
 		drop_hold(s, c); t_r = 1;
 		if
 		:: NS == 1 -> hand_over(s, t_x == L, t_x)
+#ifdef EVERY
+		:: NS == 1 && t_x == X -> skip
+#endif
 		:: else
 		fi
 	:: else -> t_r = 0
@@ -1024,6 +1030,18 @@ start: skip;
 		inrun[c] = 1
 	};
 attempt: skip;
+#ifdef EVERY
+	/* acquire.lua with exec --every: the start is refused (the period's run
+	 * has started, and counts) whatever holds the name; on a server where
+	 * the caller was listed its entry goes, and lock.c gives back, on every
+	 * server, what the run may hold (a hand-over's grant, a quorum's
+	 * partial win) and its places among the waiters, then ends the run: a
+	 * give-back, which removes the entries as the refusal does. */
+	if
+	:: k == X && !up -> goto giveup
+	:: skip
+	fi;
+#endif
 	/* lock.c try_acquire(): acquire.lua on every server. */
 	BEGIN
 	d_step { fresh[c] = 1; mh = 255;
