@@ -419,6 +419,8 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 
 	rc = lock_acquire(l, ctx->o.ttl_ms, ctx->o.wait_ms, meta, &ctx->err);
 	output_wait_done();
+	/* -w is spent: it does not help the heartbeat or the release. */
+	ctx->set.ropts.offer_wait = 0;
 	if (rc == 0) {
 		log_verbose("%s: still busy after %s; not running the command",
 		    l->name, duration_format(now_mono_ms() - start, d,
