@@ -135,6 +135,8 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	start = now_mono_ms();
 	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
 	output_wait_done();
+	/* -w is spent: it does not help the give-back or --hold's keeper. */
+	ctx->set.ropts.offer_wait = 0;
 	if (rc == 1 && signal_caught) {
 		err_set(&ctx->err, ERR_INTERRUPTED, "interrupted");
 		rc = -1;

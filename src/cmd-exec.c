@@ -459,6 +459,8 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 
 	rc = lock_acquire(l, ctx->o.ttl_ms, ctx->o.wait_ms, meta, &ctx->err);
 	output_wait_done();
+	/* -w is spent: it does not help the heartbeat or the release. */
+	ctx->set.ropts.offer_wait = 0;
 	if (rc == 0 && l->refused) {
 		log_verbose("%s: this period's run started %s ago on %s pid %lld "
 		    "(--every %s); not running the command", l->name,

@@ -271,6 +271,8 @@ cmd_main(int argc, char **argv)
 	    (rc = owner_token(ce, &ctx.o)) != 0 ||
 	    (rc = check_limit(&ctx)) != 0)
 		goto out;
+	/* Messages offer -w only to a command that takes it. */
+	ctx.set.ropts.offer_wait = (ce->options & OPT(WAIT)) != 0;
 	signals_catch();
 	rc = ce->exec(&ctx);
 	/* A listing that left out a damaged lock (said on stderr). */

@@ -30,6 +30,12 @@ struct redis_opts {
 	const char	*sentinel_password;
 	int		 identify;	/* learn each server's run_id */
 	int		 check_version;	/* INFO only to refuse a server < 6.0 */
+	/*
+	 * Messages may offer -w against a failover or a reshard: set while
+	 * the command takes -w and has yet to acquire (cmd.c, cmd-acquire.c,
+	 * cmd-exec.c).
+	 */
+	int		 offer_wait;
 };
 
 #endif

@@ -770,12 +770,27 @@ moving_in_script(const char *text)
 }
 
 /*
+ * What to do about a server that is away for a while.  -w rides through
+ * it, but only acquire and exec take -w, and only their acquire is helped
+ * by it: the other commands, and their extends and releases, are told
+ * when trying again will work instead.
+ */
+static const char *
+passing_remedy(const struct redis *r, int moving)
+{
+	if (r->opts->offer_wait)
+		return "try again, or give -w to wait through it";
+	return moving ? "try again once the slot has moved (redis-cli "
+	    "--cluster fix, if a reshard died)" : "try again once it is over";
+}
+
+/*
  * What a server says for a while during a failover, a restart or a
  * reshard, in words (the code kept in brackets: the wait loop reads it,
  * see passing() in lock.c).  0 when text is none of those.
  */
 static int
-passing_words(const char *text, char *out, size_t len)
+passing_words(const struct redis *r, const char *text, char *out, size_t len)
 {
 	static const struct {
 		const char	*code, *words;
@@ -793,16 +808,17 @@ passing_words(const char *text, char *out, size_t len)
 
 	if (moving_in_script(text)) {
 		snprintf(out, len, "the lock's slot is moving between nodes "
-		    "(TRYAGAIN): a reshard may be under way; try again, or "
-		    "give -w to wait through it");
+		    "(TRYAGAIN): a reshard may be under way; %s",
+		    passing_remedy(r, 1));
 		return 1;
 	}
 	for (i = 0; i < sizeof known / sizeof *known; i++)
 		if (strncmp(text, known[i].code, strlen(known[i].code)) == 0) {
 			snprintf(out, len, "%s (%.*s): a failover, a restart or "
-			    "a reshard may be under way; try again, or give -w "
-			    "to wait through it", known[i].words,
-			    (int)strcspn(known[i].code, " "), known[i].code);
+			    "a reshard may be under way; %s", known[i].words,
+			    (int)strcspn(known[i].code, " "), known[i].code,
+			    passing_remedy(r, strcmp(known[i].code,
+			    "TRYAGAIN") == 0));
 			return 1;
 		}
 	return 0;
@@ -873,7 +889,7 @@ redis_reply_error(struct redis *r, const struct redis_reply *rr,
 		return;
 	}
 	/* Passing first: a script stopped by a migration is one. */
-	if (passing_words(text, words, sizeof words) ||
+	if (passing_words(r, text, words, sizeof words) ||
 	    redis_script_words(text, words, sizeof words)) {
 		err_set(e, kind, "%s: %s%s", r->url->display, what, words);
 		return;
@@ -1435,7 +1451,9 @@ redirect(struct redis *r, const char *text, struct err *e)
 		 */
 		err_set(e, ERR_UNAVAILABLE, "the cluster names %s for slot "
 		    "%d, which cannot be reached (a failover may be under way; "
-		    "give -w to wait through it)", r->doors[d]->display, slot);
+		    "%s)", r->doors[d]->display, slot, r->opts->offer_wait ?
+		    "give -w to wait through it" : "try again once a replica "
+		    "has taken over");
 		free(host);
 		return -1;
 	}
@@ -1566,7 +1584,7 @@ main_reply(struct redis *r, struct redis_reply *rr, struct err *e)
 	}
 	/* The node answered for the slot: requests for it start there. */
 	if (r->door >= 0 && !r->asked && (rr->type != REDIS_T_ERROR ||
-	    !passing_words(rr->str, NULL, 0))) {
+	    !passing_words(r, rr->str, NULL, 0))) {
 		if (r->slot >= 0)
 			r->slots[r->slot] = (short)r->door;
 		r->home = r->door;

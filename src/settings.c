@@ -170,7 +170,8 @@ url_has_password(const char *v)
 
 /*
  * Read the config file into *text.  0 (with *text still NULL when the
- * default file does not exist), or the exit status of a usage error.
+ * default file does not exist, or the file is /dev/null), or the exit
+ * status of a usage error.
  */
 static int
 read_config(const char *path, int explicit, char **text)
@@ -185,6 +186,14 @@ read_config(const char *path, int explicit, char **text)
 		return 0;
 	if (rc == -1)
 		return unreadable("the config file", path, errno);
+	/*
+	 * /dev/null is no configuration at all, as for ssh -F /dev/null or
+	 * git config --file /dev/null: nothing is read, and nothing warned
+	 * about (the device is writable by anyone).  Any other device is
+	 * still a mistake.
+	 */
+	if (rc == -3 && is_null_device(path))
+		return 0;
 	if (rc == -3)
 		return not_regular("the config file", path);
 	if (rc == -2)

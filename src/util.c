@@ -503,6 +503,17 @@ file_kind(const char *path)
 }
 
 int
+is_null_device(const char *path)
+{
+	struct stat	st, null;
+
+	/* By the device, not the name: a symlink to it is /dev/null too. */
+	return stat(path, &st) == 0 && S_ISCHR(st.st_mode) &&
+	    stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) &&
+	    st.st_rdev == null.st_rdev;
+}
+
+int
 read_bounded(const char *path, size_t max, char **text, size_t *len)
 {
 	struct stat	 st;

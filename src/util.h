@@ -94,6 +94,8 @@ int	 std_fds_open(void);
 int	 read_bounded(const char *path, size_t max, char **text, size_t *len);
 /* What path is, for a message: "FIFO", "directory", "socket"... */
 const char *file_kind(const char *path);
+/* Is path /dev/null, or another name for the same device? */
+int	 is_null_device(const char *path);
 
 /* Milliseconds on CLOCK_MONOTONIC and on the wall clock. */
 int64_t	 now_mono_ms(void);

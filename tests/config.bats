@@ -90,6 +90,56 @@ on_auth() { RCLI_AUTH=$PW rcli_as AUTH EXISTS "rlock:{$1}"; }
 	assert_stderr_has "missing.conf"
 }
 
+# /dev/null is no configuration, as for ssh -F /dev/null: known by its
+# device, so a symlink to it is one too; any other device is still refused.
+
+@test "config: \$RLOCK_CONFIG=/dev/null is no configuration: acquire and status work, without a warning" {
+	RLOCK_CONFIG=/dev/null run --separate-stderr rlock -u "$B_URL" acquire job
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(on_b job)" 1
+	RLOCK_CONFIG=/dev/null run --separate-stderr rlock -u "$B_URL" status job
+	assert_success
+	assert_equal "$stderr" ""
+	[[ $output == *job* ]] || fail "status: $output"
+}
+
+@test "config: --config /dev/null (or a symlink to it) is no configuration, and beats \$RLOCK_CONFIG" {
+	conf <<<"prefix = file:"
+	RLOCK_CONFIG=$CONF run --separate-stderr rlock --config /dev/null acquire job
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 1
+	assert_equal "$(rcli EXISTS 'file:{job}')" 0
+	ln -s /dev/null "$BATS_TEST_TMPDIR/null.conf"
+	run --separate-stderr rlock --config "$BATS_TEST_TMPDIR/null.conf" acquire job2
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(rcli EXISTS 'rlock:{job2}')" 1
+}
+
+@test "config: a FIFO, /dev/zero or a directory as --config or \$RLOCK_CONFIG is still refused: 64, one line" {
+	local f kind
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	for f in "$BATS_TEST_TMPDIR/fifo" /dev/zero "$BATS_TEST_TMPDIR"; do
+		case $f in
+		*/fifo) kind=FIFO ;;
+		/dev/zero) kind="character device" ;;
+		*) kind=directory ;;
+		esac
+		run --separate-stderr timeout -k 2 10 "$RLOCK" --config "$f" status
+		assert_usage_error
+		assert_stderr_has "is a $kind, not a regular file"
+		RLOCK_CONFIG=$f run --separate-stderr timeout -k 2 10 "$RLOCK" status
+		assert_usage_error
+		assert_stderr_has "is a $kind, not a regular file"
+	done
+	# Only the config file: a password file of /dev/null holds no password.
+	run --separate-stderr timeout -k 2 10 "$RLOCK" --password-file /dev/null status
+	assert_usage_error
+	assert_stderr_has "is a character device, not a regular file"
+}
+
 # ---------------------------------------------------------------------------
 # precedence: url
 # ---------------------------------------------------------------------------

@@ -99,7 +99,7 @@ finish_move() {
 	done
 }
 
-@test "reshard: a slot left MIGRATING with the keys half-moved: extend, status, acquire -n and release retry within --timeout, then exit 69 in words; they succeed once the move ends" {
+@test "reshard: a slot left MIGRATING with the keys half-moved: extend, status, acquire -n and release retry within --timeout, then exit 69 in words (-w offered to acquire only); they succeed once the move ends" {
 	local name slot a=1 b=2 aid bid t t0 el before i fence
 	name=$(name_on_node 1 mig)
 	slot=$(slot_of "rlock:{$name}")
@@ -125,6 +125,13 @@ finish_move() {
 		assert_one_error_line
 		[[ "$stderr" == *"slot is moving between nodes"* ]]
 		refute_raw <<<"$stderr$output"
+		# The remedy is one the command has: only acquire takes -w.
+		if [[ $cmd == acquire* ]]; then
+			[[ $stderr == *"give -w to wait through it"* ]] || fail "$cmd: $stderr"
+		else
+			[[ $stderr != *" -w "* && $stderr != *"--wait"* ]] || fail "$cmd offers -w: $stderr"
+			[[ $stderr == *"try again once the slot has moved"* ]] || fail "$cmd: $stderr"
+		fi
 		# Sent again until --timeout ran out, not once.
 		[ "$el" -ge 900 ]
 		[ $(($(tryagains $a) - before)) -ge 3 ]
