@@ -37,7 +37,7 @@ function __rlock_exec_argv
                 case -c --command '--command=*'
                     test "$cmd" = exec; and return 1
                     continue
-                case -u --url --password-file --sentinel-user --sentinel-password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --record --label --pid --min-hold --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
+                case -u --url --password-file --sentinel-user --sentinel-password-file --prefix --connect-timeout --timeout -t --ttl -w --wait -E --conflict-exit-code --token --heartbeat --on-lost --kill-after --max-runtime --leftovers --reason --record --label --pid --min-hold --every --splay --wait-replicas --limit --tls-ca --tls-cert --tls-key --tls-server-name --config
                     set skip 1
                     continue
                 case '-*'
@@ -123,6 +123,7 @@ complete -c rlock -n '__fish_seen_subcommand_from acquire' -s s -l shared -d 'A 
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l token -x -d 'Use TOKEN instead of a random one'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l hold -d 'Leave a keeper that holds the lock while the caller (or --pid) lives'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l splay -x -d 'First sleep a random time below DUR (spread a fleet'"'"'s starts)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l pid -x -a '(__fish_complete_pids)' -d 'With --hold: keep the lock while process PID lives, not the caller'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l on-lost -x -a 'TERM INT HUP QUIT KILL USR1 USR2 ignore' -d 'With --hold: signal for the owner if the lock is lost (default TERM)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
@@ -140,6 +141,7 @@ complete -c rlock -n '__fish_seen_subcommand_from release' -l history-expiry -x 
 
 # status, log
 complete -c rlock -n '__fish_seen_subcommand_from status' -l format -x -a 'text json openmetrics' -d 'Text (default), json (as --json) or openmetrics (Prometheus)'
+complete -c rlock -n '__fish_seen_subcommand_from status' -l overdue -d 'Only names run with --every that missed a start; exit 1 if any'
 complete -c rlock -n '__fish_seen_subcommand_from log' -s n -l count -x -d 'Show the newest N events of each lock (default 20)'
 complete -c rlock -n '__fish_seen_subcommand_from log' -l since -x -d 'Show only events of the last DUR'
 
@@ -168,6 +170,9 @@ complete -c rlock -n $exec_opt -l label -x -d 'Record TEXT instead of the comman
 complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's process group (no guard, no terminal hand-over)"
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'
+complete -c rlock -n $exec_opt -l every -x -d 'At most one start of NAME a PERIOD, across machines'
+complete -c rlock -n $exec_opt -l retry-failed -d 'With --every: only a run that exits 0 counts for its period'
+complete -c rlock -n $exec_opt -l splay -x -d 'First sleep a random time below DUR (spread a fleet'"'"'s starts)'
 complete -c rlock -n $exec_opt -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'
 complete -c rlock -n $exec_opt -l no-history -d 'Write no history for this run (see rlock log)'
 complete -c rlock -n $exec_opt -l history-length -x -d "Events kept in each lock's history (default 100; 0: none)"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # demo.sh: install what is needed, build, and show rlock doing its job:
 # acquire, status, a second acquire waiting, release, the hand-over, and a
-# crontab line fired on three "machines" at once that runs the job once.
+# crontab line fired on three "machines" the same minute (one 3 s late)
+# that runs the job once.
 # Uses $RLOCK_URL if set; otherwise starts a throwaway redis-server on a
 # Unix socket of its own and stops it at the end.
 set -eu
@@ -65,21 +66,25 @@ $rlock release --token "$SECOND" deploy
 say 'rlock status deploy'
 $rlock status deploy || true
 
-# The README's crontab line, fired at the same instant on three "machines":
-# one runs the job, the two others find the lock taken and skip it.
+# The README's crontab line, fired the same minute on three "machines",
+# the third 3 s late: one runs the job; the others are refused, quietly.
 cat >"$tmp/report" <<'JOB'
 #!/bin/sh
 echo "report ran on $1"
 JOB
 chmod +x "$tmp/report"
-say 'for m in web1 web2 web3; do   # cron fires the same minute on three machines
-    rlock exec -n --min-hold 30s nightly-report -- ./report $m &
-  done; wait'
+say 'for m in web1 web2; do   # cron fires the same minute on three machines
+    rlock exec -n --every 1m nightly-report -- ./report $m &
+  done; sleep 3   # web3's cron is 3 s late
+  rlock exec -n --every 1m nightly-report -- ./report web3; wait'
 pids=
-for m in web1 web2 web3; do
-	$rlock exec -n --min-hold 30s nightly-report -- "$tmp/report" $m &
+for m in web1 web2; do
+	$rlock exec -n --every 1m nightly-report -- "$tmp/report" $m &
 	pids="$pids $!"
 done
+sleep 3
+$rlock exec -n --every 1m nightly-report -- "$tmp/report" web3 || true
 for p in $pids; do wait "$p" || true; done
-say 'rlock log nightly-report   # once; the lock stays 30s, so a late cron skips it too'
+say 'rlock log nightly-report; rlock status   # one run this minute, whoever was late'
 $rlock log nightly-report
+$rlock status

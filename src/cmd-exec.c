@@ -259,9 +259,10 @@ hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left, int status)
 
 /*
  * `exec -n` in a crontab on many machines is the first thing rlock is
- * for, and without --min-hold a short job runs once per machine whose
- * cron fires after it ended.  Say so, where cron mails it, unless the
- * user chose: --min-hold 0 keeps the quick release and silences this.
+ * for, and without --every (or --min-hold) a short job runs once per
+ * machine whose cron fires after it ended.  Say so, where cron mails it,
+ * unless the user chose: --min-hold 0 keeps the quick release and
+ * silences this.
  */
 static void
 warn_quick_release(const struct cmd_ctx *ctx, const struct lock *l,
@@ -270,14 +271,15 @@ warn_quick_release(const struct cmd_ctx *ctx, const struct lock *l,
 	char	d[32];
 
 	if (ctx->o.wait_ms != 0 || ctx->o.limit > 1 || ctx->o.shared ||
+	    ctx->o.every_ms > 0 ||
 	    ((ctx->o.given | ctx->o.from_file) & OPT(MIN_HOLD)) ||
 	    held_ms >= SKEW_ALLOWANCE_MS)
 		return;
-	log_warn("%s: the command ended %s after taking the lock; with -n and "
-	    "no --min-hold a machine whose cron fires a moment later can take "
-	    "it and run the command again: add --min-hold 30s (see --min-hold "
-	    "in rlock(1)), or --min-hold 0 to keep the quick release", l->name,
-	    duration_format(held_ms, d, sizeof d));
+	log_warn("%s: the command ended %s after taking the lock; with -n, a "
+	    "machine whose cron fires a moment later can take it and run the "
+	    "command again: add --every with the crontab's period (see --every "
+	    "in rlock(1)), or --min-hold 30s, or --min-hold 0 to keep the quick "
+	    "release", l->name, duration_format(held_ms, d, sizeof d));
 }
 
 /* How the command ended, for the history: "exit:N", "signal:NAME"... */

@@ -3,7 +3,8 @@
 # quickly, against the redis-server, redis-cli and redis-sentinel first on
 # PATH: scripts/matrix.sh runs it once for each server of the matrix.  A
 # test's name starts with its area (the matrix's rows): commands, shared,
-# limit, fifo, max-runtime, history, doctor, tls, quorum, sentinel, cluster.
+# limit, fifo, max-runtime, every, history, doctor, tls, quorum, sentinel,
+# cluster.
 
 load helpers
 load tls-helpers
@@ -137,6 +138,27 @@ until_bounded() {
 	assert_equal "$status" 124
 	assert_between $(($(now_ms) - t0)) 0 5000 ms
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+}
+
+@test "every: --every lets one start a period in, refuses the next quiet, counts a success only with --retry-failed, and status shows the schedule" {
+	run --separate-stderr rlock exec --every 1h job -- true
+	assert_success
+	run --separate-stderr rlock exec --every 1h job -- touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$status" 1
+	assert_equal "$stderr" ""
+	[[ ! -e "$BATS_TEST_TMPDIR/ran" ]] || fail "a second start in the period ran"
+	run --separate-stderr rlock exec --every 1h --retry-failed job2 -- false
+	assert_equal "$status" 1
+	run --separate-stderr rlock exec --every 1h --retry-failed job2 -- touch "$BATS_TEST_TMPDIR/ran"
+	assert_success
+	[[ -e "$BATS_TEST_TMPDIR/ran" ]] || fail "a failed run was not retried"
+	run --separate-stderr rlock exec --every 1h --retry-failed job2 -- true
+	assert_equal "$status" 1
+	run --separate-stderr rlock --json status job job2	# (free: exits 1)
+	json_check 'all(x["every_ms"] == 3600000 and x["last_exit_status"] == 0 and not x["overdue"] for x in d)' <<<"$output"
+	run --separate-stderr rlock status --overdue
+	assert_success
+	assert_output ""
 }
 
 @test "history: watch follows the events, log and the openmetrics status show them" {

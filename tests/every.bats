@@ -29,6 +29,31 @@ wait_line() {
 	return 1
 }
 
+# fleet_ran PERIODS: what fleet's machines did, by the rule: every start
+# was let in at least half a period (1 s) after the one before it, by the
+# server's clock (its fences, less 50 ms for the time a reply takes), and
+# no period went without one (none more than a period and the machines'
+# spread, with room for a busy machine, after the one before); every
+# machine exited 0 (it ran) or 1 (refused), quietly.  A machine that a
+# busy host made later than half a period is the next period's start, as
+# the rule says; on a quiet machine there is exactly one run a period.
+fleet_ran() {
+	local periods=$1 prev=0 f n
+	n=$(wc -l <runs)
+	echo "$n runs in $periods periods: $(awk '{ printf "%s ", $2 }' runs)"
+	((n >= periods)) || fail "$n runs in $periods periods"
+	for f in $(awk '{ print $2 }' runs | sort -n); do
+		if ((prev > 0)); then
+			((f - prev >= 950000)) || fail "two starts $(((f - prev) / 1000)) ms apart"
+			((f - prev <= 3300000)) || fail "no start for $(((f - prev) / 1000)) ms: a period was skipped"
+		fi
+		prev=$f
+	done
+	assert_equal "$(grep -cx 0 st.all)" "$n"
+	assert_equal "$(grep -cvx '[01]' st.all)" 0
+	assert_equal "$(cat err.* | wc -c)" 0
+}
+
 # The start the schedule of NAME records, in server ms (0: none).
 last_start() {
 	local s
@@ -39,8 +64,10 @@ last_start() {
 # fleet PERIODS PERIOD_S NAME [RLOCK-ARGS...]: PERIODS periods of PERIOD_S
 # seconds; in each, three machines fire `rlock RLOCK-ARGS exec --every
 # PERIOD_S NAME` 0, 0.4 and 0.8 s after the period's start (their clocks
-# and crons disagree by that much).  Each run writes "start MS" to runs;
-# each machine's exit status goes to st.all.
+# and crons disagree by that much).  Each run writes "start FENCE" to
+# runs: its fence, the server's clock in microseconds when the lock was
+# taken (a quorum's: the client's, a second ahead); each machine's exit
+# status goes to st.all.
 fleet() {
 	local periods=$1 period=$2 name=$3 k m t0 at now
 	shift 3
@@ -52,7 +79,7 @@ fleet() {
 			now=${EPOCHREALTIME/./}
 			((at > now)) && sleep "$(awk -v d=$((at - now)) 'BEGIN { printf "%.6f", d / 1e6 }')"
 			"$RLOCK" "$@" exec --every "${period}s" "$name" -- \
-			    sh -c 'echo "start $(date +%s%3N)" >>runs' \
+			    sh -c 'echo "start $RLOCK_FENCE" >>runs' \
 			    >/dev/null 2>"err.$k.$m" &
 			echo $! >>fleet.pids
 		done
@@ -67,17 +94,7 @@ fleet() {
 
 @test "every: three machines firing the same --every 2s line, 0.8 s apart, run it once a period for 10 periods" {
 	fleet 10 2 job
-	# Ten runs, and every other start refused with the busy status, quiet.
-	assert_equal "$(wc -l <runs)" 10
-	assert_equal "$(grep -cx 0 st.all)" 10
-	assert_equal "$(grep -cx 1 st.all)" 20
-	assert_equal "$(cat err.* | wc -c)" 0
-	# Never two starts less than a half period apart.
-	local prev=0 s
-	for s in $(awk '{ print $2 }' runs | sort -n); do
-		((prev == 0 || s - prev >= 1000)) || fail "two starts within a second: $(cat runs)"
-		prev=$s
-	done
+	fleet_ran 10
 	# The lock itself is free; the schedule stays with the name.
 	assert_lock_free job
 	run rlock status
@@ -87,22 +104,25 @@ fleet() {
 }
 
 @test "every: a machine firing 0.9 s into a 2 s period is refused, quiet, with -E's status and a line with -v; the next period's is let in" {
+	# Refused at once: 1, nothing on stderr; -E 3; -v says why.  (A
+	# period of its own, long enough for a busy machine's three runs.)
+	run rlock exec --every 20s soon -- true
+	assert_success
+	run --separate-stderr rlock exec --every 20s soon -- touch ran
+	assert_equal "$status" 1
+	assert_equal "$stderr" ""
+	[[ ! -e ran ]] || fail "the command ran"
+	run --separate-stderr rlock exec -E 3 --every 20s soon -- touch ran
+	assert_equal "$status" 3
+	run --separate-stderr rlock -v exec --every 20s soon -- touch ran
+	assert_equal "$status" 1
+	[[ "$stderr" == *"soon: this period's run started "*" ago on "*" (--every 20s); not running the command"* ]] ||
+		fail "no -v line: $stderr"
+	[[ ! -e ran ]] || fail "the command ran"
 	run rlock exec --every 2s job -- true
 	assert_success
 	local s0
 	s0=$(last_start job)
-	# At once: refused (1), nothing on stderr; -E 3; -v says why.
-	run --separate-stderr rlock exec --every 2s job -- touch ran
-	assert_equal "$status" 1
-	assert_equal "$stderr" ""
-	[[ ! -e ran ]] || fail "the command ran"
-	run --separate-stderr rlock exec -E 3 --every 2s job -- touch ran
-	assert_equal "$status" 3
-	run --separate-stderr rlock -v exec --every 2s job -- touch ran
-	assert_equal "$status" 1
-	[[ "$stderr" == *"job: this period's run started "*" ago on "*" (--every 2s); not running the command"* ]] ||
-		fail "no -v line: $stderr"
-	[[ ! -e ran ]] || fail "the command ran"
 	# 0.9 s after that start by the server's clock: refused, unless this
 	# machine was slower still and its start came after the half period
 	# (then it is the next period's, and recorded as such).
@@ -303,16 +323,40 @@ fleet() {
 	start_quorum 3
 	quorum_urls
 	fleet 3 2 job "${URLS[@]}"
-	assert_equal "$(wc -l <runs)" 3
-	assert_equal "$(grep -cx 0 st.all)" 3
+	fleet_ran 3
 	# Each server recorded the period's start with the lock.
 	local i
 	for i in 1 2 3; do
 		assert_equal "$(qcli "$i" HGET 'rlock:{job}:every' p | tr -d '\r')" 2000
 	done
 	stop_redis Q3
-	rm -f runs st.all fleet.pids
+	rm -f runs st.all fleet.pids err.*
 	fleet 2 2 job "${URLS[@]}"
-	assert_equal "$(wc -l <runs)" 2
-	assert_equal "$(grep -cx 0 st.all)" 2
+	fleet_ran 2
+}
+
+@test "every: a Cluster: three machines through three different nodes, three periods, one run each" {
+	start_cluster
+	local k m t0 at now urls=("$C1_URL" "$C2_URL" "$C3_URL")
+	t0=${EPOCHREALTIME/./}
+	for ((k = 0; k < 3; k++)); do
+		for m in 0 1 2; do
+			at=$((t0 + k * 2000000 + m * 400000))
+			now=${EPOCHREALTIME/./}
+			((at > now)) && sleep "$(awk -v d=$((at - now)) 'BEGIN { printf "%.6f", d / 1e6 }')"
+			"$RLOCK" -u "${urls[m]}" exec --every 2s job -- sh -c 'echo "start $RLOCK_FENCE" >>runs' \
+			    >/dev/null 2>"err.$k.$m" &
+			echo $! >>fleet.pids
+		done
+	done
+	local pid st
+	while read -r pid; do
+		st=0
+		wait "$pid" || st=$?
+		echo "$st" >>st.all
+	done <fleet.pids
+	fleet_ran 3
+	# The schedule is on the node that serves the name's slot.
+	run rlock -u "$C2_URL" --json status job
+	json_check 'd["every_ms"] == 2000' <<<"$output"
 }
