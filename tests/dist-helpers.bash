@@ -130,6 +130,26 @@ nodes_with_token() {
 	echo "$n"
 }
 
+# assert_quorum_token NAME TOKEN: lock NAME holds TOKEN on every quorum
+# server, or on a majority with no other token anywhere.  Acquire returns
+# once a majority has granted: the rest of its requests, sent or (a
+# connect still under way on a busy machine) not, land when they land; so
+# all of them are waited for, bounded (3 s), before a majority is taken.
+assert_quorum_token() {
+	local name=$1 tok=$2 i n
+	for ((i = 0; i < 150; i++)); do
+		n=$(nodes_with_token "$name" "$tok")
+		((n == QUORUM_N)) && return 0
+		sleep 0.02
+	done
+	((n >= QUORUM_N / 2 + 1)) || fail "$name holds the token on $n of $QUORUM_N servers"
+	for ((i = 1; i <= QUORUM_N; i++)); do
+		local v
+		v=$(qcli "$i" GET "rlock:{$name}")
+		[[ -z "$v" || "$v" == "$tok" ]] || fail "server $i holds another token for $name: $v"
+	done
+}
+
 # nodes_with_key KEY [I...]: on how many of the given servers KEY exists.
 nodes_with_key() {
 	local key=$1 n=0 i

@@ -48,7 +48,7 @@ teardown() {
 	assert_success
 	assert_output --regexp "$UUID_RE"
 	local tok=$output
-	assert_equal "$(nodes_with_token job "$tok")" 5
+	assert_quorum_token job "$tok"
 	assert_equal "$(nodes_with_key 'rlock:{job}:info')" 5
 
 	run --separate-stderr rlockq release --token "$tok" job
@@ -198,7 +198,7 @@ teardown() {
 		assert_between "$c" "$f1" 8000000001000000 "fence counter on server $i"
 		assert_equal "$(qcli "$i" HGET 'rlock:{job}:info' fence)" "$f1"
 	done
-	assert_equal "$(nodes_with_token job "$tok")" 5
+	assert_quorum_token job "$tok"
 
 	run --separate-stderr rlockq release --token "$tok" job
 	assert_success
@@ -362,7 +362,7 @@ teardown() {
 	run --separate-stderr env RLOCK_URL="$QUORUM_URLS" "$RLOCK" acquire job
 	assert_success
 	local tok=$output
-	assert_equal "$(nodes_with_token job "$tok")" 5
+	assert_quorum_token job "$tok"
 	run --separate-stderr env RLOCK_URL="$QUORUM_URLS" "$RLOCK" status job
 	assert_success
 	assert_line --index 0 --regexp '\(on 5 of 5 servers\)$'
@@ -377,7 +377,7 @@ teardown() {
 	run --separate-stderr "$RLOCK" --config rlock.conf acquire job
 	assert_success
 	local tok=$output
-	assert_equal "$(nodes_with_token job "$tok")" 5
+	assert_quorum_token job "$tok"
 	run --separate-stderr "$RLOCK" --config rlock.conf status job
 	assert_success
 	assert_line --index 0 --regexp '\(on 5 of 5 servers\)$'
