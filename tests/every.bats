@@ -67,7 +67,8 @@ last_start() {
 # and crons disagree by that much).  Each run writes "start FENCE" to
 # runs: its fence, the server's clock in microseconds when the lock was
 # taken (a quorum's: the client's, a second ahead); each machine's exit
-# status goes to st.all.
+# status goes to st.all.  With the array FLEET_U set, machine M talks to
+# the server ${FLEET_U[M]}.
 fleet() {
 	local periods=$1 period=$2 name=$3 k m t0 at now
 	shift 3
@@ -78,7 +79,7 @@ fleet() {
 			at=$((t0 + k * period * 1000000 + m * 400000))
 			now=${EPOCHREALTIME/./}
 			((at > now)) && sleep "$(awk -v d=$((at - now)) 'BEGIN { printf "%.6f", d / 1e6 }')"
-			"$RLOCK" "$@" exec --every "${period}s" "$name" -- \
+			"$RLOCK" ${FLEET_U+-u "${FLEET_U[m]}"} "$@" exec --every "${period}s" "$name" -- \
 			    sh -c 'echo "start $RLOCK_FENCE" >>runs' \
 			    >/dev/null 2>"err.$k.$m" &
 			echo $! >>fleet.pids
@@ -337,24 +338,8 @@ fleet() {
 
 @test "every: a Cluster: three machines through three different nodes, three periods, one run each" {
 	start_cluster
-	local k m t0 at now urls=("$C1_URL" "$C2_URL" "$C3_URL")
-	t0=${EPOCHREALTIME/./}
-	for ((k = 0; k < 3; k++)); do
-		for m in 0 1 2; do
-			at=$((t0 + k * 2000000 + m * 400000))
-			now=${EPOCHREALTIME/./}
-			((at > now)) && sleep "$(awk -v d=$((at - now)) 'BEGIN { printf "%.6f", d / 1e6 }')"
-			"$RLOCK" -u "${urls[m]}" exec --every 2s job -- sh -c 'echo "start $RLOCK_FENCE" >>runs' \
-			    >/dev/null 2>"err.$k.$m" &
-			echo $! >>fleet.pids
-		done
-	done
-	local pid st
-	while read -r pid; do
-		st=0
-		wait "$pid" || st=$?
-		echo "$st" >>st.all
-	done <fleet.pids
+	local FLEET_U=("$C1_URL" "$C2_URL" "$C3_URL")
+	fleet 3 2 job
 	fleet_ran 3
 	# The schedule is on the node that serves the name's slot.
 	run rlock -u "$C2_URL" --json status job
