@@ -40,6 +40,7 @@ damage() {
 		rcli XADD "$K:log" 18446744073709551615-18446744073709551615 e x ;;
 	waiters-string) rcli DEL "$K:waiters" >/dev/null; rcli SET "$K:waiters" x ;;
 	queue-string) rcli DEL "$K:queue" >/dev/null; rcli SET "$K:queue" x ;;
+	every-string) rcli DEL "$K:every" >/dev/null; rcli SET "$K:every" x ;;
 	wake-string) rcli DEL "$K:wake" >/dev/null; rcli SET "$K:wake" x ;;
 	holders-string) rcli DEL "$K:holders" >/dev/null; rcli SET "$K:holders" x ;;
 	holder-string) rcli DEL "$K:holder:$RLOCK_TOKEN" >/dev/null
@@ -57,6 +58,7 @@ matrix() {
 		"acquire -n -t 5s $flags c"
 		"acquire -w 1s -t 5s $flags c"
 		"exec -n $flags c -- true"
+		"exec -n --every 1m $flags c -- true"
 		"release c"
 		"extend c"
 		"extend -t 30s c"
@@ -127,7 +129,7 @@ list(p(open("out").read()))' 2>/dev/null; then
 
 @test "corrupt: a plain lock, each key damaged, every command" {
 	matrix "" lock-hash lock-list info-string info-ttl0 fence-abc \
-		fence-hash log-string log-maxid waiters-string queue-string \
+		fence-hash log-string log-maxid waiters-string queue-string every-string \
 		wake-string
 }
 

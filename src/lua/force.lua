@@ -23,7 +23,8 @@ end
 -- the mark's limit, the fence's number, the holders' hashes.
 local kinds = {lock, 'string', KEYS[2], 'hash', KEYS[3], 'string', KEYS[4],
 	'list', lock .. ':waiters', 'hash', lock .. ':queue', 'zset',
-	lock .. ':holders', 'zset', lock .. ':log', 'stream'}
+	lock .. ':holders', 'zset', lock .. ':log', 'stream',
+	lock .. ':every', 'hash'}
 local function check(list)
 	for i = 1, #list, 2 do
 		local t = type_of(list[i])

@@ -48,6 +48,7 @@ local function inspect(lock, info, fence, waiters, queue, every)
 	end
 	r[13] = w
 	r[14] = sem
+	expect({every, 'hash'})
 	local e = schedule(every)
 	r[15] = e and {tonumber(e.p) or 0, tonumber(e.s) or 0, e.h or '',
 		e.i or '', e.x or ''} or {}

@@ -130,7 +130,7 @@ local function damage_of(lock, err)
 		local limit = limit_of(lock, cur)
 		expect({lock .. ':info', 'hash', lock .. ':waiters', 'hash',
 			lock .. ':queue', 'zset', lock .. ':holders', 'zset',
-			lock .. ':log', 'stream'})
+			lock .. ':log', 'stream', lock .. ':every', 'hash'})
 		expect_fence(lock .. ':fence')
 		-- The holders' own hashes.
 		if cur == SHARED or limit then
