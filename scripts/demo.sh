@@ -75,7 +75,7 @@ JOB
 chmod +x "$tmp/report"
 say 'for m in web1 web2; do   # cron fires the same minute on three machines
     rlock exec -n --every 1m nightly-report -- ./report $m &
-  done; sleep 3   # web3's cron is 3 s late
+  done; sleep 3   # the cron of web3 is 3 s late
   rlock exec -n --every 1m nightly-report -- ./report web3; wait'
 pids=
 for m in web1 web2; do
