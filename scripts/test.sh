@@ -98,10 +98,17 @@ san_tests=$({ sed -n '/^BATS_TESTS = /,/^$/s/^[[:space:]]*\(tests\/[^ ]*\.bats\)
 	grep -v '/\(completions\|static\|compat\|model\|chaos\|valgrind\|breaks\)\.bats$' |
 	tr '\n' ' ')
 begin suite "under ASan+UBSan, $tjobs files at a time; the shipped build's own files beside it"
-rm -rf .sanitize && mkdir .sanitize &&
+rm -rf .sanitize sanitize.log && mkdir .sanitize &&
     tar -xzf "$(ls -t rlock-*.tar.gz | head -n 1)" -C .sanitize --strip-components=1 &&
     (cd .sanitize && ./configure --enable-werror --enable-sanitizers >/dev/null &&
     make -j"$jobs" >/dev/null 2>&1) &&
+    # A bats file the tarball lacks (not in BATS_TESTS) would stop make
+    # check there with no failing test: name it, and fail.
+    for f in $san_tests; do
+	[ -f ".sanitize/$f" ] && continue
+	echo "FAIL: $f is not in the release tarball: add it to BATS_TESTS in Makefile.am" | tee -a sanitize.log
+	exit 1
+    done &&
     (cd .sanitize &&
     ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:exitcode=86 \
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
