@@ -78,11 +78,14 @@ if not (run ~= '' and ARGV[10] == '1') then
 	redis.call('ZREM', KEYS[6], token)
 end
 
--- The run's start in the schedule: taken back (a give-back), or ended.
+-- The run's start in the schedule: taken back (a give-back), or ended
+-- (a release sent again after a lost reply that finds the hold gone says
+-- nothing: the first, late, may have ended it; a start left running
+-- whose lock is gone is taken for a failed run anyway).
 if sched and run ~= '' then
 	schedule_undo(KEYS[9], sched)
 	sched = nil
-elseif sched and ARGV[2] ~= '' then
+elseif sched and ARGV[2] ~= '' and (info or ARGV[11] ~= '1') then
 	redis.call('HSET', KEYS[9], 'x', info and ARGV[2] or 'lost')
 	sched.x = info and ARGV[2] or 'lost'
 end
