@@ -89,7 +89,7 @@ no_lock_keys() {
 	run --separate-stderr env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 		strace -f -e trace=clone,clone3 -o "$BATS_TEST_TMPDIR/st" \
 		"$RLOCK" "${URLS[@]}" -u "rediss://127.0.0.1:$S_PORT" --tls-ca "$TLS_CA" \
-		--connect-timeout 10s exec -t 1s job -- sleep 1.5
+		--connect-timeout 10s exec -t 3s job -- sleep 3.5
 	assert_success
 	assert_equal "$(grep -c CLONE_THREAD "$BATS_TEST_TMPDIR/st")" 1
 }
