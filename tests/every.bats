@@ -345,3 +345,19 @@ fleet() {
 	run rlock -u "$C2_URL" --json status job
 	json_check 'd["every_ms"] == 2000' <<<"$output"
 }
+
+@test "every: a start costs no round trip of its own: as many commands sent as a plain exec's" {
+	run rlock exec warm -- true
+	run rlock exec --every 1h warm2 -- true
+	local plain every
+	rcli CONFIG RESETSTAT >/dev/null
+	run rlock exec plain -- true
+	assert_success
+	plain=$(cmd_calls evalsha eval blpop)
+	rcli CONFIG RESETSTAT >/dev/null
+	run rlock exec --every 1h sched -- true
+	assert_success
+	every=$(cmd_calls evalsha eval blpop)
+	assert_equal "$every" "$plain"
+	assert_equal "$plain" 2	# acquire, release
+}
