@@ -532,7 +532,8 @@ note_started(struct lock *l, const struct redis_reply *r)
 	l->started_ago_ms = el[4]->integer - el[1]->integer;
 	l->started_host[0] = '\0';
 	if (el[2]->type == REDIS_T_STRING)
-		url_mask(el[2]->str, l->started_host, sizeof l->started_host);
+		snprintf(l->started_host, sizeof l->started_host, "%s",
+		    el[2]->str);
 	l->started_pid = lock_to_ll(el[3]);
 }
 

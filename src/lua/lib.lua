@@ -429,17 +429,22 @@ end
 -- (a quorum's run that won too few servers started nothing).
 local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f'}
 
--- The schedule of key, as a table of its fields, or nil.
+-- The schedule of key, as a table of its fields, or nil.  (Its fields by
+-- name: a hash that another program filled costs no more than rlock's.)
 local function schedule(key)
-	local all = redis.call('HGETALL', key)
-	if #all == 0 then
-		return nil
+	local names = {}
+	for _, k in ipairs(SCHEDULE_FIELDS) do
+		names[#names + 1] = k
+		names[#names + 1] = 'o' .. k
 	end
-	local e = {}
-	for i = 1, #all, 2 do
-		e[all[i]] = all[i + 1]
+	local v = redis.call('HMGET', key, unpack(names))
+	local e, any = {}, false
+	for i, k in ipairs(names) do
+		if v[i] then
+			e[k], any = v[i], true
+		end
 	end
-	return e
+	return any and e or nil
 end
 
 -- Does the run that started at e.s keep out a start at now, of a name
