@@ -54,7 +54,8 @@ local token, ttl = ARGV[1], tonumber(ARGV[2])
 local now, t = clock()
 local cur = redis.call('GET', KEYS[1])
 -- What this script may write, checked before it writes (see lib.lua).
-expect_lock(KEYS[1], cur, KEYS[3], KEYS[5], KEYS[6], KEYS[2])
+local _, fence_seen = expect_lock(KEYS[1], cur, KEYS[3], KEYS[5], KEYS[6],
+	KEYS[2])
 local want = shared and 's' or limit > 1 and 'l:' .. limit or 'x'
 if want ~= 'x' then
 	expect({KEYS[1] .. ':holders', 'zset',
@@ -221,16 +222,18 @@ local function hold(info, what)
 		if redis.call('HGET', info, 'a') == 'g' then
 			redis.call('HSET', info, 'a', ARGV[16])
 		end
+		redis.call('HSET', info, 'host', ARGV[3], 'pid', ARGV[4],
+			'user', ARGV[5], 'command', ARGV[6], 'ttl_ms', ttl)
 	else
 		fence = new_fence(KEYS[2], t, ARGV[15],
-			fence_keep(ttl, ARGV[13], ARGV[14]))
+			fence_keep(ttl, ARGV[13], ARGV[14]), fence_seen)
 		redis.call('DEL', info)
 		acquired(fence, what)
 		redis.call('HSET', info, 'token', token, 'fence', fence,
-			'acquired_ms', now, 'a', upgraded or ARGV[16])
+			'acquired_ms', now, 'a', upgraded or ARGV[16],
+			'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5],
+			'command', ARGV[6], 'ttl_ms', ttl)
 	end
-	redis.call('HSET', info, 'host', ARGV[3], 'pid', ARGV[4], 'user',
-		ARGV[5], 'command', ARGV[6], 'ttl_ms', ttl)
 	redis.call('PEXPIRE', info, ttl)
 	if ARGV[11] == '1' and ARGV[17] ~= '1' then
 		redis.call('HDEL', KEYS[5], token)

@@ -59,7 +59,19 @@ local function type_of(key)
 end
 
 -- Each key of list ({key, type, ...}) absent or holding its type.
+-- Whether they were all absent: then one EXISTS asked it of three keys
+-- or more, not a TYPE each (a script's calls are most of its cost on the
+-- server, and the common lock has no waiters, line or holders' set).
 local function expect(list)
+	if #list >= 6 then
+		local keys = {}
+		for i = 1, #list, 2 do
+			keys[#keys + 1] = list[i]
+		end
+		if redis.call('EXISTS', unpack(keys)) == 0 then
+			return true
+		end
+	end
 	for i = 1, #list, 2 do
 		local t = type_of(list[i])
 		if t ~= 'none' and t ~= list[i + 1] then
@@ -67,6 +79,7 @@ local function expect(list)
 				list[i + 1])
 		end
 	end
+	return false
 end
 
 -- A value fit to quote in a message: short, and its bytes as Lua shows
@@ -97,28 +110,36 @@ local function limit_of(lock, cur)
 	return n
 end
 
--- The fence counter fkey is absent or a whole number that INCR takes.
+-- The fence counter fkey is absent or a whole number that INCR takes:
+-- its value (false: absent), which new_fence() can build on.  (Its type
+-- is asked only when GET fails.)
 local function expect_fence(fkey)
-	expect({fkey, 'string'})
-	local f = redis.call('GET', fkey)
+	local f = redis.pcall('GET', fkey)
+	if type(f) == 'table' then
+		expect({fkey, 'string'})
+		error(f)
+	end
 	if f and not (string.match(f, '^%d+$') and #f <= 18) then
 		damaged(fkey .. ' holds ' .. shown(f) .. ', not a fence number')
 	end
+	return f
 end
 
 -- The keys a script on lock writes, checked at once: the lock key
 -- (cur: its value, already read), its hash, the waiters, the line, the
 -- fence counter; the holders' set of a marked lock; a mark's limit.
+-- Returns the limit, and the fence counter's value (see expect_fence).
 local function expect_lock(lock, cur, info, waiters, queue, fence)
 	expect({info, 'hash', waiters, 'hash', queue, 'zset'})
+	local f
 	if fence then
-		expect_fence(fence)
+		f = expect_fence(fence)
 	end
 	local limit = limit_of(lock, cur)
 	if cur == SHARED or limit then
 		expect({lock .. ':holders', 'zset'})
 	end
-	return limit
+	return limit, f
 end
 
 -- What is wrong with lock's keys, as 'RLOCK_DAMAGED what' (see damaged()),
@@ -213,18 +234,28 @@ local function fence_keep(ms, len, ttl)
 	end
 	return ms
 end
-local function new_fence(fkey, t, proposal, keep_ms)
+-- seen: the counter's value as this script read it (expect_fence: false
+-- when absent), if nothing has changed it since; nil: not read.  A
+-- counter that the floor passes is then set in one call, with its expiry
+-- (a SET drops the old one: keep_ms is what it gets either way).
+local function new_fence(fkey, t, proposal, keep_ms, seen)
 	local floor = t[1] * 1000000 + t[2]
 	proposal = tonumber(proposal) or 0
 	if proposal > floor then
 		floor = math.min(proposal, floor + 2000000)
+	end
+	keep_ms = (tonumber(keep_ms) or 0) + FENCE_KEEP_MS
+	-- (Exact: both are below 2^53 here; a larger counter takes INCR.)
+	if seen == false or (seen and tonumber(seen) + 1 < floor) then
+		redis.call('SET', fkey, string.format('%.0f', floor), 'PX',
+			keep_ms)
+		return floor
 	end
 	local fence = redis.call('INCR', fkey)
 	if fence < floor then
 		fence = floor
 		redis.call('SET', fkey, string.format('%.0f', floor))
 	end
-	keep_ms = (tonumber(keep_ms) or 0) + FENCE_KEEP_MS
 	if redis.call('PTTL', fkey) < keep_ms then
 		redis.call('PEXPIRE', fkey, keep_ms)
 	end

@@ -34,15 +34,17 @@ local direct = ARGV[8] == '1'
 local run = ARGV[9] or ''
 local now = clock()
 local cur = redis.call('GET', KEYS[1])
--- What this script may write, checked before it writes (see lib.lua).
-local limit = expect_lock(KEYS[1], cur, KEYS[2], KEYS[4], KEYS[6], nil)
--- (A hand-over may let readers in.)
-expect({KEYS[1] .. ':holders', 'zset'})
+-- What this script may write, checked before it writes (see lib.lua):
+-- the waiters, the line and the holders' set (a hand-over may let
+-- readers in), nobody's in the common release; a marked lock's hashes.
+-- A plain hold's hash and the schedule are read first instead, before
+-- any write: a key of another type stops the script there (run()).
+local limit = limit_of(KEYS[1], cur)
+local nobody = expect({KEYS[4], 'hash', KEYS[6], 'zset',
+	KEYS[1] .. ':holders', 'zset'})
 if cur == SHARED or limit then
-	expect({KEYS[1] .. ':holder:' .. token, 'hash'})
+	expect({KEYS[2], 'hash', KEYS[1] .. ':holder:' .. token, 'hash'})
 end
-expect({KEYS[9], 'hash'})
-local kind, _, live = judge(KEYS[1], cur, now, true)
 -- The schedule's start, if it is this run's to end (a release: the
 -- token's, still running) or to take back (a give-back: the run's).
 local sched = schedule(KEYS[9])
@@ -50,6 +52,12 @@ if sched and not ((run ~= '' and sched.a == run) or (run == '' and
     sched.r == run_id(token) and sched.x == '')) then
 	sched = nil
 end
+-- The plain hold's metadata: the history's 'released', and the run that
+-- took it (a).
+local FIELDS = {'host', 'pid', 'user', 'command', 'fence', 'acquired_ms',
+	'a'}
+local h = cur == token and redis.call('HMGET', KEYS[2], unpack(FIELDS))
+local kind, _, live = judge(KEYS[1], cur, now, true)
 
 -- The hash of the token's hold, if it has one.
 local info
@@ -59,21 +67,19 @@ elseif kind == SHARED or kind == 'limit' then
 	for _, tok in ipairs(live) do
 		if tok == token then
 			info = KEYS[1] .. ':holder:' .. token
+			-- (HMGET: a user that may not HGET can still give back.)
+			h = redis.call('HMGET', info, unpack(FIELDS))
 		end
 	end
 end
 -- A give-back leaves what the run did not take.  (A hold that names no
 -- run was left by an acquire that stopped half-way, a command the server
 -- refused it after its first write: the run giving back is that one.)
-if info and run ~= '' then
-	-- (HMGET: a user that may not HGET can still give back.)
-	local a = redis.call('HMGET', info, 'a')[1]
-	if a and a ~= run and a ~= 'g' then
-		info = nil
-	end
+if info and run ~= '' and h[7] and h[7] ~= run and h[7] ~= 'g' then
+	info = nil
 end
 -- The caller's entry and place go, unless it will try again (quorum).
-if not (run ~= '' and ARGV[10] == '1') then
+if not nobody and not (run ~= '' and ARGV[10] == '1') then
 	redis.call('HDEL', KEYS[4], token)
 	redis.call('ZREM', KEYS[6], token)
 end
@@ -102,8 +108,6 @@ end
 -- The history's 'released', read before the hash goes.
 local ev
 if tonumber(ARGV[3]) > 0 then
-	local h = redis.call('HMGET', info, 'host', 'pid', 'user', 'command',
-		'fence', 'acquired_ms')
 	local since = tonumber(h[6])
 	ev = {'h', h[1] or '', 'p', h[2] or '', 'u', h[3] or '', 'c',
 		h[4] or '', 'f', h[5] or '', 'd', since and now - since or '',
@@ -133,7 +137,8 @@ if sched and schedule_closed(sched, sched.p, now) then
 	wake_one(KEYS[3])
 	return 1
 end
-if direct and hand_over(K, hist, kind == 'x' and 'x' or cur) then
+if direct and not nobody and hand_over(K, hist, kind == 'x' and 'x' or
+    cur) then
 	return 1
 end
 -- Nobody was handed it: wake whoever may now get in (the writers waiting
