@@ -11,6 +11,7 @@
  * its own message, since "handshake failed" tells a person nothing.
  */
 
+#include <openssl/conf.h>
 #include <openssl/err.h>
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
@@ -109,7 +110,8 @@ set_default_ca(SSL_CTX *ctx)
 #endif
 
 #define TLS_FUNCTIONS(X)						\
-	X(ASN1_TIME_to_tm) X(ERR_clear_error) X(ERR_peek_last_error)	\
+	X(ASN1_TIME_to_tm) X(CONF_get1_default_config_file)		\
+	X(CRYPTO_free) X(ERR_clear_error) X(ERR_peek_last_error)	\
 	X(ERR_reason_error_string) X(OPENSSL_init_ssl) X(OPENSSL_sk_num)	\
 	X(OPENSSL_sk_value) X(SHA256) X(SSL_CTX_check_private_key)	\
 	X(SSL_CTX_ctrl) X(SSL_CTX_free) X(SSL_CTX_load_verify_locations)	\
@@ -140,6 +142,8 @@ TLS_FUNCTIONS(DECLARE)
 
 /* From here on, a call to an OpenSSL function goes through its pointer. */
 #define ASN1_TIME_to_tm			(*p_ASN1_TIME_to_tm)
+#define CONF_get1_default_config_file	(*p_CONF_get1_default_config_file)
+#define CRYPTO_free			(*p_CRYPTO_free)
 #define ERR_clear_error			(*p_ERR_clear_error)
 #define ERR_peek_last_error		(*p_ERR_peek_last_error)
 #define ERR_reason_error_string		(*p_ERR_reason_error_string)
@@ -678,6 +682,9 @@ session_key(struct tls *t, const char *host, int port,
 	struct buf		 b;
 	char			 why[300];
 	size_t			 i;
+#ifndef RLOCK_STATIC_TLS
+	char			*conf;
+#endif
 
 	if (o->insecure)
 		return;
@@ -701,6 +708,14 @@ session_key(struct tls *t, const char *host, int port,
 	    key_file(&b, "--tls-cert", o->cert, why, sizeof why) == -1)
 		goto fail;
 	key_stat(&b, "--tls-key", o->key);
+#ifndef RLOCK_STATIC_TLS
+	/* OpenSSL's configuration may change what a handshake accepts. */
+	key_stat(&b, "OPENSSL_CONF", getenv("OPENSSL_CONF"));
+	if ((conf = CONF_get1_default_config_file()) != NULL) {
+		key_stat(&b, "openssl.cnf", conf);
+		OPENSSL_free(conf);
+	}
+#endif
 	SHA256((const unsigned char *)b.p, b.len, md);
 	buf_free(&b);
 	for (i = 0; i < (sizeof t->key - 1) / 2; i++) {
