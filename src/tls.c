@@ -770,6 +770,31 @@ peer_matches(X509 *peer, const char *name)
 	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, NULL) == 1;
 }
 
+/*
+ * Why a session read back may not be resumed (NULL: it may), chain being
+ * when the first certificate of the chain it was verified with expires.
+ */
+static const char *
+unusable(SSL_SESSION *sess, time_t chain, const char *name)
+{
+	time_t	 now = time(NULL);
+	X509	*peer;
+
+	if (!SSL_SESSION_is_resumable(sess) || session_end(sess) <= now)
+		return "its ticket has expired";
+	if (chain <= now)
+		return "a certificate of its chain has expired";
+	/* Kept without the server's certificate (strip_peer): done. */
+	if ((peer = SSL_SESSION_get0_peer(sess)) == NULL)
+		return NULL;
+	if (X509_cmp_current_time(X509_get0_notAfter(peer)) <= 0 ||
+	    X509_cmp_current_time(X509_get0_notBefore(peer)) >= 0)
+		return "the server's certificate has expired";
+	if (!peer_matches(peer, name))
+		return "the server's certificate does not match the name";
+	return NULL;
+}
+
 /* The cached session for t->key, if one may be used; NULL otherwise. */
 static SSL_SESSION *
 cached_session(struct tls *t)
@@ -777,10 +802,9 @@ cached_session(struct tls *t)
 	unsigned char		 buf[TLSCACHE_MAX];
 	const unsigned char	*p;
 	SSL_SESSION		*sess = NULL;
-	X509			*peer;
-	const char		*bad = NULL;
+	const char		*bad;
 	char			 why[300];
-	time_t			 now = time(NULL), chain = 0;
+	time_t			 chain = 0;
 	ssize_t			 n;
 	int			 i;
 
@@ -791,24 +815,16 @@ cached_session(struct tls *t)
 		explicit_bzero(buf, sizeof buf);
 		return NULL;
 	}
-	for (i = 0; i < 8; i++)
-		chain = (chain << 8) | buf[8 + i];
 	p = buf + ENTRY_HEAD;
 	if (n <= ENTRY_HEAD || memcmp(buf, ENTRY_MAGIC, 8) != 0 ||
 	    (sess = d2i_SSL_SESSION(NULL, &p, n - ENTRY_HEAD)) == NULL ||
 	    p != buf + n)
 		bad = "it is not a session";
-	else if (!SSL_SESSION_is_resumable(sess) || session_end(sess) <= now)
-		bad = "its ticket has expired";
-	else if (chain <= now)
-		bad = "a certificate of its chain has expired";
-	else if ((peer = SSL_SESSION_get0_peer(sess)) == NULL)
-		;	/* kept without it: the key and chain say it all */
-	else if (X509_cmp_current_time(X509_get0_notAfter(peer)) <= 0 ||
-	    X509_cmp_current_time(X509_get0_notBefore(peer)) >= 0)
-		bad = "the server's certificate has expired";
-	else if (!peer_matches(peer, t->name))
-		bad = "the server's certificate does not match the name";
+	else {
+		for (i = 0; i < 8; i++)
+			chain = (chain << 8) | buf[8 + i];
+		bad = unusable(sess, chain, t->name);
+	}
 	explicit_bzero(buf, sizeof buf);	/* the session's secrets */
 	if (bad != NULL) {
 		ERR_clear_error();

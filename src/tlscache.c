@@ -80,6 +80,7 @@ open_dir(int dfd, const char *name, int create, int last, char *why,
 static int
 cache_dir(int create, char *why, size_t whylen)
 {
+	struct stat	 st;
 	const char	*base, *comps[3];
 	char		 path[4096];
 	int		 fd, next, i, n = 0;
@@ -100,6 +101,15 @@ cache_dir(int create, char *why, size_t whylen)
 	if ((fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		snprintf(why, whylen, "cannot open %s: %s", base,
 		    strerror(errno));
+		return -1;
+	}
+	/*
+	 * Nothing is made in another user's directory: root run by sudo with
+	 * that user's HOME would leave a ~/.cache the user cannot write.
+	 */
+	if (fstat(fd, &st) == -1 || st.st_uid != geteuid()) {
+		snprintf(why, whylen, "%s is not this user's", base);
+		close(fd);
 		return -1;
 	}
 	for (i = 0; i < n; i++) {

@@ -430,6 +430,17 @@ assert_not_resumed() {
 	[[ ! -e "$XDG_RUNTIME_DIR/rlock" ]] || fail "the XDG_RUNTIME_DIR cache was used"
 }
 
+@test "tls: nothing is made in a directory of another user's (sudo with that user's HOME)" {
+	[[ $(id -u) == 0 ]] || skip "needs root, to give a directory away"
+	local home=$BATS_TEST_TMPDIR/bob
+	mkdir -m 755 "$home"
+	chown 65534 "$home"
+	run --separate-stderr env -u XDG_RUNTIME_DIR HOME="$home" "$RLOCK" -v -u "$IP_URL" --tls-ca "$TLS_CA" status job
+	assert_equal "$status" 1
+	assert_stderr_has "is not this user's"
+	assert_equal "$(ls -A "$home")" ""
+}
+
 # restart_tls_as VAR CERT KEY: stop VAR's TLS server (by PID) and start a new
 # one on the same port with CERT and KEY; the PID is recorded as ever.
 restart_tls_as() {
