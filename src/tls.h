@@ -12,10 +12,12 @@ struct tls;
 /*
  * A TLS client over fd (connected, non-blocking), to be verified against
  * host (or o->server_name) unless o->insecure.  Loads libssl on first use.
+ * Resumes the session of an earlier run to host:port when one was kept
+ * for the same name, CAs and client certificate (see tls.c).
  * NULL with e filled (ERR_USAGE for a bad --tls-* file).
  */
-struct tls	*tls_new(int fd, const char *host, const struct tls_opts *o,
-		    struct err *e);
+struct tls	*tls_new(int fd, const char *host, int port,
+		    const struct tls_opts *o, struct err *e);
 /*
  * Drive the handshake without waiting: 1 done, 0 under way (poll fd for
  * *events), -1 failed with e filled (the reason names what failed: the CA,

@@ -201,7 +201,8 @@ connected(struct transport *t, int fd, struct err *e)
 		t->phase = READY;
 		return 1;
 	}
-	if ((t->tls = tls_new(t->fd, t->url->host, t->tls_opts, e)) == NULL)
+	if ((t->tls = tls_new(t->fd, t->url->host, t->url->port,
+	    t->tls_opts, e)) == NULL)
 		return -1;
 	t->phase = HANDSHAKE;
 	return 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # tls.bats: rediss:// — verifying the server against a CA, by IP and DNS
 # SAN, --tls-server-name, --tls-insecure, client certificates, bad
-# certificate files, plain/TLS mismatches, exec's heartbeat, ACL users and
-# waiting over TLS. Servers are real redis-server processes with TLS, on
+# certificate files, plain/TLS mismatches, exec's heartbeat, ACL users,
+# waiting over TLS, and the sessions kept between runs. Servers are real redis-server processes with TLS, on
 # loopback ports, started once per file.
 
 load helpers
@@ -25,6 +25,11 @@ setup() {
 	IP_URL="rediss://127.0.0.1:$TLS_PORT"
 	HOST_URL="rediss://localhost:$TLS_PORT"
 	M_URL="rediss://127.0.0.1:$TLSM_PORT"
+	# Each test's TLS sessions are its own (see "session cache" below).
+	export XDG_RUNTIME_DIR=$BATS_TEST_TMPDIR/xdg
+	unset XDG_CACHE_HOME
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	SESS_DIR=$XDG_RUNTIME_DIR/rlock/tls-sessions
 }
 teardown() {
 	cleanup_test
@@ -269,4 +274,225 @@ teardown() {
 	run --separate-stderr rlock -u "$IP_URL" --tls-ca "$TLS_CA" acquire -n job
 	assert_equal "$status" 1
 	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$tok"
+}
+
+# ---------------------------------------------------------------------------
+# session cache: a run resumes the TLS session of the run before
+# ---------------------------------------------------------------------------
+
+# tls_status VAR ARGS...: `rlock -v ARGS status job` into $status/$stderr.
+tls_status() {
+	run --separate-stderr timeout 20 "$RLOCK" -v "$@" status job
+}
+
+# The number of entries in the session cache.
+sess_count() {
+	local f n=0
+	for f in "$SESS_DIR"/*; do [[ -f $f ]] && n=$((n + 1)); done
+	echo "$n"
+}
+
+assert_resumed() {
+	assert_equal "$status" 1 # status of a free lock
+	assert_stderr_has "TLS session resumed"
+}
+
+assert_not_resumed() {
+	assert_equal "$status" 1
+	refute_contains "TLS session resumed" "$stderr"
+}
+
+@test "tls: the second run resumes the first's session, kept 0600 in a 0700 directory until the ticket's lifetime" {
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	assert_equal "$(sess_count)" 1
+	assert_equal "$(stat -c %a "$XDG_RUNTIME_DIR/rlock")" 700
+	assert_equal "$(stat -c %a "$SESS_DIR")" 700
+	local f=("$SESS_DIR"/*)
+	assert_equal "$(stat -c %a "${f[0]}")" 600
+	# The entry's mtime is when it expires: within the server's ticket
+	# lifetime (Redis's tls-session-cache-timeout, 300 s by default).
+	assert_between $(($(stat -c %Y "${f[0]}") - $(date +%s))) 1 301 "s to expiry"
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_resumed
+	# An exec resumes too, and the lock works as ever.
+	run --separate-stderr timeout 20 "$RLOCK" -v -u "$IP_URL" --tls-ca "$TLS_CA" exec job -- true
+	assert_success
+	assert_stderr_has "TLS session resumed"
+	assert_equal "$(sess_count)" 1
+	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
+}
+
+@test "tls: a session is used again only with the same CA file, server name and client certificate" {
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	# The same CA with another beside it: it verifies, but is another set.
+	cat "$TLS_CA" "$TLS_OTHER_CA" >"$BATS_TEST_TMPDIR/two-cas.crt"
+	tls_status -u "$IP_URL" --tls-ca "$BATS_TEST_TMPDIR/two-cas.crt"
+	assert_not_resumed
+	# The same server checked for another name (and sent it as SNI).
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA" --tls-server-name localhost
+	assert_not_resumed
+	# With a client certificate.
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA" --tls-cert "$TLS_CLIENT_CRT" --tls-key "$TLS_CLIENT_KEY"
+	assert_not_resumed
+	# The same server by another host name.
+	tls_status -u "$HOST_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	assert_equal "$(sess_count)" 5
+	# Each has its own entry, which the next run with it resumes.
+	tls_status -u "$IP_URL" --tls-ca "$BATS_TEST_TMPDIR/two-cas.crt"
+	assert_resumed
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA" --tls-server-name localhost
+	assert_resumed
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA" --tls-cert "$TLS_CLIENT_CRT" --tls-key "$TLS_CLIENT_KEY"
+	assert_resumed
+	# A CA file whose contents changed under the same name is another set.
+	cp "$TLS_CA" "$BATS_TEST_TMPDIR/ca.crt"
+	tls_status -u "$IP_URL" --tls-ca "$BATS_TEST_TMPDIR/ca.crt"
+	assert_not_resumed
+	cat "$TLS_OTHER_CA" >>"$BATS_TEST_TMPDIR/ca.crt"
+	tls_status -u "$IP_URL" --tls-ca "$BATS_TEST_TMPDIR/ca.crt"
+	assert_not_resumed
+}
+
+@test "tls: --tls-insecure neither keeps nor uses a session" {
+	tls_status -u "$IP_URL" --tls-insecure
+	assert_not_resumed
+	tls_status -u "$IP_URL" --tls-insecure
+	assert_not_resumed
+	assert_equal "$(sess_count)" 0
+	# Nor does it resume one a verified run kept.
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	tls_status -u "$IP_URL" --tls-insecure
+	assert_not_resumed
+}
+
+@test "tls: a corrupt, expired, foreign or unreadable session entry is ignored (said at -v) and the command succeeds" {
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	local f=("$SESS_DIR"/*)
+	# (An entry's mtime is its expiry: each damage below keeps it ahead.)
+	local later=@$(($(date +%s) + 3600))
+	head -c 200 /dev/urandom >"${f[0]}"
+	touch -d "$later" "${f[0]}"
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	assert_stderr_has "not a session"
+	# The run replaced it with a good one.
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_resumed
+	# Empty, then past its time.
+	: >"${f[0]}"
+	touch -d "$later" "${f[0]}"
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_resumed
+	touch -d '1 minute ago' "${f[0]}"
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	assert_stderr_has "expired"
+	# Readable by others: not used.
+	chmod 644 "${f[0]}"
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	assert_stderr_has "not a private file"
+	# A directory others may read: neither used nor written to.
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	chmod 755 "$SESS_DIR"
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	assert_stderr_has "not a private directory"
+	chmod 700 "$SESS_DIR"
+	# A symlink in its place is not followed.
+	rm -rf "$SESS_DIR"
+	mkdir -m 700 "$BATS_TEST_TMPDIR/elsewhere"
+	ln -s "$BATS_TEST_TMPDIR/elsewhere" "$SESS_DIR"
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	assert_equal "$(ls -A "$BATS_TEST_TMPDIR/elsewhere")" ""
+	# No cache at all (nowhere to keep one): runs as ever, quietly.
+	run --separate-stderr env -u XDG_RUNTIME_DIR -u HOME "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" status job
+	assert_equal "$status" 1
+	assert_equal "$stderr" ""
+}
+
+@test "tls: without XDG_RUNTIME_DIR sessions are kept in ~/.cache/rlock/tls-sessions" {
+	local home=$BATS_TEST_TMPDIR/home
+	mkdir -m 755 "$home"
+	run --separate-stderr env -u XDG_RUNTIME_DIR HOME="$home" "$RLOCK" -v -u "$IP_URL" --tls-ca "$TLS_CA" status job
+	assert_not_resumed
+	run --separate-stderr env -u XDG_RUNTIME_DIR HOME="$home" "$RLOCK" -v -u "$IP_URL" --tls-ca "$TLS_CA" status job
+	assert_resumed
+	assert_equal "$(stat -c %a "$home/.cache/rlock/tls-sessions")" 700
+	[[ ! -e "$XDG_RUNTIME_DIR/rlock" ]] || fail "the XDG_RUNTIME_DIR cache was used"
+}
+
+@test "tls: nothing is made in a directory of another user's (sudo with that user's HOME)" {
+	[[ $(id -u) == 0 ]] || skip "needs root, to give a directory away"
+	local home=$BATS_TEST_TMPDIR/bob
+	mkdir -m 755 "$home"
+	chown 65534 "$home"
+	run --separate-stderr env -u XDG_RUNTIME_DIR HOME="$home" "$RLOCK" -v -u "$IP_URL" --tls-ca "$TLS_CA" status job
+	assert_equal "$status" 1
+	assert_stderr_has "is not this user's"
+	assert_equal "$(ls -A "$home")" ""
+}
+
+# restart_tls_as VAR CERT KEY: stop VAR's TLS server (by PID) and start a new
+# one on the same port with CERT and KEY; the PID is recorded as ever.
+restart_tls_as() {
+	local var=$1 crt=$2 key=$3 portv="${1}_PORT" dirv="${1}_DIR" pidv="${1}_PID" pid
+	_kill_pid "${!pidv}"
+	redis-server --port 0 --tls-port "${!portv}" --bind 127.0.0.1 \
+		--tls-cert-file "$crt" --tls-key-file "$key" \
+		--tls-ca-cert-file "$TLS_CA" --tls-auth-clients optional \
+		--save '' --appendonly no --daemonize no \
+		--dir "${!dirv}" --logfile "${!dirv}/redis.log" \
+		</dev/null >/dev/null 2>&1 3>&- &
+	pid=$!
+	echo "$pid" >>"$(_scope_dir)/.redis-pids"
+	printf -v "$pidv" '%s' "$pid"
+	# Any answer to a TLS hello (even a refusal) says it listens.
+	local i
+	for ((i = 0; i < 250; i++)); do
+		_proc_alive "$pid" || fail "the restarted server exited"
+		(exec 3<>"/dev/tcp/127.0.0.1/${!portv}") 2>/dev/null && return 0
+		sleep 0.02
+	done
+	fail "the restarted server does not listen"
+}
+
+@test "tls: with a session kept, a server restarted with another CA's certificate is still refused, and with its own is verified again" {
+	start_tls_redis_as RS optional
+	local url="rediss://127.0.0.1:$RS_PORT"
+	tls_status -u "$url" --tls-ca "$TLS_CA"
+	tls_status -u "$url" --tls-ca "$TLS_CA"
+	assert_resumed
+	# Restarted with the same certificate: the new process has new ticket
+	# keys, so it wants a full handshake, and the CA is loaded for it.
+	restart_tls_as RS "$TLS_SERVER_CRT" "$TLS_SERVER_KEY"
+	tls_status -u "$url" --tls-ca "$TLS_CA"
+	assert_not_resumed
+	assert_stderr_has "did not resume"
+	tls_status -u "$url" --tls-ca "$TLS_CA"
+	assert_resumed
+	# Restarted with a certificate from another CA, for the same names.
+	local d=$BATS_TEST_TMPDIR
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/o.key"
+	openssl req -config "${TLS_CA%/*}/openssl.cnf" -new -key "$d/o.key" \
+		-subj "/CN=impostor" -out "$d/o.csr"
+	openssl x509 -req -in "$d/o.csr" -CA "$TLS_OTHER_CA" -CAkey "$TLS_OTHER_CA_KEY" \
+		-CAcreateserial -CAserial "$d/o.srl" -days 3 -extfile "${TLS_CA%/*}/openssl.cnf" \
+		-extensions server -out "$d/o.crt"
+	restart_tls_as RS "$d/o.crt" "$d/o.key"
+	run --separate-stderr timeout 20 "$RLOCK" -u "$url" --tls-ca "$TLS_CA" acquire job
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_stderr_has "not trusted" "--tls-ca"
+	tls_status -u "$url" --tls-ca "$TLS_CA"
+	assert_equal "$status" 69
+	refute_contains "TLS session resumed" "$stderr"
 }
