@@ -54,8 +54,10 @@ local token, ttl = ARGV[1], tonumber(ARGV[2])
 local now, t = clock()
 local cur = redis.call('GET', KEYS[1])
 -- What this script may write, checked before it writes (see lib.lua).
-local _, fence_seen = expect_lock(KEYS[1], cur, KEYS[3], KEYS[5], KEYS[6],
-	KEYS[2])
+-- (bare: the hash, the waiters and the line are all absent: nobody
+-- waits, so the caller has no entry to read, nor a hash to clear.)
+local _, fence_seen, bare = expect_lock(KEYS[1], cur, KEYS[3], KEYS[5],
+	KEYS[6], KEYS[2])
 local want = shared and 's' or limit > 1 and 'l:' .. limit or 'x'
 if want ~= 'x' then
 	expect({KEYS[1] .. ':holders', 'zset',
@@ -205,7 +207,8 @@ local function acquired(fence, what)
 		return
 	end
 	local waited = ARGV[8]
-	local ok, e = pcall(cjson.decode, redis.call('HGET', KEYS[5], token) or '')
+	local ok, e = pcall(cjson.decode, not bare and
+		redis.call('HGET', KEYS[5], token) or '')
 	if ok and type(e) == 'table' and tonumber(e.s) then
 		waited = math.max(now - tonumber(e.s), tonumber(waited))
 	end
@@ -227,7 +230,9 @@ local function hold(info, what)
 	else
 		fence = new_fence(KEYS[2], t, ARGV[15],
 			fence_keep(ttl, ARGV[13], ARGV[14]), fence_seen)
-		redis.call('DEL', info)
+		if info ~= KEYS[3] or not bare then
+			redis.call('DEL', info)
+		end
 		acquired(fence, what)
 		redis.call('HSET', info, 'token', token, 'fence', fence,
 			'acquired_ms', now, 'a', upgraded or ARGV[16],

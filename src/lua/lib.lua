@@ -128,9 +128,10 @@ end
 -- The keys a script on lock writes, checked at once: the lock key
 -- (cur: its value, already read), its hash, the waiters, the line, the
 -- fence counter; the holders' set of a marked lock; a mark's limit.
--- Returns the limit, and the fence counter's value (see expect_fence).
+-- Returns the limit, the fence counter's value (see expect_fence), and
+-- whether the hash, the waiters and the line were all absent.
 local function expect_lock(lock, cur, info, waiters, queue, fence)
-	expect({info, 'hash', waiters, 'hash', queue, 'zset'})
+	local none = expect({info, 'hash', waiters, 'hash', queue, 'zset'})
 	local f
 	if fence then
 		f = expect_fence(fence)
@@ -139,7 +140,7 @@ local function expect_lock(lock, cur, info, waiters, queue, fence)
 	if cur == SHARED or limit then
 		expect({lock .. ':holders', 'zset'})
 	end
-	return limit, f
+	return limit, f, none
 end
 
 -- What is wrong with lock's keys, as 'RLOCK_DAMAGED what' (see damaged()),
