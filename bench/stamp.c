@@ -12,9 +12,21 @@
  *                               resolution, unlike /usr/bin/time's %U/%S.
  *                               The figures are those of CMD and of every
  *                               descendant CMD waited for.
+ *   stamp rounds DIR ROUNDS WARM SECS NAME CMD [ARG...] [++ NAME CMD ...]...
+ *                               the interleaved exec cycle: WARM rounds
+ *                               unrecorded, then ROUNDS rounds, each
+ *                               running every command once (fork, execvp,
+ *                               wait4: no shell), round r starting at the
+ *                               r-th command so that the order rotates;
+ *                               appends "wall_ns cpu_us" to DIR/NAME.runs
+ *                               per run and the rounds done to DIR/rounds.
+ *                               Stops after the round in which SECS have
+ *                               passed.  Exits 1 if any run failed (each is
+ *                               named on stderr), 0 otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +81,102 @@ rusage_run(const char *out, char **argv)
 	return 128 + WTERMSIG(st);
 }
 
+static long long
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * Run argv once with its output on /dev/null; its wall time (from before
+ * the fork to after the wait, as hyperfine -N measures) and CPU time (its
+ * own and its waited-for descendants') through *wall and *cpu.  Returns its
+ * exit status (128+S for signal S), or -1 if it could not be started.
+ */
+static int
+run_once(char **argv, long long *wall, long long *cpu)
+{
+	struct rusage ru;
+	long long t0;
+	pid_t pid;
+	int st, fd;
+
+	t0 = now_ns();
+	if ((pid = fork()) < 0)
+		return -1;
+	if (pid == 0) {
+		if ((fd = open("/dev/null", O_WRONLY)) >= 0)
+			dup2(fd, 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	while (wait4(pid, &st, 0, &ru) < 0)
+		if (errno != EINTR)
+			return -1;
+	*wall = now_ns() - t0;
+	*cpu = tv_us(ru.ru_utime) + tv_us(ru.ru_stime);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+#define MAXCMDS 32
+
+static int
+rounds_run(int argc, char **argv)
+{
+	FILE *out[MAXCMDS], *f;
+	char **cmd[MAXCMDS], *name[MAXCMDS], path[4096];
+	long long deadline, wall, cpu, rounds, warm, r;
+	int i, j, n = 0, rc, bad = 0;
+
+	rounds = atoll(argv[3]);
+	warm = atoll(argv[4]);
+	deadline = now_ns() + atoll(argv[5]) * 1000000000LL;
+	/* Split NAME CMD... groups at "++", in place. */
+	for (i = 6; i < argc; i++) {
+		if (n == MAXCMDS || i + 1 >= argc || strcmp(argv[i + 1], "++") == 0) {
+			fprintf(stderr, "stamp rounds: a NAME needs a command\n");
+			return 64;
+		}
+		name[n] = argv[i];
+		cmd[n] = argv + i + 1;
+		for (j = i + 1; j < argc && strcmp(argv[j], "++") != 0; j++)
+			;
+		argv[j < argc ? j : argc] = NULL;
+		snprintf(path, sizeof path, "%s/%s.runs", argv[2], name[n]);
+		if ((out[n] = fopen(path, "a")) == NULL) {
+			perror(path);
+			return 70;
+		}
+		n++;
+		i = j;
+	}
+	if (n == 0)
+		return 64;
+	for (r = -warm; r < rounds && now_ns() < deadline; r++) {
+		for (j = 0; j < n; j++) {
+			i = (int)(((r % n) + n + j) % n);
+			rc = run_once(cmd[i], &wall, &cpu);
+			if (rc != 0) {
+				fprintf(stderr, "stamp rounds: %s, round %lld: %s %d\n",
+				    name[i], r, rc < 0 ? "not started" : "exit", rc);
+				bad++;
+			} else if (r >= 0)
+				fprintf(out[i], "%lld %lld\n", wall, cpu);
+		}
+	}
+	for (i = 0; i < n; i++)
+		fclose(out[i]);
+	snprintf(path, sizeof path, "%s/rounds", argv[2]);
+	if ((f = fopen(path, "w")) != NULL) {
+		fprintf(f, "%lld\n", r < 0 ? 0 : r);
+		fclose(f);
+	}
+	return bad ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -76,8 +184,11 @@ main(int argc, char **argv)
 
 	if (argc >= 4 && strcmp(argv[1], "rusage") == 0)
 		return rusage_run(argv[2], argv + 3);
+	if (argc >= 8 && strcmp(argv[1], "rounds") == 0)
+		return rounds_run(argc, argv);
 	if (argc != 1) {
-		fprintf(stderr, "usage: stamp | stamp rusage OUT CMD [ARG...]\n");
+		fprintf(stderr, "usage: stamp | stamp rusage OUT CMD [ARG...] | "
+		    "stamp rounds DIR ROUNDS WARM SECS NAME CMD... [++ NAME CMD...]...\n");
 		return 64;
 	}
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) {

@@ -159,12 +159,13 @@ fi
 report .
 report .sanitize
 # The benchmark harness, in its 10-second smoke mode, so it cannot rot;
-# and its latency and scale modes, as briefly.
+# and its latency, scale and interleaved modes, as briefly.
 begin bench
 {
 	RLOCK=$(pwd)/src/rlock ./bench/run --smoke &&
 	RLOCK=$(pwd)/src/rlock ./bench/run --latency 5 --smoke &&
-	RLOCK=$(pwd)/src/rlock ./bench/run --scale --smoke
+	RLOCK=$(pwd)/src/rlock ./bench/run --scale --smoke &&
+	RLOCK=$(pwd)/src/rlock ./bench/run --interleaved --smoke
 } >bench.log 2>&1
 bench=$?
 finish bench "$bench"
