@@ -202,14 +202,15 @@ acl_line() {
 	assert_equal "$(acl_line "$shown")" "ok       $shown: acl: user bob may run every command rlock sends"
 }
 
-@test "acl: a user without HGET cannot acquire (the history reads its wait) nor extend, and doctor names HGET" {
+@test "acl: a user without HGET cannot wait (its entry is read) nor extend, and doctor names HGET" {
 	set_user bob bob-pw "${RULE[@]}" -hget
 	local url="redis://bob:bob-pw@127.0.0.1:$REDIS_PORT" shown="redis://bob@127.0.0.1:$REDIS_PORT"
-	run --separate-stderr rlock -u "$url" acquire job
-	assert_equal "$status" 69
-	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 	local t
-	t=$(rlock acquire job)
+	t=$(rlock acquire -t 60s job)
+	run --separate-stderr rlock -u "$url" acquire -w 1s job
+	assert_equal "$status" 69
+	assert_equal "$(rcli EXISTS 'rlock:{job}:waiters')" 0
+	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
 	run --separate-stderr rlock -u "$url" extend --token "$t" job
 	assert_equal "$status" 69
 	run_doctor "$url"
