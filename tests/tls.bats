@@ -141,6 +141,28 @@ teardown() {
 	assert_no_locks TLSM
 }
 
+@test "tls: an encrypted --tls-key (PKCS#8 or the old PEM way) is a usage error (64) saying so, with no passphrase asked" {
+	local k=$BATS_TEST_TMPDIR/enc
+	openssl pkcs8 -topk8 -in "$TLS_CLIENT_KEY" -passout pass:sekret -out "$k.p8"
+	openssl ec -in "$TLS_CLIENT_KEY" -aes128 -passout pass:sekret -out "$k.pem" 2>/dev/null
+	grep -q '^DEK-Info: AES-128-CBC' "$k.pem"
+	for f in "$k.p8" "$k.pem"; do
+		run --separate-stderr timeout 20 "$RLOCK" -u "$M_URL" --tls-ca "$TLS_CA" \
+			--tls-cert "$TLS_CLIENT_CRT" --tls-key "$f" acquire job </dev/null
+		assert_equal "$status" 64
+		assert_output ""
+		assert_one_error_line
+		assert_stderr_has "--tls-key $f" "encrypted" "openssl pkey"
+		[[ $stderr != *"pass phrase"* ]]
+	done
+	assert_no_locks TLSM
+	# Decrypted, the same key is taken.
+	openssl pkey -in "$k.p8" -passin pass:sekret -out "$k.plain"
+	run --separate-stderr rlock -u "$M_URL" --tls-ca "$TLS_CA" \
+		--tls-cert "$TLS_CLIENT_CRT" --tls-key "$k.plain" acquire job
+	assert_success
+}
+
 @test "tls: a --tls-ca file that does not exist is a usage error (64)" {
 	run --separate-stderr rlock -u "$IP_URL" --tls-ca "$BATS_TEST_TMPDIR/nope.pem" acquire job
 	assert_equal "$status" 64
