@@ -32,6 +32,13 @@
 /* How long a server that could not be connected to is left alone. */
 #define RECONNECT_PAUSE_MS	1000
 
+/*
+ * How long the other servers' wakes may follow the first (quorum_wait):
+ * the releases went out together, so a few milliseconds, on a busy
+ * machine too.
+ */
+#define WAKE_GRACE_MS		10
+
 /* Where a server is in a round. */
 enum { NOT_ASKED, ASKED, ANSWERED };
 
@@ -294,12 +301,13 @@ await(struct quorum *q, struct round *rd)
 		 * of twice the time taken so far (at least 10 ms): a lock
 		 * held on every server survives the loss of one later, so a
 		 * healthy straggler should not be left out; a frozen one
-		 * costs only the grace.  (2 from settled: stop at once.)
+		 * costs only the grace.  (2 from settled: stop at once; 3: a
+		 * grace of WAKE_GRACE_MS.)
 		 */
 		if (rd->settled != NULL && grace < 0 &&
 		    (s = rd->settled(rd->replies, rd->done, q->n, rd->arg)))
-			grace = s > 1 ? now : now + (now - start > 5 ?
-			    2 * (now - start) : 10);
+			grace = s == 3 ? now + WAKE_GRACE_MS : s == 2 ? now :
+			    now + (now - start > 5 ? 2 * (now - start) : 10);
 		if ((grace >= 0 && now >= grace) || signal_caught ||
 		    (q->limit > 0 && now >= q->limit))
 			break;
@@ -538,15 +546,22 @@ settled_woken(struct redis_reply **replies, const int *done, int n,
 	(void)arg;
 	for (i = 0; i < n; i++)
 		if (replies[i] != NULL && replies[i]->type == REDIS_T_ARRAY)
-			return 2;
+			return 3;
 	return 0;
 }
 
 /*
  * BLPOP on every server that can be asked; the first to answer with an
- * element wakes us.  The others' BLPOPs cannot be taken back, so their
- * connections are dropped (and made again when next needed): a late pop
- * there only wakes no one, and the element expires.
+ * element wakes us.  A release goes to every server at once, so the
+ * others' wakes follow within a moment: they get WAKE_GRACE_MS to answer,
+ * and their connections are kept for the attempt that follows (made
+ * again, they would cost it a connect each).  The BLPOPs still waiting
+ * after that cannot be taken back: their connections are dropped (and
+ * made again when next needed); a late pop there only wakes no one, and
+ * the element expires.  (A wake taken here that another waiter would have
+ * had costs it nothing it could use: the lock goes to whoever this
+ * attempt lets in, and a reader that gets in passes the wake on, see
+ * acquire.lua.)
  */
 int
 quorum_wait(struct quorum *q, const char *key, const char *key2,
