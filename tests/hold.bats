@@ -29,16 +29,7 @@ teardown() {
 }
 
 # The pids of the live keepers of lock $N (their argv names it).
-keeper_pids() {
-	local d cmd
-	for d in /proc/[0-9]*; do
-		cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline") || continue
-		[[ " $cmd " == *" acquire "* && " $cmd " == *" --hold "* &&
-			" $cmd " == *" $N "* ]] || continue
-		_proc_alive "${d#/proc/}" && echo "${d#/proc/}"
-	done
-	return 0
-}
+keeper_pids() { keeper_pids_of "$N"; }
 
 # A test that fails must not leave a keeper behind: stopped by PID.
 stop_keepers() {

@@ -18,16 +18,7 @@ teardown() {
 load fault-helpers
 
 # The pids of the live keepers of lock $1 (their argv names it).
-keeper_pids() {
-	local d cmd
-	for d in /proc/[0-9]*; do
-		cmd=$(tr '\0' ' ' 2>/dev/null <"$d/cmdline") || continue
-		[[ " $cmd " == *" acquire "* && " $cmd " == *" --hold "* &&
-			" $cmd " == *" $1 "* ]] || continue
-		_proc_alive "${d#/proc/}" && echo "${d#/proc/}"
-	done
-	return 0
-}
+keeper_pids() { keeper_pids_of "$1"; }
 
 # keeper_of NAME: the pid of the one keeper of NAME, recorded for teardown
 # to stop by PID if a test leaves it running; fails if there is none.
