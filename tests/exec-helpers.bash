@@ -54,12 +54,17 @@ wait_file() {
 
 # wait_file_content FILE TEXT [MAX_MS]: wait until FILE's content is TEXT.
 wait_file_content() {
-	local f=$1 want=$2 max_ms=${3:-5000} i
-	for ((i = 0; i < max_ms / 20; i++)); do
-		[[ -s "$f" && "$(cat "$f")" == "$want" ]] && return 0
-		sleep 0.02
+	local f=$1 want=$2 max_ms=${3:-5000} i got
+	# (read, not $(cat): no process forked a poll; newlines at the end
+	# dropped, as $(...) drops them)
+	for ((i = 0; i <= max_ms / 20; i++)); do
+		if [[ -s "$f" ]]; then
+			IFS= read -r -d '' got <"$f" || true
+			[[ "${got%"${got##*[!$'\n']}"}" == "$want" ]] && return 0
+		fi
+		((i < max_ms / 20)) && sleep 0.02
 	done
-	[[ -s "$f" && "$(cat "$f")" == "$want" ]]
+	return 1
 }
 
 # assert_lock_free NAME: status says free (exit 1) and the key is absent.
@@ -86,7 +91,7 @@ track_pid() {
 _pid_is() {
 	local pid=$1 comm=$2 c
 	_proc_alive "$pid" || return 1
-	c=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
+	IFS= read -r c 2>/dev/null <"/proc/$pid/comm" || return 1
 	[[ "$c" == "$comm" ]]
 }
 
