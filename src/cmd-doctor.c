@@ -466,6 +466,8 @@ static const struct probe probes[] = {
 	{ "zrem", IN_SCRIPT, { "ZREM", "$", "m" } },
 	{ "zremrangebyscore", IN_SCRIPT, { "ZREMRANGEBYSCORE", "$", "0", "0" } },
 	{ "xadd", IN_SCRIPT, { "XADD", "$", "*", "f", "1" } },
+	{ "xlen", IN_SCRIPT, { "XLEN", "$" } },
+	{ "xtrim", IN_SCRIPT, { "XTRIM", "$", "MAXLEN", "0" } },
 	{ "xrevrange", IN_SCRIPT, { "XREVRANGE", "$", "+", "-" } },
 	{ "xread", SENT, { "XREAD", "BLOCK", "x", "STREAMS", "$", "0" } },
 	{ "rpush", IN_SCRIPT, { "RPUSH", "$", "1" } },

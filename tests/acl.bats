@@ -184,7 +184,7 @@ acl_line() {
 	# The scripts check alone passes: that was the trap.
 	[[ "$output" == *"ok       $shown: scripts: EVAL allowed"* ]] || fail "$output"
 	local want
-	want="error    $shown: acl: user bob may not run GET, SET, INCR, DEL, EXISTS, TYPE, PTTL, PEXPIRE, TIME, HGET, HMGET, HSET, HDEL, HGETALL, ZADD, ZRANGE, ZRANK, ZREM, ZREMRANGEBYSCORE, XADD, XREVRANGE, XREAD, RPUSH, BLPOP, WAIT, SCAN"
+	want="error    $shown: acl: user bob may not run GET, SET, INCR, DEL, EXISTS, TYPE, PTTL, PEXPIRE, TIME, HGET, HMGET, HSET, HDEL, HGETALL, ZADD, ZRANGE, ZRANK, ZREM, ZREMRANGEBYSCORE, XADD, XLEN, XTRIM, XREVRANGE, XREAD, RPUSH, BLPOP, WAIT, SCAN"
 	want+=" (ACL SETUSER bob $RULES)"
 	assert_equal "$(acl_line "$shown")" "$want"
 	refute_contains bob-pw "$output $stderr"

@@ -185,6 +185,20 @@ until_bounded() {
 	assert_line '# EOF'
 }
 
+@test "history: trimmed a node at a time, to near its cap" {
+	local i n
+	for ((i = 0; i < 300; i++)); do
+		printf 'XADD rlock:{job}:log * e acquired h old\n'
+	done | rcli >/dev/null
+	for i in 1 2 3; do
+		rlock exec --history-length 5 job -- true
+	done
+	n=$(rcli XLEN 'rlock:{job}:log')
+	assert_between "$n" 5 105 "length of the history (cap 5)"
+	run --separate-stderr rlock log -n 1 job
+	assert_line --index 0 --partial 'job released'
+}
+
 @test "doctor: the server's version is supported and nothing is an error" {
 	run --separate-stderr rlock doctor
 	# A plain test server: a persistence warning, so 1.

@@ -272,8 +272,12 @@ if want == 'x' or kind == 'x' then
 	else
 		redis.call('SET', KEYS[1], token, 'PX', ttl)
 		-- A plain lock's waiters block on the wake list: a fresh
-		-- hold starts with it empty.
-		redis.call('DEL', KEYS[4])
+		-- hold starts with it empty.  (With nobody listed, a release
+		-- pushed none: one left by waiters gone since costs a waiter
+		-- to come an attempt, not this call on every acquire.)
+		if not bare then
+			redis.call('DEL', KEYS[4])
+		end
 	end
 	return hold(KEYS[3], '')
 end

@@ -390,9 +390,21 @@ local function holders(lock, now, drop)
 	return {limit or 0, list}
 end
 
--- History: the stream LOCK:log, one entry an event, capped at len entries
--- (MAXLEN, exact) and expiring ttl_ms after its newest; len 0: none kept.
--- fields: the entry's field/value pairs after e (the event).
+-- History: the stream LOCK:log, one entry an event, keeping the newest
+-- len entries (and at most a node more, below) and expiring ttl_ms after
+-- its newest; len 0: none kept.  fields: the entry's field/value pairs
+-- after e (the event).
+-- Trimmed a node at a time (MAXLEN ~): an exact MAXLEN deletes an entry
+-- inside the oldest node on every XADD, after walking the node to it, a
+-- fifth of the server's instructions in an exec cycle.  The oldest node
+-- goes once len entries are left without it, so the stream holds len
+-- plus at most a node's entries (stream-node-max-entries, 100 by
+-- default, and stream-node-max-bytes: some 30 of rlock's).  A server
+-- whose nodes are unbounded (both 0) never frees one: an exact trim cuts
+-- such a stream back to len once it holds STREAM_SLACK more, looked at
+-- on one event in STREAM_LOOK (by the entry's millisecond), which costs
+-- the others nothing.
+local STREAM_SLACK, STREAM_LOOK = 100, 8
 local function record(lock, len, ttl, event, fields)
 	len = tonumber(len) or 0
 	if len <= 0 then
@@ -401,10 +413,18 @@ local function record(lock, len, ttl, event, fields)
 	local key = lock .. ':log'
 	-- Best effort, and last: a stream that rlock did not write (another
 	-- type, an entry ID it cannot follow) loses the event, not the script.
-	local id = redis.pcall('XADD', key, 'MAXLEN', len, '*', 'e', event,
-		unpack(fields))
-	if type(id) == 'string' then
-		redis.pcall('PEXPIRE', key, tonumber(ttl))
+	local id = redis.pcall('XADD', key, 'MAXLEN', '~', len, '*', 'e',
+		event, unpack(fields))
+	if type(id) ~= 'string' then
+		return
+	end
+	redis.pcall('PEXPIRE', key, tonumber(ttl))
+	local ms = tonumber(string.match(id, '^(%d+)-')) or 0
+	if ms % STREAM_LOOK == 0 then
+		local n = redis.pcall('XLEN', key)
+		if type(n) == 'number' and n > len + STREAM_SLACK then
+			redis.pcall('XTRIM', key, 'MAXLEN', len)
+		end
 	end
 end
 

@@ -142,7 +142,15 @@ if direct and not nobody and hand_over(K, hist, kind == 'x' and 'x' or
 	return 1
 end
 -- Nobody was handed it: wake whoever may now get in (the writers waiting
--- for the last reader by name, and one on the common list).
+-- for the last reader by name, and one on the common list).  With nobody
+-- listed, nobody waits: a caller that will wait is listed by the attempt
+-- that finds the lock taken, in the same script (acquire.lua), so a
+-- waiter that blocks after this release was listed before it; one not
+-- listed (its attempt lost on the way) looks again within its BLPOP's
+-- bound (WAITER_RENEW_MS in lock.c).
+if nobody then
+	return 1
+end
 if kind == SHARED then
 	wake_each(KEYS[3], writers(KEYS[4], now, token))
 end
