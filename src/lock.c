@@ -552,7 +552,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	long long		  fence = 0, *fences;
 	int64_t			  start, validity;
 	int			  i, ok, got, *won, n = l->q->n, refusals = 0;
-	int			  listed = l->listed;
+	int			  listed = l->listed, blocked = 0;
+	unsigned		  bmask = 0;
 
 	acquire_args(l, ttl_ms, m, &a);
 	rep = xcalloc(n, sizeof *rep);
@@ -572,6 +573,12 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		    &script_acquire, 9, a.keys, 19, a.args, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
+	/* Servers whose BLPOP still blocked: busy, not failed. */
+	for (i = 0; wait_ms >= 0 && i < n; i++)
+		if (l->q->blocked[i]) {
+			bmask |= 1u << i;
+			blocked++;
+		}
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
 		if (mixed_limit(l, rep[i], e)) {
@@ -607,9 +614,14 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 
 	validity = ttl_ms - (now_mono_ms() - start) - lock_drift(ttl_ms);
 	if (got >= quorum_majority(l->q) && validity > 0) {
+		/*
+		 * A server given up while its BLPOP blocked may have run the
+		 * script as its connection closed: won, as far as the loss
+		 * rule goes (majority_left), until it says "not the holder".
+		 */
 		l->won = 0;
 		for (i = 0; i < n; i++)
-			if (won[i])
+			if (won[i] || (bmask & 1u << i))
 				l->won |= 1u << i;
 		l->won_known = 1;
 		free(won);
@@ -636,11 +648,15 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		l->maybe_held = 0;
 		return 2;
 	}
-	if (ok < quorum_majority(l->q))
+	if (ok + blocked < quorum_majority(l->q))
 		return -1;	/* maybe_held stays set: release to be safe */
+	if (ok < quorum_majority(l->q))
+		err_clear(e);	/* what the blocked ones would say: busy */
 	/*
 	 * Too few servers, or too late: give back what was taken, everywhere
-	 * (a server that timed out may have taken it too), and try again.
+	 * (a server that timed out may have taken it too, and one given up
+	 * while its BLPOP blocked may have run the script as it closed), and
+	 * try again.
 	 */
 	if (got > 0 || ok < n)
 		undo_partial(l);
@@ -716,40 +732,9 @@ note_wait(struct lock *l)
 }
 
 /*
- * Block on the wake list for sleep ms.  With a progress callback, wake
- * each second to call it (a person at a terminal sees the wait move); a
- * pop ends the sleep at once either way.  1 woken, 0 slept, -1 error.
- */
-static int
-sleep_on_wake(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
-    struct err *e)
-{
-	int64_t	until = now_mono_ms() + sleep, now, chunk;
-	int	rc;
-
-	for (;;) {
-		now = now_mono_ms();
-		if (l->on_wait != NULL)
-			l->on_wait(l, &l->holder, now - start,
-			    deadline < 0 ? -1 : deadline - now);
-		chunk = until - now;
-		if (l->on_wait != NULL && chunk > 1000)
-			chunk = 1000;
-		if (chunk < 1)
-			return 0;
-		if ((rc = quorum_wait(l->q, l->wake_key, own_wake(l), chunk,
-		    e)) != 0)
-			return rc;
-		/* An error reply did not wait: see note_wait. */
-		if (now_mono_ms() >= until || quorum_wait_error(l->q, NULL) >= 0)
-			return 0;
-	}
-}
-
-/*
- * How long the next attempt may block first, with one server.  The
- * lock's validity counts from before the wait (the script may have run
- * at any moment of it), so a wait takes at most half the TTL.
+ * How long the next attempt may block first.  The lock's validity counts
+ * from before the wait (the script may have run at any moment of it, on
+ * each server), so a wait takes at most half the TTL.
  */
 static int64_t
 wait_chunk(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
@@ -971,19 +956,14 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 			sleep = left;
 		l->waited++;
 		/*
-		 * With one server the BLPOP goes out with the next attempt,
+		 * The BLPOP goes out with the next attempt, on every server,
 		 * so a woken waiter's try is already made when it wakes: a
-		 * hand-over costs no round trip of its own.  Several servers
-		 * each wake on their own, so there the attempt follows.
+		 * hand-over costs no round trip of its own.  (With several
+		 * servers, see quorum_wait_script: a server woken gives the
+		 * others' wakes a moment, and those that did not come are
+		 * given up and counted busy.)
 		 */
-		if (l->q->n == 1) {
-			sleep = wait_chunk(l, start, deadline, sleep, ttl_ms);
-			continue;
-		}
-		if ((rc = sleep_on_wake(l, start, deadline, sleep, e)) == -1)
-			return -1;
-		note_wait(l);
-		sleep = -1;
+		sleep = wait_chunk(l, start, deadline, sleep, ttl_ms);
 	}
 }
 

@@ -33,11 +33,19 @@
 #define RECONNECT_PAUSE_MS	1000
 
 /*
- * How long the other servers' wakes may follow the first (quorum_wait):
- * the releases went out together, so a few milliseconds, on a busy
- * machine too.
+ * How long the other servers' wakes may follow the first (see
+ * quorum_wait_script): the releases went out together, so a few
+ * milliseconds, on a busy machine too.
  */
 #define WAKE_GRACE_MS		10
+
+/*
+ * How long, in a wait of several servers with the script behind each
+ * BLPOP, the others may follow once a majority granted with no wake (the
+ * BLPOPs timed out): Redis 6.0 ends a blocked client's timeout from its
+ * clients' cron, ten times a second, so servers answer up to 100 ms apart.
+ */
+#define TIMEOUT_GRACE_MS	100
 
 /* Where a server is in a round. */
 enum { NOT_ASKED, ASKED, ANSWERED };
@@ -69,6 +77,7 @@ quorum_init(struct quorum *q, const struct url *urls, int n,
 	q->errs = xcalloc(n, sizeof *q->errs);
 	q->cerrs = xcalloc(n, sizeof *q->cerrs);
 	q->retry_at = xcalloc(n, sizeof *q->retry_at);
+	q->blocked = xcalloc(n, sizeof *q->blocked);
 	for (i = 0; i < n; i++)
 		q->conn[i] = redis_new(&urls[i], opts);
 }
@@ -112,6 +121,7 @@ quorum_close(struct quorum *q)
 	free(q->errs);
 	free(q->cerrs);
 	free(q->retry_at);
+	free(q->blocked);
 	memset(q, 0, sizeof *q);
 }
 
@@ -263,6 +273,7 @@ give_up(struct quorum *q, struct round *rd, int64_t now)
 	for (i = 0; i < q->n; i++) {
 		if (rd->state[i] != ASKED)
 			continue;
+		q->blocked[i] = redis_wait_blocked(q->conn[i]);
 		redis_abandon(q->conn[i]);
 		rd->state[i] = ANSWERED;
 		if (signal_caught)
@@ -302,12 +313,13 @@ await(struct quorum *q, struct round *rd)
 		 * held on every server survives the loss of one later, so a
 		 * healthy straggler should not be left out; a frozen one
 		 * costs only the grace.  (2 from settled: stop at once; 3: a
-		 * grace of WAKE_GRACE_MS.)
+		 * grace of WAKE_GRACE_MS; 4: of TIMEOUT_GRACE_MS.)
 		 */
 		if (rd->settled != NULL && grace < 0 &&
 		    (s = rd->settled(rd->replies, rd->done, q->n, rd->arg)))
-			grace = s == 3 ? now + WAKE_GRACE_MS : s == 2 ? now :
-			    now + (now - start > 5 ? 2 * (now - start) : 10);
+			grace = s == 3 ? now + WAKE_GRACE_MS : s == 4 ? now +
+			    TIMEOUT_GRACE_MS : s == 2 ? now : now +
+			    (now - start > 5 ? 2 * (now - start) : 10);
 		if ((grace >= 0 && now >= grace) || signal_caught ||
 		    (q->limit > 0 && now >= q->limit))
 			break;
@@ -379,6 +391,7 @@ round_trip(struct quorum *q, const int *only, const struct redis_req *rq,
 	rd.keep_errors = keep_errors;
 	for (i = 0; i < q->n; i++) {
 		replies[i] = NULL;
+		q->blocked[i] = 0;
 		rd.done[i] = only != NULL && !only[i];
 		asked += !rd.done[i];
 	}
@@ -445,6 +458,37 @@ quorum_wait_error(const struct quorum *q, const char **code)
 	return q->wait_err - 1;
 }
 
+/* What settles a wait of several servers: see quorum_wait_script. */
+struct wait_settle {
+	struct quorum		*q;
+	quorum_settled_fn	 settled;
+	void			*arg;
+};
+
+static int
+settled_wait(struct redis_reply **replies, const int *done, int n, void *arg)
+{
+	struct wait_settle	*w = arg;
+	int			 i, woken = 0;
+
+	for (i = 0; i < n; i++)
+		woken |= done[i] && redis_wait_popped(w->q->conn[i]);
+	if (w->settled != NULL && w->settled(replies, done, n, w->arg))
+		return woken ? 3 : 4;
+	return woken ? 3 : 0;
+}
+
+/*
+ * With several servers, each BLPOP returns on its own: a release pops
+ * them all within a moment, a timeout ends them about together.  So the
+ * round is settled once a server woke us (its BLPOP popped) and the
+ * others' wakes have had WAKE_GRACE_MS, or once `settled` says so and the
+ * others have had that grace (TIMEOUT_GRACE_MS when no wake came).  A
+ * server whose BLPOP still blocks then is given up: its connection is
+ * closed, which takes the script back unless the BLPOP returned and ran
+ * it just before (q->blocked says which servers; the caller counts them
+ * busy, and gives back everywhere, see lock.c try_acquire).
+ */
 int
 quorum_wait_script(struct quorum *q, const char *key, const char *key2,
     int64_t wait_ms, quorum_settled_fn settled, void *arg, struct script *s,
@@ -456,10 +500,14 @@ quorum_wait_script(struct quorum *q, const char *key, const char *key2,
 		.args = args, .wait_key = key, .wait_key2 = key2,
 		.wait_ms = wait_ms,
 	};
+	struct wait_settle	w = { q, settled, arg };
 	const char		*code;
 	int			 i, ok;
 
-	ok = round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
+	if (q->n > 1)
+		ok = round_trip(q, NULL, &rq, settled_wait, &w, 0, replies, e);
+	else
+		ok = round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
 	q->wait_err = 0;
 	for (i = 0; i < q->n && q->wait_err == 0; i++)
 		if ((code = redis_wait_error(q->conn[i])) != NULL)
@@ -533,83 +581,6 @@ quorum_callv(struct quorum *q, int i, struct err *e, ...)
 		argc++;
 	va_end(ap);
 	return quorum_call(q, i, e, argc, argv);
-}
-
-/* A reply with an array element: someone pushed to the wake list. */
-static int
-settled_woken(struct redis_reply **replies, const int *done, int n,
-    void *arg)
-{
-	int	i;
-
-	(void)done;
-	(void)arg;
-	for (i = 0; i < n; i++)
-		if (replies[i] != NULL && replies[i]->type == REDIS_T_ARRAY)
-			return 3;
-	return 0;
-}
-
-/*
- * BLPOP on every server that can be asked; the first to answer with an
- * element wakes us.  A release goes to every server at once, so the
- * others' wakes follow within a moment: they get WAKE_GRACE_MS to answer,
- * and their connections are kept for the attempt that follows (made
- * again, they would cost it a connect each).  The BLPOPs still waiting
- * after that cannot be taken back: their connections are dropped (and
- * made again when next needed); a late pop there only wakes no one, and
- * the element expires.  (A wake taken here that another waiter would have
- * had costs it nothing it could use: the lock goes to whoever this
- * attempt lets in, and a reader that gets in passes the wake on, see
- * acquire.lua.)
- */
-int
-quorum_wait(struct quorum *q, const char *key, const char *key2,
-    int64_t timeout_ms, struct err *e)
-{
-	struct redis_reply	**rep;
-	struct redis_req	  rq;
-	const char		 *argv[4];
-	char			  secs[32];
-	int			  i, woken = 0, replied = 0;
-
-	if (timeout_ms < 1)
-		timeout_ms = 1;
-	redis_timeout_arg(secs, sizeof secs, timeout_ms);
-	memset(&rq, 0, sizeof rq);
-	argv[rq.argc++] = "BLPOP";
-	argv[rq.argc++] = key;
-	if (key2 != NULL)
-		argv[rq.argc++] = key2;
-	argv[rq.argc++] = secs;
-	rq.argv = argv;
-	rq.extra_ms = timeout_ms;
-	rep = xcalloc(q->n, sizeof *rep);
-	/* Error replies kept: a key that is not a list is no failure to reach. */
-	round_trip(q, NULL, &rq, settled_woken, NULL, 1, rep, e);
-	q->wait_err = 0;
-	for (i = 0; i < q->n; i++) {
-		replied += rep[i] != NULL;
-		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY)
-			woken = 1;
-		if (rep[i] != NULL && rep[i]->type == REDIS_T_ERROR &&
-		    q->wait_err == 0)
-			note_wait_error(q, i, rep[i]->str,
-			    strcspn(rep[i]->str, " \r\n"));
-		if (q->errs[i].kind == ERR_INTERRUPTED) {
-			*e = q->errs[i];
-			woken = -1;
-			break;
-		}
-	}
-	/* No server could be asked: say why the first could not. */
-	if (woken == 0 && replied == 0) {
-		*e = q->errs[0];
-		woken = -1;
-	}
-	quorum_free_replies(q, rep);
-	free(rep);
-	return woken;
 }
 
 void

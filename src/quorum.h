@@ -24,6 +24,12 @@ struct quorum {
 	struct err		*errs;	/* last failure per server */
 	struct err		*cerrs;	/* last failure to connect */
 	int64_t			*retry_at; /* no new connect before */
+	/*
+	 * The last round gave up server i while its BLPOP blocked: its
+	 * script may still run, if the BLPOP returned as the connection
+	 * closed.  Not a failure: busy, as far as the caller can tell.
+	 */
+	int			*blocked;
 	int64_t			 limit;	/* no wait past it; 0: none */
 	/* The last wait's BLPOP answered an error: on server wait_err - 1. */
 	int			 wait_err;
@@ -107,9 +113,10 @@ int	quorum_script_until(struct quorum *, const int *only,
 	    struct redis_reply **replies, struct err *e);
 /*
  * quorum_script_until, each server's script sent together with a BLPOP of
- * key (and key2, if not NULL) for at most wait_ms before it (see struct redis_req): for one
- * server, a waiter woken by a release tries the lock with no round trip
- * of its own.
+ * key (and key2, if not NULL) for at most wait_ms before it (see struct
+ * redis_req): a waiter woken by a release tries the lock with no round
+ * trip of its own.  With several servers, a server woken holds the others
+ * a short grace (see quorum.c); those still blocked after it are given up.
  */
 int	quorum_wait_script(struct quorum *, const char *key,
 	    const char *key2, int64_t wait_ms,
@@ -133,16 +140,7 @@ struct redis_reply *quorum_ask(struct quorum *, int i, struct err *e,
 	    int argc, const char **argv);
 
 /*
- * Block for at most timeout_ms until key (a list), or key2 if not NULL,
- * has an element on any server, and pop it.  Returns 1 when woken by an element, 0 on timeout,
- * -1 when no server could be asked (or a signal came).  An error reply
- * (a key that is not a list) ends the wait at once, as 0: see
- * quorum_wait_error.
- */
-int	quorum_wait(struct quorum *, const char *key, const char *key2,
-	    int64_t timeout_ms, struct err *e);
-/*
- * After quorum_wait or quorum_wait_script: the server whose BLPOP got an
+ * After quorum_wait_script: the server whose BLPOP got an
  * error reply instead of waiting, with *code (if code is not NULL) its
  * error code; -1 if none.
  */

@@ -289,6 +289,7 @@ struct redis {
 	int			 asked;		/* it went with ASKING */
 	int			 waited;	/* its BLPOP is done (redirected) */
 	char			 wait_err[32];	/* its BLPOP's error code, or "" */
+	int			 popped;	/* its BLPOP took an element */
 	int			 holding;	/* until AUTH and SELECT answer */
 	size_t			 body_at;	/* where out's request starts */
 	int			 reached;	/* a request ever went out */
@@ -1642,6 +1643,7 @@ step_ready(struct redis *r, struct err *e)
 			r->deadline = within_request(r, r->opts->timeout_ms);
 			if (rr->type == REDIS_T_ERROR)
 				note_wait_error(r, rr);
+			r->popped = rr->type == REDIS_T_ARRAY;
 		} else if (handshake_reply(r, d, rr, e) == -1) {
 			redis_reply_free(rr);
 			/* Our credentials or db are wrong: no message prefix. */
@@ -1818,6 +1820,25 @@ redis_wait_error(const struct redis *r)
 	return r->wait_err[0] != '\0' ? r->wait_err : NULL;
 }
 
+int
+redis_wait_popped(const struct redis *r)
+{
+	return r->popped;
+}
+
+int
+redis_wait_blocked(const struct redis *r)
+{
+	int	i;
+
+	if (r->state != READY || !r->pending || r->outoff < r->outlen)
+		return 0;
+	for (i = 0; i < r->ndue; i++)
+		if (r->due[i] == DUE_BLPOP)
+			return 1;
+	return 0;
+}
+
 /*
  * Whether the request is about the writes of its own connection: WAIT
  * counts the replicas that have every write made on the connection it is
@@ -1847,6 +1868,7 @@ int
 redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 {
 	r->wait_err[0] = '\0';
+	r->popped = 0;
 	if (r->pending) {
 		err_set(e, ERR_SOFTWARE, "request already in flight");
 		return -1;

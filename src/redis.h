@@ -97,6 +97,14 @@ int		 redis_reached(const struct redis *);
  * timed out: the request's own reply came at once, without the wait.
  */
 const char	*redis_wait_error(const struct redis *);
+/* Whether the last request's BLPOP took an element (a wake). */
+int		 redis_wait_popped(const struct redis *);
+/*
+ * Whether the request in flight is sent and its BLPOP still blocks: the
+ * script behind it has not run yet, and runs when the BLPOP returns
+ * unless the connection is closed first.
+ */
+int		 redis_wait_blocked(const struct redis *);
 
 /* The URL for messages: where the server is now. */
 const char	*redis_display(const struct redis *);

@@ -387,6 +387,29 @@ teardown() {
 	assert_between "$again" 0 5 "connections made again in 4 hand-overs"
 }
 
+@test "quorum: a waiter's attempt waits behind its BLPOP on every server, so a woken waiter holds with no round trip of its own" {
+	local tok wt n j
+	tok=$(rlockq acquire -t 20s job)
+	bg_start wt "$RLOCK" $(for u in $QUORUM_URLS; do printf -- '-u %s ' "$u"; done) \
+		acquire -w 10s job
+	n=$(wait_blocked_everywhere)
+	((n == QUORUM_N)) || fail "the waiter blocked on $n servers of 5: $(cat wt.err)"
+	# The acquire script is queued on each connection behind the BLPOP:
+	# the server runs it the moment the BLPOP returns (qbuf: the bytes
+	# it has read and not yet run; 0 when the attempt followed the wake).
+	for ((j = 1; j <= QUORUM_N; j++)); do
+		qcli "$j" CLIENT LIST | grep 'cmd=blpop' | grep -q ' qbuf=[1-9]' ||
+			fail "server $j: no script behind the BLPOP: $(qcli "$j" CLIENT LIST | grep blpop)"
+	done
+	rlockq release --token "$tok" job
+	bg_wait "$wt" 10000 || fail "the waiter did not get the lock"
+	assert_equal "$BG_STATUS" 0
+	local wtok
+	wtok=$(cat wt.out)
+	[[ "$wtok" =~ $UUID_RE ]] || fail "waiter printed '$wtok'"
+	assert_between "$(nodes_with_token job "$wtok")" 3 5 "servers holding the waiter's lock"
+}
+
 # ---------------------------------------------------------------------------
 # Naming the servers
 # ---------------------------------------------------------------------------

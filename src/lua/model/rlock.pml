@@ -884,6 +884,28 @@ inline check_mutex(c)
 #endif
 }
 
+/* An attempt that went out behind a BLPOP on every server of a quorum
+ * (wk, lock.c try_acquire after a wait): a server whose BLPOP still
+ * blocks when the others have settled the round is given up, its
+ * connection closed, and counted busy (bl, quorum_wait_blocked); its
+ * script runs or not, unheard, as the connection closes.  Not a fault:
+ * no budget.  (Not in the liveness configurations, where a server given
+ * up for ever would be a wake that never comes.) */
+#if defined(QUORUM) && !defined(LIVE)
+#define BLOCKED(STEP, OP)						\
+	:: d_step { OP == 0 && wk && i < NS && !srv[i].down ->		\
+		no = no | BIT(i); bl = bl | BIT(i);			\
+		printf("  (s%d blocked: given up)\n", i); i++ }		\
+	:: d_step { OP == 0 && wk && i < NS && !srv[i].down ->		\
+		STEP(i, c); HEARD(i, OP); no = no | BIT(i);		\
+		bl = bl | BIT(i);					\
+		printf("  (s%d blocked: given up as it ran)\n", i); i++ }
+#define WOKEN	wk = 1
+#else
+#define BLOCKED(STEP, OP)
+#define WOKEN	skip
+#endif
+
 /* One request to every server, each run there as one step, in order; a
  * server down or a request lost runs nothing, a reply lost or late leaves
  * the script run but unanswered.  yes/no: who answered 1/0; rf: where it
@@ -892,6 +914,7 @@ inline check_mutex(c)
 	skip;								\
 	do								\
 	:: d_step { i < NS && srv[i].down -> i++ }			\
+	BLOCKED(STEP, OP)						\
 	:: d_step { i < NS && !srv[i].down -> STEP(i, c); ANSWER(i, OP); i++ }	\
 	:: d_step { i < NS && !srv[i].down && faults > 0 ->		\
 		faults--; STEP(i, c); HEARD(i, OP);			\
@@ -937,8 +960,8 @@ inline check_mutex(c)
 proctype client(byte c)
 {
 	byte	k, fifo, wt, up, runs, i, tries;
-	byte	yes, no, rf, had, won, f, mh;
-	bit	us, keep, rerr, upg, rv;
+	byte	yes, no, rf, had, won, f, mh, bl;
+	bit	us, keep, rerr, upg, rv, wk;
 
 #ifdef LIVE
 	runs = 255;
@@ -1054,7 +1077,7 @@ attempt: skip;
 	 * with the validity left (env may end it between any two steps). */
 #define GRANTED	(!us && POP(yes) >= MAJ && fresh[c])
 #define ANSWERS	POP(yes | no)
-#define RESET	yes = 0; no = 0; rf = 0; f = 0; mh = 0
+#define RESET	yes = 0; no = 0; rf = 0; f = 0; mh = 0; bl = 0; wk = 0
 	if
 	:: d_step { us ->
 		/* mixed_limit: a usage error, nothing given back */
@@ -1062,7 +1085,10 @@ attempt: skip;
 		goto endrun
 	:: d_step { GRANTED ->
 #ifndef OLD
-			won = yes;
+			/* a server given up while its BLPOP blocked may hold
+			 * it: won, as far as the loss rule goes, until it says
+			 * "not the holder" */
+			won = yes | bl;
 #endif
 			/* lock.c align_fences: winners raised to the greatest */
 			i = 0;
@@ -1116,9 +1142,10 @@ attempt: skip;
 		:: wt != 2 -> goto giveup
 		fi
 	:: d_step { !us && !GRANTED && ANSWERS >= MAJ &&
-	    (yes != 0 || ANSWERS < NS) ->
+	    (yes != 0 || ANSWERS < NS || bl != 0) ->
 		/* busy, or granted too late: give back what was taken, on
-		 * every server (lock.c undo_partial) */
+		 * every server (lock.c undo_partial; a server given up while
+		 * its BLPOP blocked is one that may have taken it) */
 		printf("c%d: busy, partial or late: give back\n", c); RESET;
 		keep = (wt != 0) };
 		SERVE(GIVE, 3);
@@ -1128,7 +1155,7 @@ attempt: skip;
 		:: else -> goto waiting
 		fi
 	:: d_step { !us && !GRANTED && ANSWERS >= MAJ &&
-	    !(yes != 0 || ANSWERS < NS) ->
+	    !(yes != 0 || ANSWERS < NS || bl != 0) ->
 		printf("c%d: busy\n", c); RESET };
 		if
 		:: wt == 0 -> goto endrun
@@ -1142,10 +1169,10 @@ waiting:
 	if
 #if defined(TRIES) && !defined(LIVE)
 	/* (a bound of the model: TRIES attempts a run, then -w runs out) */
-	:: tries < TRIES -> goto attempt
+	:: tries < TRIES -> WOKEN; goto attempt
 	:: tries >= TRIES -> goto giveup
 #else
-	:: goto attempt
+	:: WOKEN; goto attempt
 #endif
 	:: wt == 1 -> goto giveup
 #ifdef LIVE
