@@ -225,24 +225,32 @@ lock_reply_granted(const struct redis_reply *r, long long *fence)
 }
 
 /*
- * Settled: a majority granted, or too many cannot any more.  (What the
- * rest would say changes nothing; fences stay safe, see align_fences.)
+ * Settled: a majority granted; or too many cannot any more, and a
+ * majority answered (fewer is an error, not a refusal: the rest are
+ * waited for, up to their deadline, rather than given up after a grace,
+ * so that a server down beside one that refused does not make a slow
+ * third one's answer an error); or too many failed to answer at all.
+ * (What the rest would say changes nothing; fences stay safe, see
+ * align_fences.)
  */
 static int
 settled_grant(struct redis_reply **rep, const int *done, int n, void *arg)
 {
 	long long	fence = 0;
-	int		i, yes = 0, no = 0;
+	int		i, yes = 0, no = 0, failed = 0, maj = n / 2 + 1;
 
 	for (i = 0; i < n; i++) {
 		if (!done[i])
 			continue;
 		if (lock_reply_granted(rep[i], &fence))
 			yes++;
-		else
+		else if (rep[i] != NULL)
 			no++;
+		else
+			failed++;
 	}
-	return yes >= n / 2 + 1 || no > n - (n / 2 + 1);
+	return yes >= maj || failed > n - maj ||
+	    (no + failed > n - maj && yes + no >= maj);
 }
 
 static int
@@ -573,7 +581,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		    &script_acquire, 9, a.keys, 19, a.args, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
-	/* Servers whose BLPOP still blocked: busy, not failed. */
+	/* Servers given up unanswered (blocked): busy, not failed. */
 	for (i = 0; wait_ms >= 0 && i < n; i++)
 		if (l->q->blocked[i]) {
 			bmask |= 1u << i;
@@ -615,9 +623,9 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	validity = ttl_ms - (now_mono_ms() - start) - lock_drift(ttl_ms);
 	if (got >= quorum_majority(l->q) && validity > 0) {
 		/*
-		 * A server given up while its BLPOP blocked may have run the
-		 * script as its connection closed: won, as far as the loss
-		 * rule goes (majority_left), until it says "not the holder".
+		 * A server given up unanswered may have run the script:
+		 * won, as far as the loss rule goes (majority_left), until
+		 * it says "not the holder".
 		 */
 		l->won = 0;
 		for (i = 0; i < n; i++)
@@ -654,9 +662,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		err_clear(e);	/* what the blocked ones would say: busy */
 	/*
 	 * Too few servers, or too late: give back what was taken, everywhere
-	 * (a server that timed out may have taken it too, and one given up
-	 * while its BLPOP blocked may have run the script as it closed), and
-	 * try again.
+	 * (a server that timed out may have taken it too, and so may one
+	 * given up unanswered after a wait), and try again.
 	 */
 	if (got > 0 || ok < n)
 		undo_partial(l);

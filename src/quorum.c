@@ -273,7 +273,7 @@ give_up(struct quorum *q, struct round *rd, int64_t now)
 	for (i = 0; i < q->n; i++) {
 		if (rd->state[i] != ASKED)
 			continue;
-		q->blocked[i] = redis_wait_blocked(q->conn[i]);
+		q->blocked[i] = redis_wait_unanswered(q->conn[i]);
 		redis_abandon(q->conn[i]);
 		rd->state[i] = ANSWERED;
 		if (signal_caught)
@@ -484,10 +484,12 @@ settled_wait(struct redis_reply **replies, const int *done, int n, void *arg)
  * round is settled once a server woke us (its BLPOP popped) and the
  * others' wakes have had WAKE_GRACE_MS, or once `settled` says so and the
  * others have had that grace (TIMEOUT_GRACE_MS when no wake came).  A
- * server whose BLPOP still blocks then is given up: its connection is
- * closed, which takes the script back unless the BLPOP returned and ran
- * it just before (q->blocked says which servers; the caller counts them
- * busy, and gives back everywhere, see lock.c try_acquire).
+ * server that has not answered by then is given up: its connection is
+ * closed, which takes the script back if the BLPOP still blocks, unless
+ * it returned just before, and does not if the script is under way, on a
+ * busy machine (q->blocked says which servers: the script may have run;
+ * the caller counts them busy, and gives back everywhere, see lock.c
+ * try_acquire).
  */
 int
 quorum_wait_script(struct quorum *q, const char *key, const char *key2,

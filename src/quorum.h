@@ -25,9 +25,10 @@ struct quorum {
 	struct err		*cerrs;	/* last failure to connect */
 	int64_t			*retry_at; /* no new connect before */
 	/*
-	 * The last round gave up server i while its BLPOP blocked: its
-	 * script may still run, if the BLPOP returned as the connection
-	 * closed.  Not a failure: busy, as far as the caller can tell.
+	 * The last round gave up server i with its request sent and not
+	 * answered (its BLPOP blocked, or its script was under way): the
+	 * script may have run.  Not a failure: busy, as far as the caller
+	 * can tell.
 	 */
 	int			*blocked;
 	int64_t			 limit;	/* no wait past it; 0: none */

@@ -1827,14 +1827,14 @@ redis_wait_popped(const struct redis *r)
 }
 
 int
-redis_wait_blocked(const struct redis *r)
+redis_wait_unanswered(const struct redis *r)
 {
 	int	i;
 
 	if (r->state != READY || !r->pending || r->outoff < r->outlen)
 		return 0;
 	for (i = 0; i < r->ndue; i++)
-		if (r->due[i] == DUE_BLPOP)
+		if (r->due[i] == DUE_BLPOP || r->due[i] == DUE_MAIN)
 			return 1;
 	return 0;
 }

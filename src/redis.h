@@ -100,11 +100,12 @@ const char	*redis_wait_error(const struct redis *);
 /* Whether the last request's BLPOP took an element (a wake). */
 int		 redis_wait_popped(const struct redis *);
 /*
- * Whether the request in flight is sent and its BLPOP still blocks: the
- * script behind it has not run yet, and runs when the BLPOP returns
- * unless the connection is closed first.
+ * Whether the request in flight went out whole and its reply has not
+ * come: its BLPOP still blocks (the script behind it runs when the BLPOP
+ * returns, unless the connection is closed first), or the script is
+ * under way.
  */
-int		 redis_wait_blocked(const struct redis *);
+int		 redis_wait_unanswered(const struct redis *);
 
 /* The URL for messages: where the server is now. */
 const char	*redis_display(const struct redis *);

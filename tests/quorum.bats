@@ -73,6 +73,41 @@ teardown() {
 	assert_equal "$(nodes_with_key 'rlock:{job}:info')" 0
 }
 
+@test "quorum: two servers down and two that say busy do not decide it: a slow fifth is waited for, and the answer is busy, not 'only 2 of 5 answered'" {
+	local tok d1 d2 i n
+	d1=$(free_port) && d2=$(free_port) || fail "no free port"
+	local urls=(-u "$Q1_URL" -u "$Q2_URL" -u "$Q3_URL"
+		-u "redis://127.0.0.1:$d1" -u "redis://127.0.0.1:$d2")
+	tok=$("$RLOCK" "${urls[@]}" acquire -t 20s job) || fail "no lock to start with"
+	qcli 1 CONFIG RESETSTAT >/dev/null
+	qcli 2 CONFIG RESETSTAT >/dev/null
+	freeze_node 3
+	# Q3 stays frozen 300 ms after Q1 and Q2 have answered (well past the
+	# stragglers' grace), then thaws, well within --timeout.
+	(
+		for ((i = 0; i < 250; i++)); do
+			n=0
+			for j in 1 2; do
+				qcli "$j" INFO commandstats | grep -q '^cmdstat_eval' && n=$((n + 1))
+			done
+			((n == 2)) && break
+			sleep 0.02
+		done
+		sleep 0.3
+		kill -CONT "$Q3_PID"
+	) &
+	local thaw=$!
+	run --separate-stderr "$RLOCK" "${urls[@]}" acquire -n job
+	wait "$thaw"
+	# Busy (1): three servers answered, none granted.  Settled on the two
+	# refusals and the two failures, the old rule gave the fifth a grace
+	# of milliseconds and called it an error (69).
+	assert_equal "$status" 1
+	refute_contains "servers answered" "$stderr"
+	assert_equal "$(nodes_with_token job "$tok" 1 2 3)" 3
+	"$RLOCK" "${urls[@]}" release --token "$tok" job
+}
+
 @test "quorum: with two servers frozen acquire still succeeds within one --timeout, status shows 3 of 5 with 2 unreachable, and release works" {
 	warm_scripts
 	freeze_node 1

@@ -47,7 +47,7 @@ fails=0
 jobs=${CHECK_JOBS:-$(nproc 2>/dev/null || echo 1)}
 [ "$jobs" -le 2 ] || jobs=2
 order="" running=0
-# run NAME KIND(safety|live) EXPECT(pass|fail) WHAT FLAGS...: in the
+# run NAME KIND(safety|live) EXPECT(pass|bounded|fail) WHAT FLAGS...: in the
 # background, its report and its count of unexpected results kept for the
 # end.
 run() {
@@ -70,22 +70,33 @@ run1() {
 	start=$(date +%s.%N)
 	(cd "$d" && spin -a "$@" rlock.pml >spin.out 2>&1) || {
 		echo "$name: spin -a failed"; cat "$d/spin.out"; fails=$((fails + 1)); return; }
+	# A bounded search goes as far as 1 GB: what it finds lies near the
+	# start, and CI's half hour has no room for more.
+	mem=2048
+	[ "$expect" != bounded ] || mem=1024
 	if [ "$kind" = live ]; then
-		(cd "$d" && $CC -O2 -w -DNFAIR=3 -DCOLLAPSE -DMEMLIM=2048 \
+		(cd "$d" && $CC -O2 -w -DNFAIR=3 -DCOLLAPSE -DMEMLIM=$mem \
 		    -o pan pan.c && ./pan -a -f -m1000000 -N live >pan.out 2>&1) || true
 	else
-		(cd "$d" && $CC -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=2048 \
+		(cd "$d" && $CC -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=$mem \
 		    -o pan pan.c && ./pan -m1000000 >pan.out 2>&1) || true
 	fi
 	end=$(date +%s.%N)
 	errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$d/pan.out" | head -1)
 	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$d/pan.out" | head -1)
-	incomplete=$(grep -c "out of memory\|max search depth too small" "$d/pan.out" || true)
+	# A search cut short (memory, depth) proves nothing: pan says so and
+	# carries on to print its counts, as if it had finished.
+	incomplete=$(grep -c "out of memory\|max search depth too small\|reached -DMEMLIM bound" "$d/pan.out" || true)
 	secs=$(awk "BEGIN { print $end - $start }")
 	if [ -z "$errs" ]; then
 		echo "$name: no result"; tail -5 "$d/pan.out"; fails=$((fails + 1)); return
 	fi
-	if [ "$expect" = pass ]; then
+	cut=$(grep -c "reached -DMEMLIM bound" "$d/pan.out" || true)
+	if [ "$expect" = bounded ] && [ "$errs" = 0 ] &&
+	    [ "$incomplete" = "$cut" ] && [ "$cut" != 0 ]; then
+		# Said as what it is: no error in the states searched.
+		printf '%-12s bounded: %s (no error in the first %s states, cut at 1 GB: not exhaustive, %.1fs)\n' "$name" "$what" "$states" "$secs"
+	elif [ "$expect" = pass ] || [ "$expect" = bounded ]; then
 		if [ "$errs" = 0 ] && [ "$incomplete" = 0 ]; then
 			printf '%-12s ok: %s (%s states, %.1fs)\n' "$name" "$what" "$states" "$secs"
 		else
@@ -124,10 +135,14 @@ if [ "$mode" = new ]; then
 	    -DFIFO -DP_ALL $FIXES
 	run qlive live pass "a quorum writer beside looping readers gets in (weak fairness)" \
 	    -DQLIVE -DP_ALL $FIXES
-	run quorum-x safety pass "quorum of 3, a server may go down, 2 plain writers, -n (mutex, loss rule, phantom)" \
+	# The two quorum configurations do not finish in 2 GB (quorum-w's
+	# search passed 100 million states and 6 GB unfinished): each is
+	# searched as far as 1 GB goes, and said to be bounded.  quorum-w's
+	# first form of the loss rule broke within 601,184 states.
+	run quorum-x safety bounded "quorum of 3, a server may go down, 2 plain writers, -n (mutex, loss rule, phantom)" \
 	    -DQUORUM -DTWO -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=1 -DFS1=1 -DFS2=1 \
 	    -DWS0=1 -DWS1=1 -DUP0=0 -DDOWNS=1 -DTRIES=1 -DNOFENCE -DP_ALL $FIXES
-	run quorum-w safety pass "quorum of 3, 2 plain writers, -w: attempts behind a BLPOP on each server, those still blocking given up (mutex, loss rule, phantom)" \
+	run quorum-w safety bounded "quorum of 3, 2 plain writers, -w: attempts behind a BLPOP on each server, those still blocking given up (mutex, loss rule, phantom)" \
 	    -DQUORUM -DTWO -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=1 -DFS1=1 -DFS2=1 \
 	    -DWS0=2 -DWS1=2 -DUP0=0 -DTRIES=2 -DNOFENCE -DP_ALL $FIXES
 	# Not yet within the budget (over 15 million states in 2 GB, unfinished):

@@ -885,10 +885,10 @@ inline check_mutex(c)
 }
 
 /* An attempt that went out behind a BLPOP on every server of a quorum
- * (wk, lock.c try_acquire after a wait): a server whose BLPOP still
- * blocks when the others have settled the round is given up, its
- * connection closed, and counted busy (bl, quorum_wait_blocked); its
- * script runs or not, unheard, as the connection closes.  Not a fault:
+ * (wk, lock.c try_acquire after a wait): a server that has not answered
+ * when the others have settled the round (its BLPOP blocking, or its
+ * script under way) is given up, its connection closed, and counted busy
+ * (bl, quorum.h's blocked); its script runs or not, unheard.  Not a fault:
  * no budget.  (Not in the liveness configurations, where a server given
  * up for ever would be a wake that never comes.) */
 #if defined(QUORUM) && !defined(LIVE)
@@ -1085,7 +1085,7 @@ attempt: skip;
 		goto endrun
 	:: d_step { GRANTED ->
 #ifndef OLD
-			/* a server given up while its BLPOP blocked may hold
+			/* a server given up unanswered after a wait may hold
 			 * it: won, as far as the loss rule goes, until it says
 			 * "not the holder" */
 			won = yes | bl;
@@ -1144,8 +1144,8 @@ attempt: skip;
 	:: d_step { !us && !GRANTED && ANSWERS >= MAJ &&
 	    (yes != 0 || ANSWERS < NS || bl != 0) ->
 		/* busy, or granted too late: give back what was taken, on
-		 * every server (lock.c undo_partial; a server given up while
-		 * its BLPOP blocked is one that may have taken it) */
+		 * every server (lock.c undo_partial; a server given up
+		 * unanswered after a wait is one that may have taken it) */
 		printf("c%d: busy, partial or late: give back\n", c); RESET;
 		keep = (wt != 0) };
 		SERVE(GIVE, 3);
