@@ -273,7 +273,9 @@ give_up(struct quorum *q, struct round *rd, int64_t now)
 	for (i = 0; i < q->n; i++) {
 		if (rd->state[i] != ASKED)
 			continue;
-		q->blocked[i] = redis_wait_unanswered(q->conn[i]);
+		/* (Not for a signal: that ends the wait, busy or not.) */
+		q->blocked[i] = !signal_caught &&
+		    redis_wait_unanswered(q->conn[i]);
 		redis_abandon(q->conn[i]);
 		rd->state[i] = ANSWERED;
 		if (signal_caught)
