@@ -25,8 +25,37 @@ finish() {
 	if [ "$2" -eq 0 ]; then _r=ok; else _r=FAILED; fi
 	printf '[%s] %s: %s in %s%s\n' "$(clock)" "$1" "$_r" "$(clock "$_d")" \
 	    "${3:+, $3}"
-	STAGES="$STAGES$(printf '%-12s %-7s %6s' "$1" "$_r" "$(clock "$_d")")
+	ROW=$(printf '%-12s %-7s %6s' "$1" "$_r" "$(clock "$_d")")
+	STAGES="$STAGES$ROW
 "
+}
+
+# lane STAGE...: in the background (its pid in $lane_pid), each STAGE in
+# turn: test.sh's function stage_STAGE, begun and finished as above, its
+# status and its row of the table left in .stages/ for reap.
+lane() {
+	(
+		for _s in "$@"; do
+			begin "$_s"
+			"stage_$_s"
+			_st=$?
+			finish "$_s" "$_st"
+			echo "$_st" >".stages/$_s"
+			echo "$ROW" >".stages/$_s.row"
+		done
+	) &
+	lane_pid=$!
+}
+
+# reap STAGE...: once their lanes have ended, each STAGE's status in the
+# variable of its name (1 if it never ended) and its row in the table.
+reap() {
+	for _s in "$@"; do
+		_st=$(cat ".stages/$_s" 2>/dev/null) || _st=1
+		eval "$_s=\$_st"
+		STAGES="$STAGES$(cat ".stages/$_s.row" 2>/dev/null || printf '%-12s %-7s' "$_s" FAILED)
+"
+	done
 }
 
 # tests_so_far LOG: "N tests, M failed" from the output of a make check

@@ -134,13 +134,48 @@ for l in .sanitize/tests/*.log tests/*.log; do
 done | sort -rn >timings.log
 finish suite "$((sanitize + check))" "$(tests_so_far sanitize.log) under the sanitizers, $(tests_so_far check.log) on the shipped build"
 
+# After the suite, the rest runs in three lanes side by side, each stage
+# saying when it starts and ends: the fuzz targets, then the Debian
+# package and the RPMs; the benchmark harness's smoke runs (mostly
+# waiting); the server matrix.  Each is mostly one process at a time, and
+# the model still runs beside them.
+#
 # Each fuzz target for a bounded time (FUZZ_SECONDS, default 10).
-begin fuzz
-./tests/fuzz/run.sh "${FUZZ_SECONDS:-10}" >fuzz.log 2>&1
-fuzz=$?
+stage_fuzz() { ./tests/fuzz/run.sh "${FUZZ_SECONDS:-10}" >fuzz.log 2>&1; }
+# The benchmark harness, in its 10-second smoke mode, so it cannot rot;
+# and its latency, scale and interleaved modes, as briefly.
+stage_bench() {
+	{
+		RLOCK=$(pwd)/src/rlock ./bench/run --smoke &&
+		RLOCK=$(pwd)/src/rlock ./bench/run --latency 5 --smoke &&
+		RLOCK=$(pwd)/src/rlock ./bench/run --scale --smoke &&
+		RLOCK=$(pwd)/src/rlock ./bench/run --interleaved --smoke
+	} >bench.log 2>&1
+}
+# The Debian package builds, passes lintian, and runs from a scratch root.
+stage_deb() { ./scripts/deb.sh >deb.log 2>&1; }
+# The static binaries built, and an RPM of each, unpacked and run.
+stage_rpm() {
+	if [ "$static" -ne 0 ]; then
+		echo "static.sh failed" >rpm.log; return 1
+	fi
+	{ ./scripts/rpm.sh x86_64 && ./scripts/rpm.sh aarch64; } >rpm.log 2>&1
+}
+# The server-compatibility matrix (scripts/matrix.sh): the compatibility
+# subset of the suite against each server built above, its table, and its
+# counts added to ours.
+stage_matrix() { ./scripts/matrix.sh ../shared/servers "$RLOCK_SERVERS" >matrix.log 2>&1; }
+rm -rf .stages && mkdir .stages
+lane fuzz deb rpm
+lane_a=$lane_pid
+lane bench
+lane_b=$lane_pid
+lane matrix
+wait "$lane_a" "$lane_b" "$lane_pid"
+reap fuzz deb rpm bench matrix
+
 fuzz_pass=$(grep -c ': ok,' fuzz.log)
 fuzz_fail=$(grep -c ': \(FAILED\|build failed\)' fuzz.log)
-finish fuzz "$fuzz"
 count() {	# $1: a directory with tests/*.trs; $2: the results to count
 	cat "$1"/tests/*.trs 2>/dev/null | grep -c "^:test-result: \($2\)"
 }
@@ -158,43 +193,16 @@ if { [ "$check" -ne 0 ] || [ "$sanitize" -ne 0 ]; } && [ "$fail" -eq 0 ]; then
 fi
 report .
 report .sanitize
-# The benchmark harness, in its 10-second smoke mode, so it cannot rot;
-# and its latency, scale and interleaved modes, as briefly.
-begin bench
-{
-	RLOCK=$(pwd)/src/rlock ./bench/run --smoke &&
-	RLOCK=$(pwd)/src/rlock ./bench/run --latency 5 --smoke &&
-	RLOCK=$(pwd)/src/rlock ./bench/run --scale --smoke &&
-	RLOCK=$(pwd)/src/rlock ./bench/run --interleaved --smoke
-} >bench.log 2>&1
-bench=$?
-finish bench "$bench"
 if [ "$bench" -eq 0 ]; then
 	pass=$((pass + 1)); echo "bench smoke: ok"
 else
 	fail=$((fail + 1)); echo "bench smoke: FAILED"; tail -n 30 bench.log
 fi
-
-# The Debian package builds, passes lintian, and runs from a scratch root.
-begin deb
-./scripts/deb.sh >deb.log 2>&1
-deb=$?
-finish deb "$deb"
 if [ "$deb" -eq 0 ]; then
 	pass=$((pass + 1)); echo "debian package: ok ($(tail -n 1 deb.log))"
 else
 	fail=$((fail + 1)); echo "debian package: FAILED"; tail -n 30 deb.log
 fi
-
-# The static binaries built, and an RPM of each, unpacked and run.
-begin rpm
-if [ "$static" -eq 0 ]; then
-	{ ./scripts/rpm.sh x86_64 && ./scripts/rpm.sh aarch64; } >rpm.log 2>&1
-	rpm=$?
-else
-	echo "static.sh failed" >rpm.log; rpm=1
-fi
-finish rpm "$rpm"
 if [ "$static" -eq 0 ]; then
 	pass=$((pass + 1)); echo "static binaries: ok ($(grep -c '^dist/rlock-linux-' static.log) built)"
 else
@@ -205,14 +213,6 @@ if [ "$rpm" -eq 0 ]; then
 else
 	fail=$((fail + 1)); echo "rpm packages: FAILED"; tail -n 30 rpm.log
 fi
-
-# The server-compatibility matrix (scripts/matrix.sh): the compatibility
-# subset of the suite against each server built above, its table, and its
-# counts added to ours.
-begin matrix
-./scripts/matrix.sh ../shared/servers "$RLOCK_SERVERS" >matrix.log 2>&1
-matrix=$?
-finish matrix "$matrix"
 sed '$d' matrix.log
 m=$(tail -n 1 matrix.log)
 case $m in
