@@ -12,15 +12,15 @@
  *	    COMMAND [ARG...]
  *
  * and hands anything else (another option, a password, a terminal on
- * standard output, no command, a command that streams or that redis-cli
- * formats its own way) to the real redis-cli, as it was given.  The reply
- * is printed as redis-cli's raw mode prints it: a string as it is, an
- * integer in decimal, nil as nothing, an error's message and an empty
- * line, an array's elements one a line (nested ones flattened), and a
- * newline after the whole, but for the reports redis-cli prints verbatim
- * (INFO, CLIENT LIST and INFO, CLUSTER NODES and INFO).  Like redis-cli,
- * it exits 0 whatever the reply, and 1 when it cannot connect or the
- * connection fails.
+ * standard output, no command, a command that streams, that redis-cli
+ * formats its own way or that ends the connection) to the real redis-cli,
+ * as it was given.  The reply is printed as redis-cli's raw mode prints
+ * it: a string as it is, an integer in decimal, nil as nothing, an
+ * error's message and an empty line, an array's elements one a line
+ * (nested ones flattened), and a newline after the whole, but for the
+ * reports redis-cli prints verbatim (INFO, CLIENT LIST and INFO, CLUSTER
+ * NODES and INFO).  Like redis-cli, it exits 0 whatever the reply, and 1
+ * when it cannot connect or the connection fails.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,14 +68,14 @@ redis_cli(char **argv)
 	exit(127);
 }
 
-/* Commands redis-cli streams or formats its own way: its to run. */
+/* Commands redis-cli streams, formats its own way or ends on: its own. */
 static int
 special(const char *cmd)
 {
 	static const char *const list[] = {
 		"monitor", "subscribe", "psubscribe", "ssubscribe", "sync",
 		"psync", "hello", "lolwut", "debug", "memory", "latency",
-		"proxy", "reset", "select", "auth", "quit", NULL
+		"proxy", "reset", "select", "auth", "quit", "shutdown", NULL
 	};
 	int	i;
 
