@@ -8,7 +8,7 @@ set -eu
 BUILD="build-essential autoconf automake libtool pkg-config
 libhiredis-dev uuid-dev libssl-dev"
 PACKAGES="$BUILD
-redis-server redis-tools bats bats-assert bats-support mandoc spin
+redis-server redis-tools bats bats-assert bats-support bash-builtins mandoc spin
 openssl python3 tmux procps clang libclang-rt-14-dev
 zsh fish bash-completion strace valgrind
 python3-prometheus-client python3-jsonschema"

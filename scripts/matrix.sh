@@ -60,7 +60,7 @@ run_server() {
 	start=$(date +%s)
 	# A bound for a wedged run: far above the minute it takes.
 	PATH=${bin:+$bin:}$PATH RLOCK_BIN=$rlock RLOCK_OLD_SERVER_BIN=$bin \
-	    timeout -k 10 600 bats --tap "$file" >"$out/$name.tap" 2>&1
+	    BASH_ENV=$root/tests/bash-env.bash timeout -k 10 600 bats --tap "$file" >"$out/$name.tap" 2>&1
 	echo "  $name: $file in $(($(date +%s) - start)) s" >"$out/$name.line"
 	awk -v s="$name" '
 		/^(not )?ok [0-9]+ / {

@@ -16,6 +16,15 @@ need_spin() {
 	assert_success
 }
 
+# The new rules first: their minutes of CPU, then the old rules'
+# seconds, so that what the model check leaves at the end of a CI run is short.
+@test "model: the new rules hold in every configuration" {
+	need_spin
+	run "$MODEL/check.sh"
+	assert_success
+	refute_output --partial FAILED
+}
+
 @test "model: the old rules break 1, 3, 4, 5 and 7" {
 	need_spin
 	run "$MODEL/check.sh" --old
@@ -23,11 +32,4 @@ need_spin() {
 	for b in break1 break3 break4 break5 break7; do
 		assert_output --partial "$b       found"
 	done
-}
-
-@test "model: the new rules hold in every configuration" {
-	need_spin
-	run "$MODEL/check.sh"
-	assert_success
-	refute_output --partial FAILED
 }

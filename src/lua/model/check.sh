@@ -120,21 +120,19 @@ steps() {
 }
 
 if [ "$mode" = new ]; then
-	run mix-upgrade safety pass "readers, a writer, an upgrade (mutex, phantom, loss, one rule)" \
-	    $MIXUP -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
-	run mix-limit safety pass "semaphore holders beside plain and shared asks" \
-	    $MIXLIM -DNOFENCE -DP_ALL $FIXES
+	# The longest first (CPU seconds in CI, of 370 in all: mix-fifo 128,
+	# quorum-w 55, every 51, mix-upgrade 47, quorum-x 40, qlive 29, mix-limit
+	# 18, mix-fence 17, fifo 6), so that two at a time end close together.
 	run mix-fifo safety pass "--fifo beside plain, shared, limit" \
 	    $MIXFIFO -DNOFENCE -DP_ALL $FIXES
-	run mix-fence safety pass "fences rise (one server, readers, writer, upgrade, -w only)" \
-	    $MIXUP -DWS0=2 -DWS1=2 -DFAULTS=0 -DP_ALL $FIXES
+	run quorum-w safety bounded "quorum of 3, 2 plain writers, -w: attempts behind a BLPOP on each server, those still blocking given up (mutex, loss rule, phantom)" \
+	    -DQUORUM -DTWO -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=1 -DFS1=1 -DFS2=1 \
+	    -DWS0=2 -DWS1=2 -DUP0=0 -DTRIES=2 -DNOFENCE -DP_ALL $FIXES
 	run every safety pass "--every: refused starts and releases that hand nothing over, beside --fifo, shared and limit asks" \
 	    -DMIX -DEVERY -DKS0=2 -DKS1=2 -DKS2=12 -DFS0=3 -DFS1=1 -DFS2=1 \
 	    -DUP0=0 -DUP1=0 -DUP2=0 -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
-	run fifo live pass "a waiter beside two --fifo writers gets in (weak fairness)" \
-	    -DFIFO -DP_ALL $FIXES
-	run qlive live pass "a quorum writer beside looping readers gets in (weak fairness)" \
-	    -DQLIVE -DP_ALL $FIXES
+	run mix-upgrade safety pass "readers, a writer, an upgrade (mutex, phantom, loss, one rule)" \
+	    $MIXUP -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
 	# The two quorum configurations do not finish in 2 GB (quorum-w's
 	# search passed 100 million states and 6 GB unfinished): each is
 	# searched as far as 1 GB goes, and said to be bounded.  quorum-w's
@@ -142,9 +140,14 @@ if [ "$mode" = new ]; then
 	run quorum-x safety bounded "quorum of 3, a server may go down, 2 plain writers, -n (mutex, loss rule, phantom)" \
 	    -DQUORUM -DTWO -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=1 -DFS1=1 -DFS2=1 \
 	    -DWS0=1 -DWS1=1 -DUP0=0 -DDOWNS=1 -DTRIES=1 -DNOFENCE -DP_ALL $FIXES
-	run quorum-w safety bounded "quorum of 3, 2 plain writers, -w: attempts behind a BLPOP on each server, those still blocking given up (mutex, loss rule, phantom)" \
-	    -DQUORUM -DTWO -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=1 -DFS1=1 -DFS2=1 \
-	    -DWS0=2 -DWS1=2 -DUP0=0 -DTRIES=2 -DNOFENCE -DP_ALL $FIXES
+	run qlive live pass "a quorum writer beside looping readers gets in (weak fairness)" \
+	    -DQLIVE -DP_ALL $FIXES
+	run mix-limit safety pass "semaphore holders beside plain and shared asks" \
+	    $MIXLIM -DNOFENCE -DP_ALL $FIXES
+	run mix-fence safety pass "fences rise (one server, readers, writer, upgrade, -w only)" \
+	    $MIXUP -DWS0=2 -DWS1=2 -DFAULTS=0 -DP_ALL $FIXES
+	run fifo live pass "a waiter beside two --fifo writers gets in (weak fairness)" \
+	    -DFIFO -DP_ALL $FIXES
 	# Not yet within the budget (over 15 million states in 2 GB, unfinished):
 	# the quorum's safety with readers and waits.  check.sh --quorum runs it.
 	if [ "$quorum" = 1 ]; then
