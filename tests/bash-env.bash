@@ -3,8 +3,8 @@
 # bats runs every test in a bash of its own, which runs mkdir twice, rm
 # once and date twice around the test, each a process; the tests' own
 # waits run sleep, a process a poll.  On CI's busy two cores a process
-# costs some 10 ms, most of it the kernel's, and the suite started 97,000:
-# the whole run was CPU-bound.  In bats's own processes (and so in every
+# costs some 10 ms, most of it the kernel's, and a CI run started 97,000:
+# it was CPU-bound throughout.  In bats's own processes (and so in every
 # test's shell), mkdir, rm, mktemp and sleep are bash's loadable builtins
 # (Debian's bash-builtins), and date +%s%N, bats's clock, is read from
 # $EPOCHREALTIME.  Any other bash, a script or a command a test runs,
