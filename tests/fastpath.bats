@@ -195,8 +195,9 @@ while time.time() < deadline:
 	assert_equal "$status" 69
 	assert_one_error_line
 	# (Two answer, but three refusals decide it: a busy machine may have
-	# heard only one of the two by the end of the stragglers' grace.)
-	[[ "$stderr" == *"only "[12]" of 5 servers answered, and a lock needs 3"* ]] ||
+	# heard one of the two, or neither (a CI run under ASan), by the end
+	# of the stragglers' grace.)
+	[[ "$stderr" == *"only "[012]" of 5 servers answered, and a lock needs 3"* ]] ||
 		fail "unexpected message: $stderr"
 	[[ "$stderr" == *"authentication failed"* ]] || fail "no reason: $stderr"
 	refute_contains wrong-pw "$stderr"
