@@ -23,6 +23,10 @@ need_spin() {
 	run "$MODEL/check.sh"
 	assert_success
 	refute_output --partial FAILED
+	# quorum-w lets a given-up script run late (-DLATE), after the
+	# give-back or the release that followed it.
+	assert_output --partial "quorum-w     bounded"
+	assert_output --partial "later (after the give-back, the release) or never"
 }
 
 @test "model: the old rules break 1, 3, 4, 5 and 7" {

@@ -130,9 +130,9 @@ if [ "$mode" = new ]; then
 	# 18, mix-fence 17, fifo 6), so that two at a time end close together.
 	run mix-fifo safety pass "--fifo beside plain, shared, limit" \
 	    $MIXFIFO -DNOFENCE -DP_ALL $FIXES
-	run quorum-w safety bounded "quorum of 3, 2 plain writers, -w: attempts behind a BLPOP on each server, those still blocking given up (mutex, loss rule, phantom)" \
+	run quorum-w safety bounded "quorum of 3, 2 plain writers, -w: attempts behind a BLPOP on each server, those still blocking given up, their scripts run then, later (after the give-back, the release) or never (mutex, loss rule, phantom)" \
 	    -DQUORUM -DTWO -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=1 -DFS1=1 -DFS2=1 \
-	    -DWS0=2 -DWS1=2 -DUP0=0 -DTRIES=2 -DNOFENCE -DP_ALL $FIXES
+	    -DWS0=2 -DWS1=2 -DUP0=0 -DTRIES=2 -DLATE -DNOFENCE -DP_ALL $FIXES
 	run every safety pass "--every: refused starts and releases that hand nothing over, beside --fifo, shared and limit asks" \
 	    -DMIX -DEVERY -DKS0=2 -DKS1=2 -DKS2=12 -DFS0=3 -DFS1=1 -DFS2=1 \
 	    -DUP0=0 -DUP1=0 -DUP2=0 -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES

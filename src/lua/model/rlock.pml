@@ -15,7 +15,8 @@
  * mirrors Lua says which script and step it mirrors ("acquire.lua: ...").
  *
  * Configurations (check.sh compiles one at a time; -DEVERY adds exec
- * --every's refusals and its releases that hand nothing over):
+ * --every's refusals and its releases that hand nothing over; -DLATE, with
+ * QUORUM, lets a script given up unanswered run later, or never):
  *   MIX    one server, 3 clients, modes mixed (plain, --shared, --limit 2,
  *          --fifo, the upgrade), safety properties.
  *   FIFO   one server: two --fifo writers that take, release and take again
@@ -145,6 +146,9 @@ typedef Srv {
 	byte	mpin;		/* old: tokens whose TTL the mark's PTTL covers */
 	byte	fc;		/* the fence counter L:fence */
 	bit	down;
+#ifdef LATE
+	bit	hl[NC];		/* the hold was taken by a late script, unheard */
+#endif
 };
 Srv	srv[NS];
 
@@ -158,6 +162,17 @@ byte	rk[NC];		/* order of the current runs' starts (0: oldest) */
 byte	endmax;		/* the greatest fence of a belief that ended */
 byte	faults = FAULTS;
 byte	downs = DOWNS;
+#ifdef LATE
+/* -DLATE: a script given up unanswered (BLOCKED) may run later, when a
+ * release's wake pops its BLPOP before the server has seen the connection
+ * close: after the give-back that followed it, or after the run's end.
+ * late[c]: the servers where client c's given-up script is still pending;
+ * lk, lf, lw: what it asked (kind, --fifo, wait). */
+byte	late[NC];
+byte	lk[NC];
+bit	lf[NC];
+byte	lw[NC];
+#endif
 
 /* Scratch of the atomic steps: never carried from one step to the next
  * (not hidden with -DNOHIDE, which BFS needs: more states, same runs). */
@@ -221,10 +236,22 @@ inline new_fence(s)
 #endif
 }
 
+/* -DLATE: a hold that a late script took after the release or extend
+ * ran there is not one the client could have ended or kept: P_LOSS leaves
+ * it out (HEARD_HOLD), until a reply of the client's own claims it. */
+#ifdef LATE
+#define UNLATE(s, c)	srv[s].hl[c] = 0
+#define HEARD_HOLD(s, c)	!srv[s].hl[c]
+#else
+#define UNLATE(s, c)	skip
+#define HEARD_HOLD(s, c)	1
+#endif
+
 inline drop_hold(s, c)
 {
 	srv[s].hk[c] = 0; srv[s].ha[c] = 0; srv[s].hr[c] = 0;
-	srv[s].hf[c] = 0; srv[s].hs[c] = 0; srv[s].hu[c] = 0
+	srv[s].hf[c] = 0; srv[s].hs[c] = 0; srv[s].hu[c] = 0;
+	UNLATE(s, c)
 }
 
 inline take_hold(s, c, kind, a)
@@ -892,9 +919,14 @@ inline check_mutex(c)
  * no budget.  (Not in the liveness configurations, where a server given
  * up for ever would be a wake that never comes.) */
 #if defined(QUORUM) && !defined(LIVE)
+#ifdef LATE
+#define PENDING(i)	late[c] = late[c] | BIT(i); lk[c] = k; lf[c] = fifo; lw[c] = wt
+#else
+#define PENDING(i)	skip
+#endif
 #define BLOCKED(STEP, OP)						\
 	:: d_step { OP == 0 && wk && i < NS && !srv[i].down ->		\
-		no = no | BIT(i); bl = bl | BIT(i);			\
+		no = no | BIT(i); bl = bl | BIT(i); PENDING(i);		\
 		printf("  (s%d blocked: given up)\n", i); i++ }		\
 	:: d_step { OP == 0 && wk && i < NS && !srv[i].down ->		\
 		STEP(i, c); HEARD(i, OP); no = no | BIT(i);		\
@@ -931,12 +963,13 @@ inline check_mutex(c)
 #define ANSWER(i, OP)							\
 	if								\
 	:: OP == 0 && (t_r == R_KEEP || t_r == R_NEW || t_r == R_UP) ->	\
-		yes = yes | BIT(i); rf = rf | BIT(i);			\
+		yes = yes | BIT(i); rf = rf | BIT(i); UNLATE(i, c);	\
 		if :: t_f > f -> f = t_f :: else fi;			\
 		if :: srv[i].hs[c] < mh -> mh = srv[i].hs[c] :: else fi	\
 	:: OP == 0 && (t_r == R_BUSYH || t_r == R_BUSYW) -> no = no | BIT(i)	\
 	:: OP == 0 && t_r == R_USAGE -> us = 1				\
-	:: OP != 0 && t_r == 1 -> yes = yes | BIT(i); rf = rf | BIT(i)	\
+	:: OP != 0 && t_r == 1 -> yes = yes | BIT(i); rf = rf | BIT(i);	\
+		UNLATE(i, c)						\
 	:: OP != 0 && t_r == 0 -> no = no | BIT(i)			\
 	:: else								\
 	fi;								\
@@ -951,8 +984,9 @@ inline check_mutex(c)
 	t_r = 0; t_f = 0
 
 /* A release's had: where the token surely held (its TTL not passed) when
- * the script ran. */
-#define REL(i, c)	had = had | (srv[i].hk[c] != 0 && srv[i].hr[c] -> BIT(i) : 0); release(i, c)
+ * the script ran (-DLATE: a hold the client took, not a late script's). */
+#define REL(i, c)	had = had | (srv[i].hk[c] != 0 && srv[i].hr[c] &&	\
+			    HEARD_HOLD(i, c) -> BIT(i) : 0); release(i, c)
 #define ACQ(i, c)	acquire(i, c)
 #define EXT(i, c)	extend(i, c)
 #define GIVE(i, c)	giveback(i, c, keep)
@@ -1239,7 +1273,8 @@ ext: skip;
 				do
 				:: i < NS ->
 					if
-					:: srv[i].hk[c] != 0 && srv[i].hr[c] -> t_m++
+					:: srv[i].hk[c] != 0 && srv[i].hr[c] &&
+					    HEARD_HOLD(i, c) -> t_m++
 					:: else
 					fi;
 					i++
@@ -1307,7 +1342,8 @@ again: skip;
 			do
 			:: i < NS ->
 				if
-				:: (had & BIT(i)) || srv[i].hk[c] != 0 && srv[i].hr[c] -> t_m++
+				:: (had & BIT(i)) || srv[i].hk[c] != 0 &&
+				    srv[i].hr[c] && HEARD_HOLD(i, c) -> t_m++
 				:: else
 				fi;
 				i++
@@ -1416,12 +1452,40 @@ done:
 		 printf("env: s%d goes down\n", s);		\
 		    downs--; srv[s].down = 1 }
 
+/* -DLATE: client cc's given-up script on s runs now, as acquire.lua with
+ * what it asked, unheard; or the server sees the connection close first,
+ * and it never runs. */
+#ifdef LATE
+#define LATE_RUN(s, cc)							\
+	:: d_step { (late[cc] & BIT(s)) && !srv[s].down ->		\
+		late[cc] = late[cc] & ~BIT(s);				\
+		k = lk[cc]; fifo = lf[cc]; wt = lw[cc];			\
+		printf("env: c%d's given-up script runs late on s%d\n", cc, s); \
+		acquire(s, cc);						\
+		if							\
+		:: t_r == R_NEW -> srv[s].hl[cc] = 1			\
+		:: else							\
+		fi;							\
+		printf("  c%d op 0 on s%d: %d (unheard)\n", cc, s, t_r);	\
+		t_r = 0; t_f = 0; k = 0; fifo = 0; wt = 0 }		\
+	:: d_step { (late[cc] & BIT(s)) ->				\
+		late[cc] = late[cc] & ~BIT(s);				\
+		printf("env: c%d's given-up script on s%d never runs\n", cc, s) }
+#define PER_LATE(s)	LATE_RUN(s, 0) LATE_RUN(s, 1) LATE_RUN(s, 2)
+#else
+#define PER_LATE(s)
+#endif
+
 #define PER_S(s)							\
 	EXPIRE(s, 0) EXPIRE(s, 1) EXPIRE(s, 2)				\
-	ENTRY(s, 0) ENTRY(s, 1) ENTRY(s, 2)
+	ENTRY(s, 0) ENTRY(s, 1) ENTRY(s, 2)				\
+	PER_LATE(s)
 
 proctype env()
 {
+#ifdef LATE
+	byte	k, fifo, wt;	/* a late script's ask (LATE_RUN) */
+#endif
 end_env:
 	do
 	TTL(0) TTL(1) TTL(2)
