@@ -64,6 +64,8 @@ err_exit_status(enum err_kind kind)
 		return EXIT_UNAVAILABLE;
 	case ERR_LOST:
 		return EXIT_LOST;
+	case ERR_DEADLOCK:
+		return EXIT_DEADLOCK;
 	case ERR_INTERRUPTED:
 	case ERR_SOFTWARE:
 		break;

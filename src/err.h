@@ -24,6 +24,7 @@ enum err_kind {
 	ERR_SOFTWARE,		/* internal error, failed write of output */
 	ERR_LOST,		/* exec: lock lost while the command ran */
 	ERR_INTERRUPTED,	/* a signal arrived while waiting */
+	ERR_DEADLOCK,		/* an upgrade refused: another reader's waits */
 };
 
 struct err {
@@ -52,5 +53,6 @@ int	err_exit_status(enum err_kind);
 #define EXIT_LOST		75
 #define EXIT_NOPERM		77	/* a file rlock must read, this user may not */
 #define EXIT_TIMEOUT		124	/* exec: --max-runtime ran out (timeout(1)) */
+#define EXIT_DEADLOCK		35	/* an upgrade refused (fcntl's EDEADLK) */
 
 #endif

@@ -174,14 +174,17 @@ lock_clamp(long long v, long long min, long long max)
 /*
  * acquire.lua: {1, fence, ttl} granted, {0, pttl, holder...} busy (a PTTL
  * of -1 or -2 included), {-1, limit} held with another --limit, {-2,
- * started_ms, host, pid, now_ms} refused by --every.
+ * started_ms, host, pid, now_ms} refused by --every, {-3, host, pid} an
+ * upgrade refused: another reader's waits.
  */
 static int
 acquire_shape(const struct redis_reply *r, void *arg)
 {
 	(void)arg;
-	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -2, 1))
+	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -3, 1))
 		return 0;
+	if (r->element[0]->integer == -3)
+		return r->elements >= 3;
 	if (r->element[0]->integer == -2)
 		return r->elements >= 5 && lock_int_at(r, 1, 0,
 		    LOCK_REPLY_MAX_TIME) && lock_int_at(r, 4, 0,
@@ -527,6 +530,32 @@ mixed_limit(const struct lock *l, const struct redis_reply *r, struct err *e)
 	return 1;
 }
 
+/*
+ * {-3, host, pid}: the caller reads NAME and asked to upgrade while
+ * another reader's upgrade waits, which only the end of this reader's
+ * shared hold can let in (as fcntl(2) answers EDEADLK).  Nothing was
+ * taken; the caller stays a reader.
+ */
+static int
+upgrade_refused(const struct lock *l, const struct redis_reply *r,
+    struct err *e)
+{
+	char	who[160] = "";
+
+	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 3 ||
+	    r->element[0]->integer != -3)
+		return 0;
+	if (r->element[1]->type == REDIS_T_STRING &&
+	    r->element[2]->type == REDIS_T_STRING)
+		snprintf(who, sizeof who, " (%.100s, pid %.20s)",
+		    r->element[1]->str, r->element[2]->str);
+	err_set(e, ERR_DEADLOCK, "cannot upgrade %s: another reader%s is "
+	    "already waiting to upgrade, and each would wait for the other; "
+	    "release this shared hold (rlock release --token) and acquire "
+	    "again", l->name, who);
+	return 1;
+}
+
 /* Remember when and where the period's run started, from a refusal. */
 static void
 note_started(struct lock *l, const struct redis_reply *r)
@@ -589,12 +618,20 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		}
 	l->listed |= l->wait_ms != 0;
 	for (i = 0; i < n; i++) {
-		if (mixed_limit(l, rep[i], e)) {
+		if (mixed_limit(l, rep[i], e) ||
+		    upgrade_refused(l, rep[i], e)) {
 			quorum_free_replies(l->q, rep);
 			free(rep);
 			free(won);
 			free(fences);
 			l->maybe_held = 0;
+			/*
+			 * The refusing server took the upgrade's entry off;
+			 * the others of a quorum may have listed it.
+			 */
+			if (e->kind == ERR_DEADLOCK && n > 1)
+				lock_unlist(l);
+			l->listed = 0;
 			return -1;
 		}
 		if (rep[i] != NULL && rep[i]->element[0]->integer == -2) {

@@ -4,8 +4,12 @@
 # up, within a bound when it dies), and status shows each one's place.
 
 load helpers
+load fault-helpers
 setup() { own_server_setup; }
-teardown() { test_teardown; }
+teardown() {
+	stop_all_proxies
+	test_teardown
+}
 
 # in_line N: poll (up to 10 s) until the queue holds N waiters on every
 # server the test uses (SERVERS: names for rcli_as; empty: the default).
@@ -105,4 +109,85 @@ wait_waiters() {
 	run --separate-stderr rlock "${URLS[@]}" exec --fifo job -- true
 	assert_equal "$status" 64
 	assert_equal "$(rcli_as Q1 EXISTS 'rlock:{job}')" 0
+}
+
+# until_ms T: poll the clock until it reads T (ms since the epoch), bounded
+# by T itself: a moment of the scenario (a fault held for a while), not a
+# wait for state.
+until_ms() {
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		(($(now_ms) >= $1)) && return 0
+		sleep 0.01
+	done
+}
+
+# entry_of PID: the waiters' entry (JSON) of the waiter with that pid.
+entry_of() {
+	local line
+	while read -r line; do
+		[[ "$line" == *"\"p\":\"$1\""* ]] && { echo "$line"; return 0; }
+	done < <(rcli HVALS 'rlock:{job}:waiters')
+	return 0
+}
+
+# Issue 48, break 1: a waiter's place is the server's, fixed at its first
+# attempt.  F's first attempt reaches the server late (a far server, a TLS
+# handshake, a wait riding through an outage: here a proxy holds it 2.2 s),
+# after reader R's, which began 1.3 s after F.  F's next attempt used to
+# move its start back to when F began, by its own count, before R's, while
+# F kept its later place in the --fifo line; once the lock was free, F
+# deferred to R by the line and R to F by the start, for ever: thousands of
+# scripts a second until -w ran out, and both exit 1.
+@test "fifo: a --fifo writer whose first attempt came late and a reader behind it never defer to each other (break 1)" {
+	local base calls t0 i first now
+	rlock acquire -t 60s job >/dev/null
+	start_proxy P "$REDIS_PORT"
+	proxy P blackhole
+	bg_start F "$RLOCK" -u "$P_URL" --timeout 10s exec --fifo -w 12s job -- \
+		sh -c "echo F >>'$BATS_TEST_TMPDIR/order.log'"
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(proxy_stat P accepted)" -ge 1 ]] && break
+		sleep 0.02
+	done
+	t0=$(now_ms)
+	until_ms $((t0 + 1300))
+	bg_start R "$RLOCK" exec --shared -w 12s job -- \
+		sh -c "echo R >>'$BATS_TEST_TMPDIR/order.log'"
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(rcli HLEN 'rlock:{job}:waiters')" == 1 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(rcli HLEN 'rlock:{job}:waiters')" 1
+	until_ms $((t0 + 2200))
+	# F's first attempt comes through, to be told the lock ends in 1 s:
+	# its next attempt follows at once, to find the lock held again.
+	rcli PEXPIRE 'rlock:{job}' 1000 >/dev/null
+	proxy P pass
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(rcli HLEN 'rlock:{job}:waiters')" == 2 ]] && break
+		sleep 0.01
+	done
+	assert_equal "$(rcli PEXPIRE 'rlock:{job}' 60000)" 1
+	first=$(entry_of "$F")
+	[[ -n "$first" ]] || fail "F is not listed"
+	for ((i = 0; i < 500; i++)); do
+		now=$(entry_of "$F")
+		[[ "$now" != "$first" ]] && break
+		sleep 0.02
+	done
+	[[ "$now" != "$first" ]] || fail "F made no second attempt: $now"
+	# The holder's lock ends by expiring (no release: no hand-over, no
+	# wake): each waiter finds it free at its next attempt.
+	base=$(cmd_calls evalsha eval)
+	rcli PEXPIRE 'rlock:{job}' 1 >/dev/null
+	bg_wait "$R" 15000 || fail "the reader is still waiting"
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$F" 15000 || fail "the --fifo writer is still waiting"
+	assert_equal "$BG_STATUS" 0
+	# The reader was placed first, and went first.
+	assert_equal "$(tr '\n' ' ' <order.log)" "R F "
+	# No loop on a free lock: a handful of attempts each, not thousands.
+	calls=$(($(cmd_calls evalsha eval) - base))
+	[[ "$calls" -lt 100 ]] || fail "the server ran $calls scripts"
 }

@@ -27,13 +27,16 @@ need_spin() {
 	# give-back or the release that followed it.
 	assert_output --partial "quorum-w     bounded"
 	assert_output --partial "later (after the give-back, the release) or never"
+	assert_output --partial "uplive       ok"
 }
 
-@test "model: the old rules break 1, 3, 4, 5 and 7" {
+@test "model: the old rules break 1, 3, 4, 5 and 7; the rules before issue 48 its breaks 1 and 2" {
 	need_spin
 	run "$MODEL/check.sh" --old
 	assert_success
 	for b in break1 break3 break4 break5 break7; do
 		assert_output --partial "$b       found"
 	done
+	assert_output --partial "i48-break1   found"
+	assert_output --partial "i48-break2   found"
 }

@@ -191,6 +191,64 @@ print(len(ev) // 2, most, bad)'
 	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:holders')" 0
 }
 
+# until_listed N: poll (up to 10 s) until N waiters are listed on rw.
+until_listed() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(rcli HLEN 'rlock:{rw}:waiters')" == "$1" ]] && return 0
+		sleep 0.02
+	done
+	fail "$(rcli HLEN 'rlock:{rw}:waiters') waiters listed, not $1"
+}
+
+# Issue 48, break 2: two readers that both upgrade would each wait for the
+# other to stop reading, and everyone else with them, for ever.  While one
+# upgrade waits, a second is refused at once, as fcntl(2) answers EDEADLK:
+# status 35, one line saying why and what to do; the refused reader still
+# reads, and once it leaves, the first upgrade gets in.
+@test "shared: a second reader's upgrade while one waits is refused at once with 35; it still reads; the first gets in when it leaves (break 2)" {
+	local a b
+	a=$(rlock acquire --shared -t 30s rw)
+	b=$(rlock acquire --shared -t 30s rw)
+	bg_start A "$RLOCK" acquire --token "$a" -w 10s -t 30s rw
+	until_listed 1
+	run --separate-stderr rlock acquire --token "$b" -w 10s -t 30s rw
+	assert_equal "$status" 35
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ "$stderr" == *"cannot upgrade rw: another reader"*"already waiting to upgrade"*"release this shared hold"* ]] ||
+		fail "stderr: $stderr"
+	# Nothing changed but the refused ask: both still read, the first
+	# upgrade still waits, and keeps new readers out.
+	run rlock status rw
+	assert_line --index 0 "rw: shared by 2"
+	assert_equal "$(rcli HLEN 'rlock:{rw}:waiters')" 1
+	run rlock acquire --shared -n rw
+	assert_failure 1
+	rlock release --token "$b" rw
+	bg_wait "$A" 10000 || fail "the first upgrade is still waiting"
+	assert_equal "$BG_STATUS" 0
+	run rlock status rw
+	assert_line --index 0 --regexp '^rw: held by '
+	assert_equal "$(rcli EXISTS 'rlock:{rw}:holders' 'rlock:{rw}:waiters')" 0
+	rlock release --token "$a" rw
+}
+
+# A pending upgrade is woken when the last other reader leaves, not at its
+# next look (up to 2 s later: its BLPOP's bound, WAITER_RENEW_MS).
+@test "shared: a pending upgrade is woken when the last other reader leaves" {
+	local a b t0
+	a=$(rlock acquire --shared -t 30s rw)
+	b=$(rlock acquire --shared -t 30s rw)
+	bg_start A "$RLOCK" acquire --token "$a" -w 10s -t 30s rw
+	until_listed 1
+	t0=$(now_ms)
+	rlock release --token "$b" rw
+	bg_wait "$A" 10000 || fail "the upgrade is still waiting"
+	assert_equal "$BG_STATUS" 0
+	assert_between $(($(now_ms) - t0)) 0 1500 ms_until_the_upgrade_had_it
+	rlock release --token "$a" rw
+}
+
 @test "shared: a SIGKILLed reader frees its place after its TTL; a writer gets in" {
 	bg_start H "$RLOCK" exec --shared -t 1s rw -- sleep 30
 	local i t0

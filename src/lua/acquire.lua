@@ -15,7 +15,10 @@
 -- a waiter to show; pttl_ms is when to look again), {-1, limit} when the
 -- name is held in a way that this ask cannot mix with (nothing changes),
 -- {-2, started_ms, host, pid, now_ms} when --every refuses the start (the
--- period's run started then, there: see schedule_closed() in lib.lua).
+-- period's run started then, there: see schedule_closed() in lib.lua),
+-- {-3, host, pid} when the caller, a reader, asks to upgrade while
+-- another reader's upgrade is pending (that reader's host and pid;
+-- nothing changes but the caller's own waiter entry, which goes).
 --
 -- The rule, judged on the live holders only:
 --  - a free name: any kind of holder takes it;
@@ -24,21 +27,25 @@
 --  - readers (--shared): another reader joins unless an exclusive waiter
 --    is listed (a waiting writer stops new readers); an exclusive ask gets
 --    in only when no reader but the caller is left (a lone reader's
---    upgrade); a --limit ask does not mix (-1, 0);
+--    upgrade), and while one reader's upgrade waits, another's is
+--    refused (-3: each would wait for the other to stop reading); a
+--    --limit ask does not mix (-1, 0);
 --  - a semaphore (--limit N): up to N holders asking with N; any other ask
 --    does not mix (-1, N).  A plain holder's name asked with --limit N
 --    does not mix either (-1, 1).
 -- A --fifo caller does not barge: it takes what the rule allows only when
--- no waiter that came before it is still waiting (of any kind), and wakes
--- the oldest instead.
+-- no waiter placed before it is still waiting (of any kind), and wakes
+-- the first instead.
 -- A caller that will wait (slack_ms > 0) is listed among the waiters for
 -- slack_ms, its lease, which its next attempt renews (see WAITER_RENEW_MS
 -- in lock.c); status drops it after that, so a waiter that died is gone
 -- within that bound.  Its entry keeps the server-clock time of its first
--- attempt (s), which its turn and how long it has waited count from, and
+-- attempt, in milliseconds (s: how long it has waited counts from it) and
+-- in microseconds (o: its place in the one order of waiting, see
+-- place_of() in lib.lua), neither of which a later attempt moves, and
 -- its kind (k: 'x', 's' or 'l:N').  With fifo = '1' the caller also joins
--- the line (a sorted set, by the server's clock in microseconds), which
--- status shows as its place.  A grant takes the caller off the list,
+-- the line (a sorted set, scored by the same place), which status shows
+-- as its place.  A grant takes the caller off the list,
 -- except a quorum's (keep_listed): a server where it won keeps its entry
 -- until its release, so that readers stay out while it tries again
 -- elsewhere.
@@ -64,6 +71,17 @@ if want ~= 'x' then
 		KEYS[1] .. ':holder:' .. token, 'hash'})
 end
 local kind, held_limit, live, ends = judge(KEYS[1], cur, now, true)
+-- The caller's own entry, if an earlier attempt listed it, and its place:
+-- the entry's, else now (it comes after everyone listed).
+local own
+if not bare then
+	local ok, e = pcall(cjson.decode, redis.call('HGET', KEYS[5], token) or
+		'')
+	if ok and type(e) == 'table' and tonumber(e.s) then
+		own = e
+	end
+end
+local place = own and place_of(own) or t[1] * 1000000 + t[2]
 if not kind then
 	cur = nil
 end
@@ -102,24 +120,22 @@ end
 local function busy(pttl, h)
 	local due = tonumber(ARGV[7])
 	if due > 0 then
-		-- Since the first attempt: waited_ms was taken before the
-		-- request went out, which may have blocked a while first.
-		local since = now - tonumber(ARGV[8])
-		local ok, e = pcall(cjson.decode,
-			redis.call('HGET', KEYS[5], token) or '')
-		if ok and type(e) == 'table' and tonumber(e.s) then
-			since = math.min(since, tonumber(e.s))
-		end
+		-- Its first attempt's time and place, kept: set by the server
+		-- when it was listed, never moved (a first attempt that came
+		-- late keeps its late place: one that moved earlier on the
+		-- next attempt, by the client's count, came before waiters
+		-- that the --fifo line had placed before it, and each deferred
+		-- to the other for ever).
 		redis.call('HSET', KEYS[5], token, cjson.encode({u = now + due,
-			s = since, h = ARGV[3], p = ARGV[4], n = ARGV[5],
-			c = ARGV[6], k = want}))
+			s = own and tonumber(own.s) or now,
+			o = string.format('%.0f', place), h = ARGV[3],
+			p = ARGV[4], n = ARGV[5], c = ARGV[6], k = want}))
 		-- Both keys outlive every entry: never shorten them.
 		if redis.call('PTTL', KEYS[5]) < due + 10000 then
 			redis.call('PEXPIRE', KEYS[5], due + 10000)
 		end
 		if ARGV[9] == '1' then
-			redis.call('ZADD', KEYS[6], 'NX', t[1] * 1000000 + t[2],
-				token)
+			redis.call('ZADD', KEYS[6], place, token)
 			if redis.call('PTTL', KEYS[6]) < due + 10000 then
 				redis.call('PEXPIRE', KEYS[6], due + 10000)
 			end
@@ -151,6 +167,17 @@ elseif kind == SHARED and want == 's' and not mine then
 elseif kind == SHARED and want == 'x' then
 	for _, tok in ipairs(live) do
 		if tok ~= token then
+			-- A reader's upgrade while another's waits: refused.
+			local up = mine and upgrader(KEYS[5], now, live, token)
+			if up then
+				if own then
+					redis.call('HDEL', KEYS[5], token)
+					redis.call('ZREM', KEYS[6], token)
+				end
+				local h = redis.call('HMGET', KEYS[1] ..
+					':holder:' .. up, 'host', 'pid')
+				return {-3, h[1] or false, h[2] or false}
+			end
 			return busy(redis.call('PTTL', KEYS[1]),
 				shown_holder(KEYS[1] .. ':holder:' .. tok))
 		end
@@ -162,15 +189,10 @@ elseif kind == 'limit' and not mine and #live >= held_limit then
 	return busy(ends[1] - now, shown_holder(KEYS[1] .. ':holder:' ..
 		live[1]))
 elseif not kind and want == 's' then
-	-- Free, but a writer that came first waits: its turn; wake it by
-	-- name.  (Not one that came later: a --fifo writer lets this reader
+	-- Free, but a writer placed before it waits: its turn; wake it by
+	-- name.  (Not one placed after: a --fifo writer lets this reader
 	-- go first, and each would wait for the other.)
-	local since = now - tonumber(ARGV[8])
-	local ok, e = pcall(cjson.decode, redis.call('HGET', KEYS[5], token) or '')
-	if ok and type(e) == 'table' and tonumber(e.s) then
-		since = math.min(since, tonumber(e.s))
-	end
-	local w, due = writers(KEYS[5], now, token, since)
+	local w, due = writers(KEYS[5], now, token, place)
 	if #w > 0 then
 		wake_each(KEYS[4], w)
 		return busy(due, NOBODY)
@@ -179,14 +201,8 @@ end
 
 -- A --fifo caller lets every waiter that came before it go first.
 if ARGV[9] == '1' and not mine then
-	local line, me = waiting(KEYS[5], now, KEYS[6]), t[1] * 1000000 + t[2]
-	for _, e in ipairs(line) do
-		if e.token == token then
-			me = e.q
-		end
-	end
-	for _, e in ipairs(line) do
-		if e.token ~= token and e.q < me then
+	for _, e in ipairs(waiting(KEYS[5], now)) do
+		if e.token ~= token and before(e.q, e.token, place, token) then
 			if not kind then
 				-- Free, but its turn: wake it, and look again
 				-- when its place would lapse.
@@ -207,10 +223,8 @@ local function acquired(fence, what)
 		return
 	end
 	local waited = ARGV[8]
-	local ok, e = pcall(cjson.decode, not bare and
-		redis.call('HGET', KEYS[5], token) or '')
-	if ok and type(e) == 'table' and tonumber(e.s) then
-		waited = math.max(now - tonumber(e.s), tonumber(waited))
+	if own then
+		waited = math.max(now - tonumber(own.s), tonumber(waited))
 	end
 	record_acquired(KEYS[1], ARGV[13], ARGV[14], {ARGV[3], ARGV[4],
 		ARGV[5], ARGV[6]}, fence, waited, token, what)

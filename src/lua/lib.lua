@@ -327,16 +327,35 @@ local function judge(lock, cur, now, prune)
 	return cur == SHARED and SHARED or 'limit', limit or 0, live, ends
 end
 
+-- A waiter's place in the one order of waiting: the server-clock
+-- microsecond of its first attempt (o, see acquire.lua), which it keeps
+-- while it is listed; an entry written before places were kept, by its s.
+-- The --fifo line, a reader's deference to a writer, an upgrade and the
+-- hand-over all read this one order, so that no two waiters can each
+-- come before the other.  (o is kept as a string: cjson writes a number
+-- with 14 digits.)
+local function place_of(e)
+	return tonumber(e.o) or (tonumber(e.s) or 0) * 1000
+end
+
+-- Does place qa of token ta come before place qb of token tb?  (The
+-- token breaks a tie: one script's microsecond.)
+local function before(qa, ta, qb, tb)
+	return qa < qb or (qa == qb and ta < tb)
+end
+
 -- The exclusive waiters listed in the waiters hash whose entries have not
--- lapsed (but not the caller), and that came before the server-clock time
--- before (nil: whenever): their tokens, and the soonest lapse from now.
-local function writers(waiters, now, except, before)
+-- lapsed (but not the caller, except), and, with place set, only those
+-- placed before the caller's place: their tokens, and the soonest lapse
+-- from now.
+local function writers(waiters, now, except, place)
 	local w, due, all = {}, nil, redis.call('HGETALL', waiters)
 	for i = 1, #all, 2 do
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if ok and type(e) == 'table' and (e.k == 'x' or e.x == 1) and
 		    all[i] ~= except and (tonumber(e.u) or 0) >= now and
-		    (not before or (tonumber(e.s) or now) < before) then
+		    (not place or before(place_of(e), all[i], place,
+		    except)) then
 			w[#w + 1] = all[i]
 			if not due or e.u - now < due then
 				due = e.u - now
@@ -575,40 +594,48 @@ local function kind_of(e)
 	return e.x == 1 and 'x' or 's'
 end
 
--- The live entries of the waiters hash, decoded, oldest first: of the
--- first WAITERS_READ of them, so that a release's work is bounded whatever
--- the hash holds (rlock's waiters are far fewer).  A --fifo waiter's place
--- in the line (microseconds) orders those that came in one millisecond.
+-- The live entries of the waiters hash, decoded, in the one order of
+-- waiting (see place_of): of the first WAITERS_READ of them, so that a
+-- release's work is bounded whatever the hash holds (rlock's waiters are
+-- far fewer).
 local WAITERS_READ = 1000
-local function waiting(waiters, now, queue)
-	local all, list, line = redis.call('HGETALL', waiters), {}, {}
-	if queue then
-		local q = redis.call('ZRANGE', queue, 0, WAITERS_READ - 1,
-			'WITHSCORES')
-		for i = 1, #q, 2 do
-			line[q[i]] = tonumber(q[i + 1])
-		end
-	end
+local function waiting(waiters, now)
+	local all, list = redis.call('HGETALL', waiters), {}
 	for i = 1, math.min(#all, 2 * WAITERS_READ), 2 do
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if ok and type(e) == 'table' and (tonumber(e.u) or 0) > now and
 		    tonumber(e.s) then
 			-- As numbers and strings, whatever a stray writer put.
-			local q = line[all[i]]
 			list[#list + 1] = {token = all[i], u = tonumber(e.u),
-				s = tonumber(e.s), q = q or tonumber(e.s) * 1000,
+				s = tonumber(e.s), q = place_of(e),
 				k = kind_of(e),
 				h = tostring(e.h or ''), p = tostring(e.p or ''),
 				n = tostring(e.n or ''), c = tostring(e.c or '')}
 		end
 	end
 	table.sort(list, function(a, b)
-		if a.s ~= b.s then
-			return a.s < b.s
-		end
-		return a.q < b.q
+		return before(a.q, a.token, b.q, b.token)
 	end)
 	return list
+end
+
+-- The upgrade under way among a shared lock's live holders (tokens live):
+-- the first of them, but not except, that waits listed as an exclusive
+-- waiter (a reader asking for an exclusive hold with its token), or nil.
+-- Two such upgrades would each wait for the other to stop reading: while
+-- one is pending, a second is refused at once (acquire.lua), and the
+-- pending one is woken when the last other reader leaves (release.lua).
+local function upgrader(waiters, now, live, except)
+	local reads = {}
+	for _, tok in ipairs(live) do
+		reads[tok] = true
+	end
+	for _, e in ipairs(waiting(waiters, now)) do
+		if e.k == 'x' and reads[e.token] and e.token ~= except then
+			return e.token
+		end
+	end
+	return nil
 end
 
 -- How long a grant to waiter e lasts before its own attempt extends it:
@@ -682,7 +709,7 @@ local function hand_over(K, hist, was)
 		return false
 	end
 	local now, t = clock()
-	local list = waiting(K[5], now, K[6])
+	local list = waiting(K[5], now)
 	if #list == 0 then
 		return false
 	end

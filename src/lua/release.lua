@@ -123,8 +123,13 @@ end
 if ev then
 	record(KEYS[1], ARGV[3], ARGV[4], 'released', ev)
 end
--- Readers left: nobody else can get in yet.
+-- Readers left: nobody else can get in yet, but a reader waiting to
+-- upgrade that is now the only one left can: woken (its own list).
 if kind == SHARED and redis.call('EXISTS', KEYS[1]) == 1 then
+	local left = live_holders(KEYS[1], now)
+	if #left == 1 and upgrader(KEYS[4], now, left) then
+		wake_each(KEYS[3], left)
+	end
 	return 1
 end
 -- The period's run counted: whoever waits for it with --every is refused.

@@ -2,7 +2,9 @@
 # check.sh: check the lock protocol's model (rlock.pml) with SPIN.
 #   check.sh           every configuration under the new rules: no error
 #   check.sh --old     the old rules: each of breaks 1, 3, 4, 5, 7 of issue 37
-#                      must be found, as a violation of its property
+#                      must be found, as a violation of its property, and
+#                      breaks 1 and 2 of issue 48 in the rules before it
+#                      (-DPRE48)
 #   check.sh --hashes  the scripts the model mirrors are those it was
 #                      written against (see hashes, hash.sh)
 #   -v                 with --old, the steps of each counterexample
@@ -153,6 +155,8 @@ if [ "$mode" = new ]; then
 	    $MIXUP -DWS0=2 -DWS1=2 -DFAULTS=0 -DP_ALL $FIXES
 	run fifo live pass "a waiter beside two --fifo writers gets in (weak fairness)" \
 	    -DFIFO -DP_ALL $FIXES
+	run uplive live pass "two readers that each upgrade: every run ends, granted or refused (weak fairness)" \
+	    -DUPLIVE -DP_ALL $FIXES
 	# Not yet within the budget (over 15 million states in 2 GB, unfinished):
 	# the quorum's safety with readers and waits.  check.sh --quorum runs it.
 	if [ "$quorum" = 1 ]; then
@@ -170,6 +174,12 @@ else
 	    -DMIX -DKS0=8 -DKS1=8 -DKS2=2 $PLAIN -DUP0=0 -DOLD -DP_PHANTOM
 	run break7 safety fail "break 7: quorum, a late release is called a loss (loss rule)" \
 	    $QUO -DOLD -DP_LOSS
+	# Issue 48: the rules of main d2d3035, before one order of waiting
+	# and the refused second upgrade.
+	run i48-break1 live fail "issue 48 break 1: a --fifo writer placed after a reader defers to it by the line, the reader to the writer by its moved start, on a free lock (liveness)" \
+	    -DFIFO -DPRE48
+	run i48-break2 live fail "issue 48 break 2: two readers that both upgrade wait for each other for ever (liveness)" \
+	    -DUPLIVE -DPRE48
 fi
 wait
 for n in $order; do

@@ -26,6 +26,10 @@
  *          safety properties and the client's loss rule.
  *   QLIVE  three servers, the third down: two readers looping, a writer
  *          waiting without bound; liveness.
+ *   UPLIVE one server: two readers that each upgrade, waiting without
+ *          bound; liveness (every run ends: granted or refused).
+ * -DPRE48: the new rules as on main d2d3035, before issue 48's one order
+ * of waiting (ONE_ORDER) and the refused second upgrade (UP_REFUSE).
  * Properties are switched on one at a time for the old rules (each break
  * found by its own property), all together for the new (P_ALL).
  */
@@ -35,6 +39,13 @@
 			 * older exclusive waiter */
 #define FIX_REL	1	/* lock.c majority_left: a server that says it
 			 * released counts as holding */
+#ifndef PRE48
+#define ONE_ORDER 1	/* issue 48: a waiter's place is the server's, set
+			 * at its first listing and never moved; the --fifo
+			 * line, a reader's deference, the hand-over read it */
+#define UP_REFUSE 1	/* issue 48: while a reader's upgrade waits, a
+			 * second reader's is refused (fcntl's EDEADLK) */
+#endif
 #endif
 
 #if defined(QUORUM) || defined(QLIVE)
@@ -46,7 +57,7 @@
 #define MAJ	(NS / 2 + 1)
 #define LIM	2		/* --limit 2 */
 
-#if defined(FIFO) || defined(QLIVE)
+#if defined(FIFO) || defined(QLIVE) || defined(UPLIVE)
 #define LIVE	1		/* a liveness configuration: loops, no fences */
 #define NOFENCE	1
 #endif
@@ -128,6 +139,7 @@
 #define R_BUSYH	4		/* busy: a live holder keeps it */
 #define R_BUSYW	5		/* busy: a waiter's turn, nobody's hold */
 #define R_USAGE	6		/* refused: held with another kind */
+#define R_DEADLK 7		/* refused: another reader's upgrade waits */
 
 #define BIT(i)	(1 << (i))
 #define POP(m)	(((m) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1))
@@ -141,6 +153,9 @@ typedef Srv {
 	bit	hu[NC];		/* new: an upgrade of the token's shared hold */
 	byte	wk[NC];		/* the token's waiter entry: kind (0: none) */
 	bit	wf[NC];		/* ... asked with --fifo */
+	byte	wo[NC];		/* ... its place (1: first; 0 unlisted), set
+				 * when it was listed: the order of first
+				 * attempts, kept compact */
 	bit	q[NC];		/* old: in the --fifo line (L:queue) */
 	byte	mk;		/* old: the mark on the lock key (S, L, 0) */
 	byte	mpin;		/* old: tokens whose TTL the mark's PTTL covers */
@@ -182,10 +197,29 @@ byte	lw[NC];
 #define HIDDEN hidden
 #endif
 HIDDEN byte	t_d, t_o, t_nx, t_ns, t_nl, t_r, t_f, t_x, t_k, t_m;
-HIDDEN byte	t_b, t_e, t_a;
+HIDDEN byte	t_b, t_e, t_a, t_u;
 
-#ifdef LIVE
+#ifdef UPLIVE
+ltl live { [] (inrun[2] -> <> !inrun[2]) }
+#elif defined(LIVE)
 ltl live { [] (inrun[2] -> <> (bel[2] != 0)) }
+#endif
+
+/* The order of waiting.  ONE_ORDER: by place (wo), the server's, of the
+ * first listing; a caller not listed comes after everyone listed.  Else
+ * by the start of the current runs (rk): old, and, before issue 48, for a
+ * reader's deference and the hand-over (an entry's s, which a later
+ * attempt moved back to the run's start by the client's count), while the
+ * --fifo line kept the first listing's place (PLACED). */
+#define PLACED(s, d, c)	(srv[s].wk[c] == 0 || srv[s].wo[d] < srv[s].wo[c])
+#ifdef ONE_ORDER
+#define ORDER(s, d)	srv[s].wo[d]
+#define LINE_BEFORE(s, d, c)	PLACED(s, d, c)
+#define START_BEFORE(s, d, c)	PLACED(s, d, c)
+#else
+#define ORDER(s, d)	rk[d]
+#define LINE_BEFORE(s, d, c)	PLACED(s, d, c)
+#define START_BEFORE(s, d, c)	(rk[d] < rk[c])
 #endif
 
 /* ---------------------------------------------------------- helpers */
@@ -215,7 +249,7 @@ inline oldest(s, kk)
 	:: t_d < NC ->
 		if
 		:: srv[s].wk[t_d] != 0 && (kk == 0 || srv[s].wk[t_d] == kk) &&
-		    (t_o == NC || rk[t_d] < rk[t_o]) -> t_o = t_d
+		    (t_o == NC || ORDER(s, t_d) < ORDER(s, t_o)) -> t_o = t_d
 		:: else
 		fi;
 		t_d++
@@ -246,6 +280,28 @@ inline new_fence(s)
 #define UNLATE(s, c)	skip
 #define HEARD_HOLD(s, c)	1
 #endif
+
+/* The entry of c on s goes (its place: those behind move up one, so that
+ * one order is one state). */
+inline unlist(s, c)
+{
+	if
+	:: srv[s].wo[c] != 0 ->
+		t_u = 0;
+		do
+		:: t_u < NC ->
+			if
+			:: srv[s].wo[t_u] > srv[s].wo[c] -> srv[s].wo[t_u]--
+			:: else
+			fi;
+			t_u++
+		:: else -> break
+		od;
+		srv[s].wo[c] = 0
+	:: else
+	fi;
+	srv[s].wk[c] = 0; srv[s].wf[c] = 0
+}
 
 inline drop_hold(s, c)
 {
@@ -283,7 +339,7 @@ inline phantom(s)
 {
 #ifdef P_PHANTOM
 	if
-	:: t_r == R_BUSYH || t_r == R_USAGE ->
+	:: t_r == R_BUSYH || t_r == R_USAGE || t_r == R_DEADLK ->
 		count(s); assert(t_nx + t_ns + t_nl > 0)
 	:: else
 	fi
@@ -645,7 +701,7 @@ inline extend(s, c)
 inline new_grant(s, d, kind)
 {
 	take_hold(s, d, kind, A_G);
-	srv[s].wk[d] = 0; srv[s].wf[d] = 0;
+	unlist(s, d);
 	printf("  hand-over: c%d granted kind %d on s%d\n", d, kind, s)
 }
 
@@ -712,7 +768,24 @@ inline new_busy(s, c, reason)
 {
 	t_r = reason;
 	if
-	:: wt != 0 -> srv[s].wk[c] = k; srv[s].wf[c] = fifo; lv[c] = 1
+	:: wt != 0 ->
+		if
+		:: srv[s].wk[c] == 0 ->
+			/* listed: placed after everyone listed */
+			t_u = 0; t_d = 0;
+			do
+			:: t_d < NC ->
+				if
+				:: srv[s].wo[t_d] > t_u -> t_u = srv[s].wo[t_d]
+				:: else
+				fi;
+				t_d++
+			:: else -> break
+			od;
+			srv[s].wo[c] = t_u + 1
+		:: else
+		fi;
+		srv[s].wk[c] = k; srv[s].wf[c] = fifo; lv[c] = 1
 	:: else
 	fi
 }
@@ -727,9 +800,9 @@ inline acquire(s, c)
 	:: t_d < NC ->
 		if
 		:: t_d != c && srv[s].wk[t_d] != 0 ->
-			t_b = t_b || rk[t_d] < rk[c];
+			t_b = t_b || LINE_BEFORE(s, t_d, c);
 			t_e = t_e || srv[s].wk[t_d] == X;
-			t_k = t_k || srv[s].wk[t_d] == X && rk[t_d] < rk[c]
+			t_k = t_k || srv[s].wk[t_d] == X && START_BEFORE(s, t_d, c)
 		:: else
 		fi;
 		t_d++
@@ -758,7 +831,29 @@ inline acquire(s, c)
 			t_a = srv[s].ha[c];
 			drop_hold(s, c); take_hold(s, c, X, t_a); t_r = R_UP;
 			srv[s].hu[c] = 1
+#ifdef UP_REFUSE
+		:: t_ns > 1 ->
+			/* acquire.lua upgrader(): another reader listed as an
+			 * exclusive waiter (its upgrade waits): refused, the
+			 * caller's entry off */
+			t_m = 0; t_d = 0;
+			do
+			:: t_d < NC ->
+				if
+				:: t_d != c && srv[s].hk[t_d] == S &&
+				    srv[s].wk[t_d] == X -> t_m = 1
+				:: else
+				fi;
+				t_d++
+			:: else -> break
+			od;
+			if
+			:: t_m -> t_r = R_DEADLK; unlist(s, c)
+			:: else -> new_busy(s, c, R_BUSYH)
+			fi
+#else
 		:: else -> new_busy(s, c, R_BUSYH)
+#endif
 		fi
 	:: t_x != 0 && t_x != k && t_x != X && !(t_x == S && k == X) ->
 		t_r = R_USAGE		/* limit vs shared, limit vs plain */
@@ -805,7 +900,7 @@ inline acquire(s, c)
 		/* a grant takes the entry off, except in quorum mode, where
 		 * it goes with the release or lapses */
 		if
-		:: NS == 1 -> srv[s].wk[c] = 0; srv[s].wf[c] = 0
+		:: NS == 1 -> unlist(s, c)
 		:: else
 		fi
 	:: else
@@ -821,7 +916,7 @@ inline acquire(s, c)
 inline release(s, c)
 {
 	t_x = srv[s].hk[c];
-	srv[s].wk[c] = 0; srv[s].wf[c] = 0;
+	unlist(s, c);
 	if
 	:: t_x != 0 ->
 		drop_hold(s, c); t_r = 1;
@@ -843,7 +938,7 @@ inline giveback(s, c, keep)
 {
 	t_x = srv[s].hk[c];
 	if
-	:: !keep -> srv[s].wk[c] = 0; srv[s].wf[c] = 0
+	:: !keep -> unlist(s, c)
 	:: else
 	fi;
 	if
@@ -967,7 +1062,7 @@ inline check_mutex(c)
 		if :: t_f > f -> f = t_f :: else fi;			\
 		if :: srv[i].hs[c] < mh -> mh = srv[i].hs[c] :: else fi	\
 	:: OP == 0 && (t_r == R_BUSYH || t_r == R_BUSYW) -> no = no | BIT(i)	\
-	:: OP == 0 && t_r == R_USAGE -> us = 1				\
+	:: OP == 0 && (t_r == R_USAGE || t_r == R_DEADLK) -> us = 1	\
 	:: OP != 0 && t_r == 1 -> yes = yes | BIT(i); rf = rf | BIT(i);	\
 		UNLATE(i, c)						\
 	:: OP != 0 && t_r == 0 -> no = no | BIT(i)			\
@@ -1045,12 +1140,21 @@ idle:
 	:: else -> k = X; wt = 2; runs = 0
 	fi;
 #endif
+#ifdef UPLIVE
+	/* c0 and c2 read once, and each may then upgrade; c1 stays out */
+	if
+	:: c == 1 -> goto done
+	:: else -> k = S; wt = 2; fifo = 0; runs = 0
+	fi;
+#endif
 	};
 start: skip;
 	/* A run's id is new: the token's holds are an earlier run's now. */
 	d_step {
 		printf("c%d: run: kind %d fifo %d wait %d up %d\n", c, k,
 		    fifo, wt, up);
+#ifndef ONE_ORDER
+		/* (read by the old rules and -DPRE48 only) */
 		t_d = 0;
 		do
 		:: t_d < NC ->
@@ -1062,6 +1166,7 @@ start: skip;
 		:: else -> break
 		od;
 		rk[c] = NC - 1;
+#endif
 		t_d = 0;
 		do
 		:: t_d < NS ->
@@ -1244,6 +1349,11 @@ hold:
 		upg = 1; up = 1; k = X; wt = 1; fifo = 0; goto start
 	:: goto crash
 #else
+#ifdef UPLIVE
+	:: bel[c] == S && !upg ->
+		/* an upgrade that waits without bound */
+		upg = 1; up = 1; k = X; wt = 2; fifo = 0; goto start
+#endif
 	:: c < 2 -> goto crash
 #endif
 	fi;
@@ -1436,7 +1546,7 @@ done:
 #define ENTRY(s, c)							\
 	:: d_step { srv[s].wk[c] != 0 && !lv[c] ->				\
 		 printf("env: c%d's entry on s%d lapses\n", c, s);	\
-		    srv[s].wk[c] = 0; srv[s].wf[c] = 0 }
+		    unlist(s, c) }
 
 /* old: the mark expires at its PTTL, never below a holder's TTL. */
 #define MARK(s)								\
