@@ -221,6 +221,7 @@ heartbeat_stop(struct heartbeat *hb)
 	pthread_mutex_unlock(&hb->mu);
 	if (hb->started)
 		pthread_join(hb->thread, NULL);
+	hb->won = hb->l.won;
 	quorum_close(&hb->q);
 	lock_free(&hb->l);
 	pthread_cond_destroy(&hb->cv);

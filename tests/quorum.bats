@@ -4,7 +4,8 @@
 # minority or a majority, fences across servers with skewed counters, mutual
 # exclusion under contention, exec's heartbeat and a node restarted empty,
 # a loss counted from the servers the acquire won (exec's heartbeat,
-# acquire --hold's keeper), releases that leave nothing behind under CPU
+# acquire --hold's keeper, exec's release and --min-hold after a
+# heartbeat), releases that leave nothing behind under CPU
 # load, waiters, the ways of naming several servers, and status.
 
 load helpers
@@ -470,6 +471,72 @@ while [ \$i -lt 300 ]; do sleep 0.1 & wait \$!; i=\$((i + 1)); done" >/dev/null
 		sleep 0.02
 	done
 	assert_equal "$(keeper_pids_of "$n")" ""
+}
+
+# wait_extended I KEY [MAX_MS]: bounded wait (in count and time) until an
+# extend has reached KEY on quorum server I: its PTTL is more than a second
+# above what it was at the start less the time since.
+wait_extended() {
+	local i=$1 key=$2 max_ms=${3:-10000} p0 t0 p j
+	p0=$(qcli "$i" PTTL "$key")
+	t0=$(now_ms)
+	for ((j = 0; j < max_ms / 20; j++)); do
+		p=$(qcli "$i" PTTL "$key")
+		((p > p0 - ($(now_ms) - t0) + 1000)) && return 0
+		(($(now_ms) - t0 > max_ms)) && break
+		sleep 0.02
+	done
+	return 1
+}
+
+# after_heartbeat_case HOW EXEC_OPTION...: A wins all three servers, Q1
+# through a proxy; Q1 loses the key, and A's first heartbeat (5 s) hears
+# it say "not the holder" and extends on Q2 and Q3, a majority still.
+# Then Q1 goes silent for A (the proxy blackholes), Q2 loses the key too,
+# and B takes Q1 and Q2; A's command ends, and exec, with EXEC_OPTIONs,
+# goes on to HOW ("its release", "the --min-hold hand-off"): Q1, silent,
+# said "not the holder" at the heartbeat and cannot count as holding
+# the lock, so Q3 alone is left to A: a loss, said, and exit 75.
+after_heartbeat_case() {
+	local how=$1 tok btok i
+	shift
+	start_proxy P1 "$Q1_PORT"
+	make_script ender.sh 'echo ready > ready
+i=0
+while [ $i -lt 300 ] && [ ! -e end ]; do sleep 0.1; i=$((i + 1)); done' >/dev/null
+	bg_start A "$RLOCK" -u "$P1_URL" -u "$Q2_URL" -u "$Q3_URL" \
+		exec -t 30s --heartbeat 5s "$@" job -- ./ender.sh
+	wait_file ready 10000 || fail "A did not get the lock: $(cat A.err)"
+	tok=$(qcli 2 GET 'rlock:{job}')
+	# Acquire returns once a majority has granted: the third a moment on.
+	for ((i = 0; i < 150; i++)); do
+		[[ "$(nodes_with_token job "$tok" 1 2 3)" == 3 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(nodes_with_token job "$tok" 1 2 3)" 3
+	qcli 1 DEL 'rlock:{job}' >/dev/null
+	wait_extended 2 'rlock:{job}' 10000 || fail "no heartbeat reached Q2"
+	# Well within the next heartbeat's 5 s.
+	proxy P1 blackhole
+	qcli 2 DEL 'rlock:{job}' >/dev/null
+	run --separate-stderr "$RLOCK" -u "$Q1_URL" -u "$Q2_URL" -u "$Q3_URL" \
+		acquire -n -t 60s job
+	assert_success
+	btok=$output
+	touch end
+	bg_wait "$A" 15000 || fail "exec did not end: $(cat A.err)"
+	assert_equal "$BG_STATUS" 75
+	grep -q "lock 'job' was lost before $how" A.err ||
+		fail "A does not say the lock was lost before $how: $(cat A.err)"
+	assert_equal "$(nodes_with_token job "$btok" 1 2)" 2
+}
+
+@test "quorum: exec's release after a heartbeat that heard 'not the holder' from a server counts that server out: silent at the release, it does not hide a loss" {
+	after_heartbeat_case "its release"
+}
+
+@test "quorum: exec's --min-hold hand-off after a heartbeat that heard 'not the holder' from a server counts that server out: silent then, it does not hide a loss" {
+	after_heartbeat_case "the --min-hold hand-off" --min-hold 60s
 }
 
 # ---------------------------------------------------------------------------
