@@ -585,6 +585,12 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	/* How long the lock is surely ours, for a release to be settled. */
 	heartbeat_state(&hb, &l.valid_until, NULL, 0);
 	heartbeat_stop(&hb);
+	/*
+	 * And where: a server that told the heartbeat "not the holder" no
+	 * longer counts as holding it, so its silence at the release (or
+	 * --min-hold's extend) cannot hide a loss (majority_left, lock.c).
+	 */
+	l.won = hb.won;
 	if (status == -1) {
 		cmd_give_back(&l);
 		rc = cmd_fail(ctx);

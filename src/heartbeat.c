@@ -161,6 +161,14 @@ heartbeat_init(struct heartbeat *hb, const struct lock *l, const char *prefix,
 	hb->l.fence = l->fence;
 	hb->l.valid_until = l->valid_until;
 	hb->l.acquired_at = l->acquired_at;
+	/*
+	 * Which servers the acquire won: a loss is counted from them alone
+	 * (see majority_left in lock.c), or a server never won, silent,
+	 * would count as holding the lock and hide a loss until the
+	 * validity ran out.
+	 */
+	hb->l.won = l->won;
+	hb->l.won_known = l->won_known;
 	hb->l.wait_replicas = l->wait_replicas;
 	hb->l.wait_timeout_ms = l->wait_timeout_ms;
 
@@ -213,6 +221,7 @@ heartbeat_stop(struct heartbeat *hb)
 	pthread_mutex_unlock(&hb->mu);
 	if (hb->started)
 		pthread_join(hb->thread, NULL);
+	hb->won = hb->l.won;
 	quorum_close(&hb->q);
 	lock_free(&hb->l);
 	pthread_cond_destroy(&hb->cv);

@@ -586,6 +586,9 @@ keep_init(struct keep *kp, struct keeper *k, const struct lock *src,
 	kp->l.valid_until = src->valid_until;
 	kp->l.acquired_at = src->acquired_at;
 	kp->l.taken_at = src->taken_at;
+	/* The servers the acquire won: as exec's heartbeat (heartbeat.c). */
+	kp->l.won = src->won;
+	kp->l.won_known = src->won_known;
 	kp->l.wait_replicas = src->wait_replicas;
 	kp->l.wait_timeout_ms = src->wait_timeout_ms;
 	kp->l.history_len = src->history_len;

@@ -3,12 +3,15 @@
 # on all of them, frozen minorities and majorities, locks already held on a
 # minority or a majority, fences across servers with skewed counters, mutual
 # exclusion under contention, exec's heartbeat and a node restarted empty,
-# releases that leave nothing behind under CPU load, waiters, the ways of
-# naming several servers, and status.
+# a loss counted from the servers the acquire won (exec's heartbeat,
+# acquire --hold's keeper, exec's release and --min-hold after a
+# heartbeat), releases that leave nothing behind under CPU
+# load, waiters, the ways of naming several servers, and status.
 
 load helpers
 load exec-helpers
 load dist-helpers
+load fault-helpers
 
 setup_file() { start_quorum 5; }
 teardown_file() { stop_all_redis; }
@@ -51,6 +54,14 @@ warm_scripts() {
 teardown() {
 	# A frozen server must never outlive its test frozen.
 	thaw_all
+	stop_all_proxies || true
+	# A keeper of this test's own lock name, if a test failed with one up.
+	local pid
+	if [[ -n "${HOLD_NAME:-}" ]]; then
+		for pid in $(keeper_pids_of "$HOLD_NAME"); do
+			kill -KILL "$pid" 2>/dev/null || true
+		done
+	fi
 	exec_teardown
 }
 
@@ -378,6 +389,154 @@ teardown() {
 	assert_equal "$(cat finished)" done
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/ex.err")" ""
 	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
+}
+
+# ---------------------------------------------------------------------------
+# A loss counted from the servers the acquire won
+# ---------------------------------------------------------------------------
+
+# The scenario of issue 48 (break 3): A wins Q1 and Q2, and reaches Q3 only
+# through a blackholed proxy (its request never gets there); Q1 then loses
+# the key, and B, which reaches every server directly, wins Q1 and Q3.  Q2
+# alone, not a majority of three, can still hold A's lock: the first extend
+# that hears Q1 say "not the holder" has found the loss.  A lock that did
+# not know which servers its acquire won counted the silent Q3 as possibly
+# holding, and said "the others that hold it did not answer in time" until
+# its validity ended, its command running beside B's all the while.
+
+@test "quorum: exec's heartbeat that hears 'not the holder' from a server it won, leaving fewer than a majority of those it won, calls the lock lost at once, not when its validity ends" {
+	start_proxy P3 "$Q3_PORT"
+	proxy P3 blackhole
+	stopper_script 3
+	local t0 tok
+	bg_start A "$RLOCK" -u "$Q1_URL" -u "$Q2_URL" -u "$P3_URL" \
+		exec -t 20s --heartbeat 1s job -- ./stopper.sh
+	wait_file ready 10000 || fail "A did not get the lock: $(cat A.err)"
+	t0=$(now_ms)
+	tok=$(cat token)
+	assert_equal "$(nodes_with_token job "$tok" 1 2)" 2
+	assert_equal "$(qcli 3 EXISTS 'rlock:{job}')" 0
+	qcli 1 DEL 'rlock:{job}' >/dev/null
+	run --separate-stderr "$RLOCK" -u "$Q1_URL" -u "$Q2_URL" -u "$Q3_URL" \
+		acquire -n -t 60s job
+	assert_success
+	local btok=$output
+	# The loss is found by the first heartbeat after the DEL (within 1 s,
+	# then the silent Q3's --timeout of 2 s): well before the 20 s TTL.
+	bg_wait "$A" 15000 || fail "A's command still runs beside B's: $(cat A.err)"
+	assert_equal "$BG_STATUS" 75
+	assert_between $(($(cat stopped) - t0)) 0 10000 "A's command stopped after (ms)"
+	grep -q "lost" A.err || fail "A does not say the lock was lost: $(cat A.err)"
+	refute_contains "did not answer in time" "$(cat A.err)"
+	# No release after a loss: B's lock is left as it was.
+	assert_equal "$(nodes_with_token job "$btok" 1 3)" 2
+}
+
+@test "quorum: acquire --hold's keeper that hears 'not the holder' from a server it won, leaving fewer than a majority of those it won, signals its owner at once, not when the validity ends" {
+	HOLD_NAME=qhold-$$-$RANDOM$RANDOM
+	local n=$HOLD_NAME
+	start_proxy P3 "$Q3_PORT"
+	proxy P3 blackhole
+	make_script owner.sh "trap 'date +%s%3N > got; exit 3' TERM
+i=0
+while [ \$i -lt 300 ]; do sleep 0.1 & wait \$!; i=\$((i + 1)); done" >/dev/null
+	local o t0 tok
+	bg_start O ./owner.sh
+	run --separate-stderr "$RLOCK" -u "$Q1_URL" -u "$Q2_URL" -u "$P3_URL" \
+		acquire --hold --pid "$O" -t 15s "$n"
+	assert_success
+	t0=$(now_ms)
+	tok=$output
+	assert_equal "$(nodes_with_token "$n" "$tok" 1 2)" 2
+	assert_equal "$(qcli 3 EXISTS "rlock:{$n}")" 0
+	qcli 1 DEL "rlock:{$n}" >/dev/null
+	run --separate-stderr "$RLOCK" -u "$Q1_URL" -u "$Q2_URL" -u "$Q3_URL" \
+		acquire -n -t 60s "$n"
+	assert_success
+	local btok=$output
+	# The keeper extends every TTL/3 (5 s); the first extend after the
+	# DEL, with the silent Q3's --timeout of 2 s, finds the loss: well
+	# before the 15 s TTL.
+	wait_file got 13000 || fail "the owner got no SIGTERM: $(cat O.err)"
+	assert_between $(($(cat got) - t0)) 0 11000 "the owner was signalled after (ms)"
+	bg_wait "$O" 5000 || fail "the owner did not end"
+	assert_equal "$BG_STATUS" 3
+	grep -q "held by acquire --hold was lost at .*: the lock's key is gone or holds another token" O.err ||
+		fail "no loss on the owner's stderr: $(cat O.err)"
+	refute_contains "did not answer in time" "$(cat O.err)"
+	assert_equal "$(nodes_with_token "$n" "$btok" 1 3)" 2
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ -z "$(keeper_pids_of "$n")" ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(keeper_pids_of "$n")" ""
+}
+
+# wait_extended I KEY [MAX_MS]: bounded wait (in count and time) until an
+# extend has reached KEY on quorum server I: its PTTL is more than a second
+# above what it was at the start less the time since.
+wait_extended() {
+	local i=$1 key=$2 max_ms=${3:-10000} p0 t0 p j
+	p0=$(qcli "$i" PTTL "$key")
+	t0=$(now_ms)
+	for ((j = 0; j < max_ms / 20; j++)); do
+		p=$(qcli "$i" PTTL "$key")
+		((p > p0 - ($(now_ms) - t0) + 1000)) && return 0
+		(($(now_ms) - t0 > max_ms)) && break
+		sleep 0.02
+	done
+	return 1
+}
+
+# after_heartbeat_case HOW EXEC_OPTION...: A wins all three servers, Q1
+# through a proxy; Q1 loses the key, and A's first heartbeat (5 s) hears
+# it say "not the holder" and extends on Q2 and Q3, a majority still.
+# Then Q1 goes silent for A (the proxy blackholes), Q2 loses the key too,
+# and B takes Q1 and Q2; A's command ends, and exec, with EXEC_OPTIONs,
+# goes on to HOW ("its release", "the --min-hold hand-off"): Q1, silent,
+# said "not the holder" at the heartbeat and cannot count as holding
+# the lock, so Q3 alone is left to A: a loss, said, and exit 75.
+after_heartbeat_case() {
+	local how=$1 tok btok i
+	shift
+	start_proxy P1 "$Q1_PORT"
+	make_script ender.sh 'echo ready > ready
+i=0
+while [ $i -lt 300 ] && [ ! -e end ]; do sleep 0.1; i=$((i + 1)); done' >/dev/null
+	bg_start A "$RLOCK" -u "$P1_URL" -u "$Q2_URL" -u "$Q3_URL" \
+		exec -t 30s --heartbeat 5s "$@" job -- ./ender.sh
+	wait_file ready 10000 || fail "A did not get the lock: $(cat A.err)"
+	tok=$(qcli 2 GET 'rlock:{job}')
+	# Acquire returns once a majority has granted: the third a moment on.
+	for ((i = 0; i < 150; i++)); do
+		[[ "$(nodes_with_token job "$tok" 1 2 3)" == 3 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(nodes_with_token job "$tok" 1 2 3)" 3
+	qcli 1 DEL 'rlock:{job}' >/dev/null
+	wait_extended 2 'rlock:{job}' 10000 || fail "no heartbeat reached Q2"
+	# Well within the next heartbeat's 5 s.
+	proxy P1 blackhole
+	qcli 2 DEL 'rlock:{job}' >/dev/null
+	run --separate-stderr "$RLOCK" -u "$Q1_URL" -u "$Q2_URL" -u "$Q3_URL" \
+		acquire -n -t 60s job
+	assert_success
+	btok=$output
+	touch end
+	bg_wait "$A" 15000 || fail "exec did not end: $(cat A.err)"
+	assert_equal "$BG_STATUS" 75
+	grep -q "lock 'job' was lost before $how" A.err ||
+		fail "A does not say the lock was lost before $how: $(cat A.err)"
+	assert_equal "$(nodes_with_token job "$btok" 1 2)" 2
+}
+
+@test "quorum: exec's release after a heartbeat that heard 'not the holder' from a server counts that server out: silent at the release, it does not hide a loss" {
+	after_heartbeat_case "its release"
+}
+
+@test "quorum: exec's --min-hold hand-off after a heartbeat that heard 'not the holder' from a server counts that server out: silent then, it does not hide a loss" {
+	after_heartbeat_case "the --min-hold hand-off" --min-hold 60s
 }
 
 # ---------------------------------------------------------------------------
