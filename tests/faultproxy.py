@@ -35,6 +35,13 @@ Control words:
                 (case-insensitive) since its last reply is cut (e.g. "cut EVAL"
                 cuts the reply to a script call). Arming cut leaves the
                 current forwarding mode (pass or delay) as it was.
+  hold TEXT     hold the next client->server chunk containing TEXT
+                (case-insensitive) on its connection, unforwarded, with all
+                that connection's later traffic, until "pass"; other
+                connections, and those made later, are forwarded as usual
+                (a request late while its client has gone on: e.g. "hold
+                EVAL" holds one script call). Arming hold leaves the current
+                forwarding mode as it was.
   stats         reply with counters; changes nothing
 
 Loopback only: both --listen and --target must be loopback addresses.
@@ -88,6 +95,8 @@ class Conn:
         self.tasks = []
         self.closed = False
         self.want_cut = False  # client sent the cut TEXT since its last reply
+        self.go = asyncio.Event()  # cleared while held (hold TEXT)
+        self.go.set()
 
     def close(self, reset=False):
         if self.closed:
@@ -166,6 +175,13 @@ class Conn:
                 if self.closed:
                     return
                 if upward:
+                    if p.hold_text is not None and p.hold_text in data.upper():
+                        p.hold_text = None
+                        p.stats["holds"] += 1
+                        self.go.clear()
+                    await self.go.wait()
+                    if self.closed:
+                        return
                     if p.cut_text is not None and p.cut_text in data.upper():
                         self.want_cut = True
                     writer.write(data)
@@ -206,7 +222,8 @@ class Proxy:
         self.delay_ms = 0
         self.cut_armed = False
         self.cut_text = None
-        self.stats = {"accepted": 0, "dropped": 0, "cuts": 0,
+        self.hold_text = None
+        self.stats = {"accepted": 0, "dropped": 0, "cuts": 0, "holds": 0,
                       "last_c2s_ms": 0, "last_s2c_ms": 0, "cut_bytes": "-"}
 
     async def on_client(self, reader, writer):
@@ -219,6 +236,8 @@ class Proxy:
         self.mode = "pass"
         self.delay_ms = 0
         self.open.set()
+        for c in self.conns:
+            c.go.set()
 
     def command(self, line):
         words = line.split()
@@ -253,6 +272,8 @@ class Proxy:
             self.cut_text = words[1].upper().encode() if len(words) == 2 else None
             if self.mode == "blackhole":
                 self.set_pass()
+        elif w == "hold" and len(words) == 2:
+            self.hold_text = words[1].upper().encode()
         elif w == "stats" and len(words) == 1:
             pass
         else:
@@ -260,7 +281,7 @@ class Proxy:
         s = self.stats
         return (f"ok mode={self.mode.replace(' ', ':')} at={now_ms()}{extra}"
                 f" conns={len(self.conns)} accepted={s['accepted']}"
-                f" dropped={s['dropped']} cuts={s['cuts']}"
+                f" dropped={s['dropped']} cuts={s['cuts']} holds={s['holds']}"
                 f" cut_armed={int(self.cut_armed)} cut_bytes={s['cut_bytes']}"
                 f" last_c2s_ms={s['last_c2s_ms']} last_s2c_ms={s['last_s2c_ms']}")
 

@@ -6,7 +6,10 @@
 # exec whose own final release loses its reply exits with the command's
 # status, not 75.  Through faultproxy.py, which cuts the release's reply
 # (half of it forwarded, then the connection closed) after the real
-# redis-server behind it has run the script.
+# redis-server behind it has run the script.  And a first copy that
+# reaches the server late, after the copy sent again ended the hold and
+# another took the lock, records no loss either (issue 48): the proxy holds
+# it (hold EVAL) while the settle's new connection passes.
 
 load helpers
 setup() { own_server_setup; }
@@ -164,4 +167,100 @@ i=0; while [ \$i -lt 600 ] && [ ! -e stop ]; do sleep 0.1; i=\$((i + 1)); done" 
 	run events held
 	assert_success
 	refute_line lost
+}
+
+# late_copy_test NAME [USERINFO]: exec through the proxy whose final release is held
+# there (its first copy), times out, and is settled: a settling copy on a
+# new connection ends the hold, exit 0.  Then B takes NAME straight from
+# the server, and the held first copy is let through: it runs late, the
+# token no longer holding.  Leaves A's token in A_TOKEN, B's in B_TOKEN,
+# and in MARKS the settled marks of NAME found before the late copy ran,
+# each with its TTL.  USERINFO ("user:password@"): A and B connect as
+# that user.
+late_copy_test() {
+	local name=$1 who=${2:-} before i k
+	warm_release || fail "cannot warm the scripts"
+	start_proxy P "$REDIS_PORT"
+	make_script cmd.sh 'echo "$RLOCK_TOKEN" >token
+echo ready >ready
+i=0; while [ $i -lt 600 ] && [ ! -e go ]; do sleep 0.05; i=$((i + 1)); done
+exit 0' >/dev/null
+	# A long TTL: no heartbeat's extend comes between the hold and the
+	# release.  --timeout 1s: the first copy times out, and the settle
+	# (twice that) has time to reconnect, ask and send it again.
+	bg_start R "$RLOCK" -v -u "redis://${who}127.0.0.1:$P_PORT" --timeout 1s exec -t 60s "$name" -- \
+		./cmd.sh
+	wait_file ready 10000 || fail "the command did not start: $(cat R.err)"
+	# The next script call (the release) waits in the proxy, on its
+	# connection; the settle's new connection passes.
+	proxy P hold EVAL
+	touch go
+	bg_wait "$R" 15000 || fail "rlock still running 15 s after the command ended"
+	proxy P stats
+	assert_equal "$(reply_field holds)" 1
+	assert_equal "$BG_STATUS" 0
+	! grep -q 'release failed' R.err || fail "the release was not settled: $(cat R.err)"
+	assert_equal "$(rcli EXISTS "rlock:{$name}")" 0
+	A_TOKEN=$(cat token)
+	MARKS=()
+	for k in $(rcli --scan --pattern "rlock:{$name}:settled:*"); do
+		MARKS+=("$k $(rcli PTTL "$k")")
+	done
+	B_TOKEN=$(rlock -u "redis://${who}127.0.0.1:$REDIS_PORT" acquire -t 60s \
+		"$name") ||
+		fail "B could not take the lock"
+	# The first copy, late: let through, and waited for until it has run
+	# (the server counts a call once it has run it; nothing else calls a
+	# script meanwhile).
+	before=$(cmd_calls evalsha eval)
+	proxy P pass
+	for ((i = 0; i < 500; i++)); do
+		(($(cmd_calls evalsha eval) > before)) && break
+		sleep 0.02
+	done
+	(($(cmd_calls evalsha eval) > before)) ||
+		fail "the held release never reached the server"
+}
+
+@test "settle: a first release copy that runs late, after the settling copy ended the hold and B took the lock, records no loss (issue 48)" {
+	late_copy_test late
+	# B's hold is untouched.
+	assert_equal "$(rcli GET 'rlock:{late}')" "$B_TOKEN"
+	run events late
+	assert_success
+	refute_line lost
+	# A's run: acquired, released (by the settling copy); then B's.
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "acquired released acquired "
+	run rlock -u "$RLOCK_URL" log late
+	assert_success
+	refute_output --partial lost
+	# What kept it out: the settling copy's mark, one for A's run, for as
+	# long as the history (30 days by default); taken by the late copy.
+	assert_equal "${#MARKS[@]}" 1
+	local ttl=${MARKS[0]##* }
+	((ttl > 29 * 86400000 && ttl <= 30 * 86400000)) || fail "its TTL: $ttl"
+	# The mark was taken by the late copy, once: a later release of A's
+	# token that finds it gone is a loss again, and said so.
+	assert_equal "$(rcli --scan --pattern 'rlock:{late}:settled:*')" ""
+	run rlock -u "$RLOCK_URL" release --token "$A_TOKEN" late
+	assert_failure 1
+	run events late
+	assert_success
+	assert_line --index 0 lost
+}
+
+@test "settle: as an ACL user with exactly the documented commands, a late first release copy records no loss" {
+	local rules
+	rules=$(sed -n 's/^ACL SETUSER rlock on >PASSWORD //p' \
+		"$BATS_TEST_DIRNAME/../man/rlock.7")
+	[[ -n "$rules" ]] || fail "no documented ACL line in rlock(7)"
+	# shellcheck disable=SC2086 # the rules, one word each
+	assert_equal "$(rcli ACL SETUSER alice reset on '>s3cret' $rules)" OK
+	late_copy_test acl alice:s3cret@
+	run events acl
+	assert_success
+	refute_line lost
+	assert_equal "$(echo "$output" | tr '\n' ' ')" "acquired released acquired "
+	assert_equal "${#MARKS[@]}" 1
+	assert_equal "$(rcli --scan --pattern 'rlock:{acl}:settled:*')" ""
 }

@@ -10,6 +10,24 @@
 -- release sent again after one whose reply was lost, which, finding the
 -- hold gone, records no loss: the first one, late, may have ended it).
 -- Returns 1 when a hold ended, else 0.
+-- The other way round, the settling copy ends the hold and the first,
+-- late, finds it gone (another may hold it by then): that copy must not
+-- record a loss either.  So a settling copy that ends a hold, with a
+-- history kept, leaves LOCK:settled:RUN (RUN: run_id(token)), and a
+-- release that finds the hold gone while it exists takes it (DEL) instead
+-- of recording 'lost'.  Taken once: there is one first copy; a token used
+-- again (acquire --token) whose later hold is lost is told so in the
+-- history, unless its release is the one to find the mark of a first copy
+-- that never came.  Only those two rare paths touch it: the common release
+-- writes and reads nothing more.  It lives as long as the history
+-- (history_ttl_ms), where the 'lost' it keeps out would stay: how late a
+-- request whose client has given up can still reach the server is nothing
+-- the client can bound (a proxy holding it, a closed connection's data
+-- still retransmitted), and the history is as far as rlock remembers a
+-- run.  Its name comes from data, like a holder's hash (see "Every key"
+-- in lib.lua: KEYS[8], 'none').  SET and DEL take a key of any type, so
+-- nothing in it can stop a script (no damage to report); release --force
+-- leaves it, as it leaves the history it serves.
 -- A release ends the token's hold whatever took it, and its waiter entry
 -- and place in the line.  A give-back (a run that failed, gave up, or
 -- must try again) ends only what that run took: a hold whose a is the run
@@ -96,8 +114,13 @@ elseif sched and ARGV[2] ~= '' and (info or ARGV[11] ~= '1') then
 	sched.x = info and ARGV[2] or 'lost'
 end
 
+local function settled()
+	return KEYS[1] .. ':settled:' .. run_id(token)
+end
 if not info then
-	if ARGV[2] ~= '' and run == '' and ARGV[11] ~= '1' then
+	if ARGV[2] ~= '' and run == '' and ARGV[11] ~= '1' and
+	    tonumber(ARGV[3]) > 0 and
+	    redis.call('DEL', settled()) == 0 then
 		record(KEYS[1], ARGV[3], ARGV[4], 'lost', {'h', ARGV[5], 'p',
 			ARGV[6], 'u', ARGV[7], 'x', ARGV[2], 'y',
 			"gone or another's at release", 'r', run_id(token)})
@@ -122,6 +145,10 @@ else
 end
 if ev then
 	record(KEYS[1], ARGV[3], ARGV[4], 'released', ev)
+	-- (Best effort, like the history: after the deletions.)
+	if ARGV[11] == '1' then
+		redis.pcall('SET', settled(), '1', 'PX', tonumber(ARGV[4]))
+	end
 end
 -- Readers left: nobody else can get in yet, but a reader waiting to
 -- upgrade that is now the only one left can: woken (its own list).
