@@ -35,7 +35,10 @@ dpkg -x "$deb" "$root"
 "$root/usr/bin/rlock" --version
 MANPATH=$root/usr/share/man man -w rlock
 MANPATH=$root/usr/share/man man -w 5 rlock.conf
-MANPATH=$root/usr/share/man man -w 7 rlock
+for m in rlock rlock-protocol rlock-exec rlock-distribution rlock-security \
+    rlock-operations; do
+	MANPATH=$root/usr/share/man man -w 7 "$m"
+done
 for f in usr/share/bash-completion/completions/rlock \
     usr/share/zsh/site-functions/_rlock \
     usr/share/fish/vendor_completions.d/rlock.fish \

@@ -66,7 +66,11 @@ trap 'exit 1' HUP INT TERM
 files=$work/files
 mkdir -p "$files"
 cp "$bin" "$files/rlock"
-for m in rlock.1 rlock.conf.5 rlock.7; do gzip -9n <"man/$m" >"$files/$m.gz"; done
+# rlock(7) and the pages it maps.
+man7="rlock rlock-protocol rlock-exec rlock-distribution rlock-security
+    rlock-operations"
+for m in rlock.1 rlock.conf.5; do gzip -9n <"man/$m" >"$files/$m.gz"; done
+for m in $man7; do gzip -9n <"man/$m.7" >"$files/$m.7.gz"; done
 cp completions/rlock "$files/rlock.bash"
 cp completions/_rlock completions/rlock.fish examples/rlock.conf README.md \
     "$files/"
@@ -106,7 +110,8 @@ OpenSSL $ssl linked in.  It depends on no library of the system.
 install -D -m 755 $files/rlock %{buildroot}%{_bindir}/rlock
 install -D -m 644 $files/rlock.1.gz %{buildroot}%{_mandir}/man1/rlock.1.gz
 install -D -m 644 $files/rlock.conf.5.gz %{buildroot}%{_mandir}/man5/rlock.conf.5.gz
-install -D -m 644 $files/rlock.7.gz %{buildroot}%{_mandir}/man7/rlock.7.gz
+install -d %{buildroot}%{_mandir}/man7
+install -m 644 $(for m in $man7; do printf '%s ' "$files/$m.7.gz"; done)%{buildroot}%{_mandir}/man7/
 install -D -m 644 $files/rlock.bash %{buildroot}%{_datadir}/bash-completion/completions/rlock
 install -D -m 644 $files/_rlock %{buildroot}%{_datadir}/zsh/site-functions/_rlock
 install -D -m 644 $files/rlock.fish %{buildroot}%{_datadir}/fish/vendor_completions.d/rlock.fish
@@ -121,7 +126,7 @@ install -m 644 $files/schema/*.json %{buildroot}%{_datadir}/rlock/schema/
 %{_bindir}/rlock
 %{_mandir}/man1/rlock.1.gz
 %{_mandir}/man5/rlock.conf.5.gz
-%{_mandir}/man7/rlock.7.gz
+$(for m in $man7; do echo "%{_mandir}/man7/$m.7.gz"; done)
 %{_datadir}/bash-completion/completions/rlock
 %{_datadir}/zsh/site-functions/_rlock
 %{_datadir}/fish/vendor_completions.d/rlock.fish
@@ -147,7 +152,8 @@ root=$work/root
 mkdir -p "$root"
 (cd "$root" && rpm2cpio "$rpm" | cpio -idm --quiet)
 for f in usr/bin/rlock usr/share/man/man1/rlock.1.gz \
-    usr/share/man/man5/rlock.conf.5.gz usr/share/man/man7/rlock.7.gz \
+    usr/share/man/man5/rlock.conf.5.gz \
+    $(for m in $man7; do echo "usr/share/man/man7/$m.7.gz"; done) \
     usr/share/bash-completion/completions/rlock \
     usr/share/zsh/site-functions/_rlock \
     usr/share/fish/vendor_completions.d/rlock.fish \
@@ -169,8 +175,12 @@ mkdir -p "$rpmroot"
 	{ cat "$work/rpm-i.log" >&2; exit 1; }
 cmp -s "$rpmroot/usr/bin/rlock" "$bin" ||
 	{ echo "rpm.sh: rpm -i did not install $bin as /usr/bin/rlock" >&2; exit 1; }
-for m in "1 rlock RLOCK 1" "5 rlock.conf RLOCK.CONF 5" "7 rlock RLOCK 7"; do
+for m in 1:rlock:RLOCK:1 5:rlock.conf:RLOCK.CONF:5 $(for p in $man7; do
+    echo "7:$p:$(echo "$p" | tr '[:lower:]' '[:upper:]'):7"; done); do
+	oifs=$IFS; IFS=:
+	# shellcheck disable=SC2086
 	set -- $m
+	IFS=$oifs
 	MANPATH=$root/usr/share/man man -w "$1" "$2" >/dev/null 2>&1 ||
 		zcat "$root/usr/share/man/man$1/$2.$1.gz" | grep -q "^\.Dt $3 $4" ||
 		{ echo "rpm.sh: the manual $2($1) does not read" >&2; exit 1; }

@@ -441,7 +441,7 @@ struct probe {
 	const char	*argv[PROBE_ARGS];	/* "$": the scratch key */
 };
 
-/* In the order of the ACL SETUSER line in rlock(7), ACL users. */
+/* In the order of the ACL SETUSER line in rlock-security(7), ACL users. */
 static const struct probe probes[] = {
 	{ "evalsha", SENT,
 	    { "EVALSHA", "0000000000000000000000000000000000000000", "0" } },
@@ -699,7 +699,7 @@ check_acl(struct report *rp, struct quorum *q, const struct url *u,
 	free(key);
 	nextra = unprobed(extra, MAX_UNPROBED);
 
-	/* The remedy: the line in rlock(7), for this user and prefix. */
+	/* The remedy: the line in rlock-security(7), for this user and prefix. */
 	buf_init(&line);
 	buf_printf(&line, "ACL SETUSER %s ~", user);
 	for (p = prefix; *p != '\0'; p++)
@@ -764,7 +764,8 @@ check_scripts(struct report *rp, struct quorum *q, const char *server)
 	rr = quorum_callv(q, 0, &e, "EVAL", "return 1", "0", NULL);
 	if (rr == NULL)
 		finding(rp, server, "scripts", SEV_ERROR, "grant this user "
-		    "the commands the acl finding names (rlock(7), ACL users)",
+		    "the commands the acl finding names (rlock-security(7), "
+		    "ACL users)",
 		    "cannot run scripts: %s", e.msg);
 	else if (rr->type != REDIS_T_INTEGER || rr->integer != 1)
 		wrong_shape(rp, server, "scripts", "EVAL of 'return 1'", rr);
@@ -774,9 +775,9 @@ check_scripts(struct report *rp, struct quorum *q, const char *server)
 }
 
 /*
- * Locks whose keys hold what rlock never writes (see rlock(7), Scripts):
- * each a finding, with its remedy.  Every lock's keys and history are
- * read, a script call per thousand locks.
+ * Locks whose keys hold what rlock never writes (see rlock-protocol(7),
+ * Scripts): each a finding, with its remedy.  Every lock's keys and
+ * history are read, a script call per thousand locks.
  */
 static void
 check_locks(struct report *rp, struct quorum *q, const char *server,
@@ -1020,16 +1021,17 @@ check_auth(struct report *rp, const struct url *u,
 	if (rr != NULL && rr->type == REDIS_T_STATUS)
 		finding(rp, u->display, "auth", SEV_WARN, "set requirepass, "
 		    "or turn the default user off and give rlock a user of its "
-		    "own as rlock(1), ACL users, shows; then give rlock the "
-		    "password with --password-file", "a client without a "
-		    "password is let in "
+		    "own as rlock-security(7), ACL users, shows; then give "
+		    "rlock the password with --password-file", "a client "
+		    "without a password is let in "
 		    "(requirepass unset, the default user nopass): anyone who "
 		    "can reach the server can take, release or forge any lock");
 	else if (rr != NULL && rr->type == REDIS_T_ERROR &&
 	    strncmp(rr->str, "DENIED", 6) == 0)
 		finding(rp, u->display, "auth", SEV_WARN, "set requirepass, "
-		    "or give rlock a user of its own as rlock(1), ACL users, "
-		    "shows; then give rlock the password with --password-file",
+		    "or give rlock a user of its own as rlock-security(7), "
+		    "ACL users, shows; then give rlock the password with "
+		    "--password-file",
 		    "no password is needed: only protected "
 		    "mode keeps clients that are not local out");
 	else if ((rr != NULL && rr->type == REDIS_T_ERROR &&

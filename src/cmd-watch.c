@@ -1,7 +1,7 @@
 /* cmd-watch.c: rlock watch [NAME...]: the locks' events as they happen. */
 
 /*
- * A blocking XREAD on the history streams (see rlock(7), History), each
+ * A blocking XREAD on the history streams (rlock-protocol(7), History), each
  * from the newest entry it had when seen first, so nothing is shown twice
  * and nothing between two reads is missed.  With no NAME the streams are
  * found with SCAN, again every RESCAN_MS: a lock whose first event comes

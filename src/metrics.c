@@ -3,7 +3,8 @@
 /*
  * One family after another (OpenMetrics wants a family's samples
  * together), a sample per lock, each labelled name="NAME"; the values
- * from the lock's status and from its history (see rlock(7), History).
+ * from the lock's status and from its history (see rlock-protocol(7),
+ * History).
  * node_exporter's textfile collector reads it as the Prometheus text
  * format, where the closing "# EOF" is a comment.
  */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# acl.bats: a Redis ACL user with exactly the command set rlock(7) documents
-# (ACL users) can run every command; the line lists every command the Lua
-# scripts call; and doctor's acl check names each command a user lacks.
+# acl.bats: a Redis ACL user with exactly the command set that
+# rlock-security(7) documents (ACL users) can run every command; the line
+# lists every command the Lua scripts call; and doctor's acl check names
+# each command a user lacks.
 
 load helpers
 
@@ -17,17 +18,17 @@ teardown() {
 	cleanup_test
 }
 
-MAN="$BATS_TEST_DIRNAME/../man/rlock.7"
+MAN="$BATS_TEST_DIRNAME/../man/rlock-security.7"
 LUA_DIR="$BATS_TEST_DIRNAME/../src/lua"
 
 # load_doc_line: RULES, the rules of the documented line after "ACL SETUSER
 # rlock on >PASSWORD " ("~rlock:* +evalsha ..."), RULE the same as an array,
-# GRANT its commands ("+evalsha" ...).  Fails unless rlock(7) has exactly
-# one such line, granting at least 15 commands.
+# GRANT its commands ("+evalsha" ...).  Fails unless rlock-security(7) has
+# exactly one such line, granting at least 15 commands.
 load_doc_line() {
 	local found
 	found=$(grep -c '^ACL SETUSER rlock on >PASSWORD ' "$MAN")
-	[[ "$found" == 1 ]] || fail "rlock(7) has $found documented ACL SETUSER lines, not 1"
+	[[ "$found" == 1 ]] || fail "rlock-security(7) has $found documented ACL SETUSER lines, not 1"
 	RULES=$(sed -n 's/^ACL SETUSER rlock on >PASSWORD //p' "$MAN")
 	read -ra RULE <<<"$RULES"
 	mapfile -t GRANT < <(tr ' ' '\n' <<<"$RULES" | grep '^+')

@@ -37,7 +37,7 @@ readme_cron_line() {
 
 # Every crontab line of the README and the manual: "FILE:LINE:TEXT".
 doc_cron_lines() {
-	grep -nHE '^ *([*0-9/,-]+ ){5}[^ ]*rlock ' "$TOP/README.md" "$TOP/man/rlock.1" "$TOP/man/rlock.conf.5" "$TOP/man/rlock.7"
+	grep -nHE '^ *([*0-9/,-]+ ){5}[^ ]*rlock ' "$TOP/README.md" "$TOP/man/rlock.1" "$TOP/man/rlock.conf.5" "$TOP"/man/rlock*.7
 }
 
 # fleet_round LINE ROUND SKEWS...: run the crontab LINE (its command part)
@@ -341,7 +341,7 @@ real_output() {
 	start_redis_auth_as QA qa-pw
 	real_output "$BATS_TEST_TMPDIR/real"
 	run /usr/bin/python3 "$BATS_TEST_DIRNAME/docshape.py" "$BATS_TEST_TMPDIR/real" \
-		"$TOP/README.md" "$TOP/man/rlock.1" "$TOP/man/rlock.conf.5" "$TOP/man/rlock.7"
+		"$TOP/README.md" "$TOP/man/rlock.1" "$TOP/man/rlock.conf.5" "$TOP"/man/rlock*.7
 	echo "$output"
 	assert_success
 	[[ "$output" =~ ([0-9]+)\ examples\ checked ]]
@@ -352,6 +352,6 @@ real_output() {
 	local real
 	real=$(rlock acquire --json -t 5s f | sed 's/.*"fence":\([0-9]*\).*/\1/')
 	[[ ${#real} -ge 13 ]] || fail "a real fence: $real"
-	run grep -nE 'fence"?:? ?[0-9]{1,12}\b' "$TOP/README.md" "$TOP/man/rlock.1" "$TOP/man/rlock.conf.5" "$TOP/man/rlock.7"
+	run grep -nE 'fence"?:? ?[0-9]{1,12}\b' "$TOP/README.md" "$TOP/man/rlock.1" "$TOP/man/rlock.conf.5" "$TOP"/man/rlock*.7
 	assert_output ""
 }
