@@ -86,6 +86,11 @@ cmd_release_exec(struct cmd_ctx *ctx)
 	if (cmd_connect(ctx) == -1)
 		return cmd_fail(ctx);
 	cmd_lock_init(ctx, &l, token);
+	/*
+	 * The lock may be an exec --every run's, released by its guard once
+	 * rlock died: its schedule learns how the run ended (release.lua).
+	 */
+	l.every_ms = -1;
 	if (ctx->o.force)
 		rc = force(ctx, &l);
 	else {

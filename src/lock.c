@@ -1075,7 +1075,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[9], *args[11];
+	const char		 *keys[9], *args[12];
 	char			  pid[24];
 	unsigned		  gone = 0, yes = 0;
 	int			  i, ok, released = 0, skipped = 0, *ask;
@@ -1108,6 +1108,12 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	args[8] = give_back ? l->run : "";
 	args[9] = keep_listed ? "1" : "0";
 	args[10] = settling ? "1" : "0";
+	/*
+	 * Whether the run may have a schedule to end (exec --every; a
+	 * release that cannot know, every_ms < 0): the common release reads
+	 * none.
+	 */
+	args[11] = l->every_ms != 0 ? "1" : "0";
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * Every server that can be reached, each within its own --timeout:
@@ -1125,7 +1131,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 9, keys, 11, args, rep,
+	ok = quorum_script(l->q, ask, &script_release, 9, keys, 12, args, rep,
 	    e);
 	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
 	    ok, e) + skipped;

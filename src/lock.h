@@ -90,9 +90,10 @@ struct lock {
 	int		 limit;		/* --limit: holders at once; 0 or 1: one */
 	int		 shared;	/* --shared: one of many readers */
 	/*
-	 * exec --every: at most one start a period (0: none), only a success
-	 * counting with --retry-failed; refused, when and where the period's
-	 * run started (server-clock ms, and its age by that clock).
+	 * exec --every: at most one start a period (0: none; -1: unknown,
+	 * rlock release), only a success counting with --retry-failed;
+	 * refused, when and where the period's run started (server-clock ms,
+	 * and its age by that clock).
 	 */
 	int64_t		 every_ms;
 	int		 retry_failed;

@@ -84,7 +84,7 @@ matrix() {
 	# each check: one redis-cli a check, not an rlock and a redis-cli, in
 	# the suite's longest file.  (ok stays throughout.)
 	export RLOCK_TOKEN
-	RLOCK_TOKEN=$(rlock acquire -t 60s $flags c) || fail "setup: acquire failed"
+	RLOCK_TOKEN=$(rlock acquire -t 1h $flags c) || fail "setup: acquire failed"
 	rcli EVAL "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
 		redis.call('RESTORE', 'snap:' .. k, 0, redis.call('DUMP', k))
 		redis.call('HSET', 'snap:ttl', k, redis.call('PTTL', k)) end" 0 "$K*" >/dev/null

@@ -133,42 +133,42 @@ entry_of() {
 
 # Issue 48, break 1: a waiter's place is the server's, fixed at its first
 # attempt.  F's first attempt reaches the server late (a far server, a TLS
-# handshake, a wait riding through an outage: here a proxy holds it 2.2 s),
-# after reader R's, which began 1.3 s after F.  F's next attempt used to
-# move its start back to when F began, by its own count, before R's, while
-# F kept its later place in the --fifo line; once the lock was free, F
-# deferred to R by the line and R to F by the start, for ever: thousands of
-# scripts a second until -w ran out, and both exit 1.
+# handshake, a wait riding through an outage: here a proxy holds it 3.5 s),
+# after reader R's, which began 3 s after F.  F's next attempt used to move
+# its start back by its own count of the wait (from when it sent that
+# attempt, before the BLPOP of 2 s it went out behind): to 2 s after F
+# began, before R's start, while F kept its later place in the --fifo line.
+# Once the lock was free, F deferred to R by the line and R to F by the
+# start, for ever: thousands of scripts a second until -w ran out, and
+# both exit 1.
 @test "fifo: a --fifo writer whose first attempt came late and a reader behind it never defer to each other (break 1)" {
 	local base calls t0 i first now
 	rlock acquire -t 60s job >/dev/null
 	start_proxy P "$REDIS_PORT"
 	proxy P blackhole
-	bg_start F "$RLOCK" -u "$P_URL" --timeout 10s exec --fifo -w 12s job -- \
+	bg_start F "$RLOCK" -u "$P_URL" --timeout 10s exec --fifo -w 20s job -- \
 		sh -c "echo F >>'$BATS_TEST_TMPDIR/order.log'"
 	for ((i = 0; i < 500; i++)); do
 		[[ "$(proxy_stat P accepted)" -ge 1 ]] && break
 		sleep 0.02
 	done
 	t0=$(now_ms)
-	until_ms $((t0 + 1300))
-	bg_start R "$RLOCK" exec --shared -w 12s job -- \
+	until_ms $((t0 + 3000))
+	bg_start R "$RLOCK" exec --shared -w 20s job -- \
 		sh -c "echo R >>'$BATS_TEST_TMPDIR/order.log'"
 	for ((i = 0; i < 500; i++)); do
 		[[ "$(rcli HLEN 'rlock:{job}:waiters')" == 1 ]] && break
 		sleep 0.02
 	done
 	assert_equal "$(rcli HLEN 'rlock:{job}:waiters')" 1
-	until_ms $((t0 + 2200))
-	# F's first attempt comes through, to be told the lock ends in 1 s:
-	# its next attempt follows at once, to find the lock held again.
-	rcli PEXPIRE 'rlock:{job}' 1000 >/dev/null
+	until_ms $((t0 + 3500))
 	proxy P pass
+	# F's first attempt comes through, and its next one (the lock still
+	# held) 2 s later.
 	for ((i = 0; i < 500; i++)); do
 		[[ "$(rcli HLEN 'rlock:{job}:waiters')" == 2 ]] && break
-		sleep 0.01
+		sleep 0.02
 	done
-	assert_equal "$(rcli PEXPIRE 'rlock:{job}' 60000)" 1
 	first=$(entry_of "$F")
 	[[ -n "$first" ]] || fail "F is not listed"
 	for ((i = 0; i < 500; i++)); do
@@ -181,9 +181,9 @@ entry_of() {
 	# wake): each waiter finds it free at its next attempt.
 	base=$(cmd_calls evalsha eval)
 	rcli PEXPIRE 'rlock:{job}' 1 >/dev/null
-	bg_wait "$R" 15000 || fail "the reader is still waiting"
+	bg_wait "$R" 25000 || fail "the reader is still waiting"
 	assert_equal "$BG_STATUS" 0
-	bg_wait "$F" 15000 || fail "the --fifo writer is still waiting"
+	bg_wait "$F" 25000 || fail "the --fifo writer is still waiting"
 	assert_equal "$BG_STATUS" 0
 	# The reader was placed first, and went first.
 	assert_equal "$(tr '\n' ' ' <order.log)" "R F "

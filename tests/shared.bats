@@ -169,9 +169,9 @@ print(len(ev) // 2, most, bad)'
 	run rlock status rw
 	assert_failure 1
 	assert_output --regexp '^rw: free'
-	# Only the counter and the history stay, and the wake list until it expires.
-	assert_equal "$(rcli KEYS 'rlock:{rw}*' | grep -v ':fence$' | grep -v ':wake$' | grep -v ':log$')" ""
-	(( $(rcli PTTL 'rlock:{rw}:wake') > 0 )) || fail "the wake list does not expire"
+	# Only the counter and the history stay: with nobody waiting, no
+	# release pushed a wake.
+	assert_equal "$(rcli KEYS 'rlock:{rw}*' | grep -v ':fence$' | grep -v ':log$')" ""
 }
 
 @test "shared: a lone reader asking for an exclusive hold with its token upgrades; another reader blocks that" {
@@ -315,6 +315,33 @@ until_listed() {
 	# the writer's attempt stays free (it was busy there then).
 	run rlockq status rw
 	assert_line --index 0 --regexp '^rw: held by .* \(on [23] of 3 servers\)$'
+}
+
+@test "shared: in quorum mode a second reader's upgrade is refused with 35 and leaves no entry on any server" {
+	start_quorum 3
+	local a b i s
+	a=$(rlockq acquire --shared -t 20s rw)
+	b=$(rlockq acquire --shared -t 20s rw)
+	bg_start A "$RLOCK" $(for u in $QUORUM_URLS; do echo -u "$u"; done) acquire --token "$a" -w 20s -t 20s rw
+	# Listed on every server (status shows a quorum's waiters by server).
+	for s in Q1 Q2 Q3; do
+		for ((i = 0; i < 500; i++)); do
+			[[ "$(rcli_as "$s" HLEN 'rlock:{rw}:waiters')" == 1 ]] && break
+			sleep 0.02
+		done
+	done
+	run --separate-stderr rlockq acquire --token "$b" -w 10s rw
+	assert_equal "$status" 35
+	[[ "$stderr" == *"cannot upgrade rw"* ]] || fail "stderr: $stderr"
+	# Only the first upgrade is listed, on every server.
+	for s in Q1 Q2 Q3; do
+		assert_equal "$(rcli_as "$s" HLEN 'rlock:{rw}:waiters')" 1
+	done
+	rlockq release --token "$b" rw
+	bg_wait "$A" 15000 || fail "the first upgrade is still waiting"
+	assert_equal "$BG_STATUS" 0
+	run rlockq status rw
+	assert_line --index 0 --regexp '^rw: held by .* \(on 3 of 3 servers\)$'
 }
 
 @test "shared: in quorum mode a reader holds on a majority with one server down" {

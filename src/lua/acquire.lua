@@ -60,16 +60,18 @@ local shared = ARGV[12] == '1'
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local now, t = clock()
 local cur = redis.call('GET', KEYS[1])
--- What this script may write, checked before it writes (see lib.lua).
--- (bare: the hash, the waiters and the line are all absent: nobody
--- waits, so the caller has no entry to read, nor a hash to clear.)
-local _, fence_seen, bare = expect_lock(KEYS[1], cur, KEYS[3], KEYS[5],
-	KEYS[6], KEYS[2])
+-- What this script may write, checked before it writes (see lib.lua),
+-- the holders' set too when the caller would mark the name.  (A holder's
+-- own hash is deleted before it is written: any type will do.)  (bare:
+-- the hash, the waiters and the line are all absent: nobody waits, so the
+-- caller has no entry to read, no waiter to defer to or wake, nor a hash
+-- to clear.)
 local want = shared and 's' or limit > 1 and 'l:' .. limit or 'x'
-if want ~= 'x' then
-	expect({KEYS[1] .. ':holders', 'zset',
-		KEYS[1] .. ':holder:' .. token, 'hash'})
-end
+local _, fence_seen, bare = expect_lock(KEYS[1], cur, KEYS[3], KEYS[5],
+	KEYS[6], KEYS[2], want ~= 'x' and KEYS[1] .. ':holder:' .. token)
+-- (Whether this holder's hash is surely absent: no DEL before it is
+-- written.)
+local fresh = bare and not (cur == SHARED or limit_of(KEYS[1], cur))
 local kind, held_limit, live, ends = judge(KEYS[1], cur, now, true)
 -- The caller's own entry, if an earlier attempt listed it, and its place:
 -- the entry's, else now (it comes after everyone listed).
@@ -158,7 +160,7 @@ for _, tok in ipairs(live or {}) do
 end
 if kind == 'x' and not mine then
 	return busy(redis.call('PTTL', KEYS[1]), shown_holder(KEYS[3]))
-elseif kind == SHARED and want == 's' and not mine then
+elseif kind == SHARED and want == 's' and not mine and not bare then
 	local w = writers(KEYS[5], now, token)
 	if #w > 0 then
 		return busy(redis.call('PTTL', KEYS[1]),
@@ -188,7 +190,7 @@ elseif kind == 'limit' and not mine and #live >= held_limit then
 	-- Full: look again when the soonest place ends.
 	return busy(ends[1] - now, shown_holder(KEYS[1] .. ':holder:' ..
 		live[1]))
-elseif not kind and want == 's' then
+elseif not kind and want == 's' and not bare then
 	-- Free, but a writer placed before it waits: its turn; wake it by
 	-- name.  (Not one placed after: a --fifo writer lets this reader
 	-- go first, and each would wait for the other.)
@@ -200,7 +202,7 @@ elseif not kind and want == 's' then
 end
 
 -- A --fifo caller lets every waiter that came before it go first.
-if ARGV[9] == '1' and not mine then
+if ARGV[9] == '1' and not mine and not bare then
 	for _, e in ipairs(waiting(KEYS[5], now)) do
 		if e.token ~= token and before(e.q, e.token, place, token) then
 			if not kind then
@@ -244,7 +246,7 @@ local function hold(info, what)
 	else
 		fence = new_fence(KEYS[2], t, ARGV[15],
 			fence_keep(ttl, ARGV[13], ARGV[14]), fence_seen)
-		if info ~= KEYS[3] or not bare then
+		if not (bare and (info == KEYS[3] or fresh)) then
 			redis.call('DEL', info)
 		end
 		acquired(fence, what)
@@ -298,10 +300,19 @@ end
 local mark = want == 's' and SHARED or 'limit:' .. limit
 local r = hold(KEYS[1] .. ':holder:' .. token, mark)
 redis.call('ZADD', KEYS[1] .. ':holders', now + ttl, token)
-redis.call('SET', KEYS[1], mark, 'KEEPTTL')
-fit(KEYS[1], now)
+-- The mark and the set end with the latest holder, exactly (see fit() in
+-- lib.lua): the others' latest end (the live ones, just read) or this
+-- hold's, whichever is later; one SET, one PEXPIRE.
+local last = now + ttl
+for i, tok in ipairs(live or {}) do
+	if tok ~= token and ends[i] > last then
+		last = ends[i]
+	end
+end
+redis.call('SET', KEYS[1], mark, 'PX', last - now)
+redis.call('PEXPIRE', KEYS[1] .. ':holders', last - now)
 -- Another waiting reader may come in too: pass the wake on.
-if want == 's' and redis.call('EXISTS', KEYS[5]) == 1 then
+if want == 's' and not bare and redis.call('EXISTS', KEYS[5]) == 1 then
 	wake_one(KEYS[4])
 end
 return r

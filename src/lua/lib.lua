@@ -127,16 +127,24 @@ end
 
 -- The keys a script on lock writes, checked at once: the lock key
 -- (cur: its value, already read), its hash, the waiters, the line, the
--- fence counter; the holders' set of a marked lock; a mark's limit.
--- Returns the limit, the fence counter's value (see expect_fence), and
--- whether the hash, the waiters and the line were all absent.
-local function expect_lock(lock, cur, info, waiters, queue, fence)
-	local none = expect({info, 'hash', waiters, 'hash', queue, 'zset'})
+-- fence counter; the holders' set of a marked lock, or, with marking set
+-- (the hash the caller would hold a mark with), of a free one too, with
+-- that hash, in the same EXISTS; a mark's limit.  Returns the limit, the
+-- fence counter's value (see expect_fence), and whether the hash, the
+-- waiters and the line (and the set and the hash, with marking on a free
+-- name) were all absent.
+local function expect_lock(lock, cur, info, waiters, queue, fence, marking)
+	local limit = limit_of(lock, cur)
+	local list = {info, 'hash', waiters, 'hash', queue, 'zset'}
+	if marking and not (cur == SHARED or limit) then
+		list[7], list[8] = lock .. ':holders', 'zset'
+		list[9], list[10] = marking, 'hash'
+	end
+	local none = expect(list)
 	local f
 	if fence then
 		f = expect_fence(fence)
 	end
-	local limit = limit_of(lock, cur)
 	if cur == SHARED or limit then
 		expect({lock .. ':holders', 'zset'})
 	end

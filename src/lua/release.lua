@@ -8,7 +8,10 @@
 -- of that acquire run), keep_listed ('1': a quorum's give-back between two
 -- attempts of the run, which keeps its waiter entry), settling ('1': a
 -- release sent again after one whose reply was lost, which, finding the
--- hold gone, records no loss: the first one, late, may have ended it).
+-- hold gone, records no loss: the first one, late, may have ended it),
+-- every ('1': the run may have a schedule to end or take back, an exec
+-- --every's, or one this release cannot know of: rlock release, which a
+-- dead exec's guard runs; '0': none, and the schedule is not read).
 -- Returns 1 when a hold ended, else 0.
 -- The other way round, the settling copy ends the hold and the first,
 -- late, finds it gone (another may hold it by then): that copy must not
@@ -53,40 +56,51 @@ local run = ARGV[9] or ''
 local now = clock()
 local cur = redis.call('GET', KEYS[1])
 -- What this script may write, checked before it writes (see lib.lua):
--- the waiters, the line and the holders' set (a hand-over may let
--- readers in), nobody's in the common release; a marked lock's hashes.
--- A plain hold's hash and the schedule are read first instead, before
--- any write: a key of another type stops the script there (run()).
+-- when somebody waits, the waiters, the line and the holders' set (a
+-- hand-over may let readers in); nobody in the common release, which
+-- asks one EXISTS.  The hold's hash and the schedule are read first
+-- instead, before any write, and a marked lock's set is first written by
+-- judge()'s prune: a key of another type stops the script there (run()).
+-- (A hand-over's grant deletes the hash it writes first.)
 local limit = limit_of(KEYS[1], cur)
-local nobody = expect({KEYS[4], 'hash', KEYS[6], 'zset',
-	KEYS[1] .. ':holders', 'zset'})
-if cur == SHARED or limit then
-	expect({KEYS[2], 'hash', KEYS[1] .. ':holder:' .. token, 'hash'})
+local nobody = redis.call('EXISTS', KEYS[4], KEYS[6]) == 0
+if not nobody then
+	expect({KEYS[4], 'hash', KEYS[6], 'zset', KEYS[1] .. ':holders',
+		'zset'})
 end
 -- The schedule's start, if it is this run's to end (a release: the
 -- token's, still running) or to take back (a give-back: the run's).
-local sched = schedule(KEYS[9])
+local sched = ARGV[12] == '1' and schedule(KEYS[9])
 if sched and not ((run ~= '' and sched.a == run) or (run == '' and
     sched.r == run_id(token) and sched.x == '')) then
 	sched = nil
 end
--- The plain hold's metadata: the history's 'released', and the run that
--- took it (a).
+-- The hold's metadata: the history's 'released', and the run that took
+-- it (a).  (HMGET: a user that may not HGET can still give back.)
 local FIELDS = {'host', 'pid', 'user', 'command', 'fence', 'acquired_ms',
 	'a'}
-local h = cur == token and redis.call('HMGET', KEYS[2], unpack(FIELDS))
-local kind, _, live = judge(KEYS[1], cur, now, true)
+local h
+if cur == token then
+	h = redis.call('HMGET', KEYS[2], unpack(FIELDS))
+elseif cur == SHARED or limit then
+	h = redis.call('HMGET', KEYS[1] .. ':holder:' .. token,
+		unpack(FIELDS))
+end
+local kind, _, live, ends = judge(KEYS[1], cur, now, true)
 
--- The hash of the token's hold, if it has one.
-local info
+-- The hash of the token's hold, if it has one; a marked lock's other live
+-- holders, the latest end among them, and the token's own end.
+local info, others, latest, mine_end = nil, {}, now, now
 if kind == 'x' and cur == token then
 	info = KEYS[2]
 elseif kind == SHARED or kind == 'limit' then
-	for _, tok in ipairs(live) do
+	for i, tok in ipairs(live) do
 		if tok == token then
 			info = KEYS[1] .. ':holder:' .. token
-			-- (HMGET: a user that may not HGET can still give back.)
-			h = redis.call('HMGET', info, unpack(FIELDS))
+			mine_end = ends[i]
+		else
+			others[#others + 1] = tok
+			latest = math.max(latest, ends[i])
 		end
 	end
 end
@@ -139,9 +153,20 @@ end
 if kind == 'x' then
 	redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 else
-	redis.call('ZREM', KEYS[1] .. ':holders', token)
-	redis.call('DEL', info)
-	fit(KEYS[1], now)
+	-- The mark and the set end with the latest holder left, exactly
+	-- (see fit() in lib.lua): sooner, if this hold's end was the
+	-- latest; none left, they go.
+	if #others == 0 then
+		redis.call('DEL', KEYS[1], KEYS[1] .. ':holders', info)
+	else
+		redis.call('ZREM', KEYS[1] .. ':holders', token)
+		redis.call('DEL', info)
+		if mine_end > latest then
+			redis.call('PEXPIRE', KEYS[1], latest - now)
+			redis.call('PEXPIRE', KEYS[1] .. ':holders',
+				latest - now)
+		end
+	end
 end
 if ev then
 	record(KEYS[1], ARGV[3], ARGV[4], 'released', ev)
@@ -152,21 +177,22 @@ if ev then
 end
 -- Readers left: nobody else can get in yet, but a reader waiting to
 -- upgrade that is now the only one left can: woken (its own list).
-if kind == SHARED and redis.call('EXISTS', KEYS[1]) == 1 then
-	local left = live_holders(KEYS[1], now)
-	if #left == 1 and upgrader(KEYS[4], now, left) then
-		wake_each(KEYS[3], left)
+if kind == SHARED and #others > 0 then
+	if #others == 1 and not nobody and upgrader(KEYS[4], now, others) then
+		wake_each(KEYS[3], others)
 	end
 	return 1
 end
 -- The period's run counted: whoever waits for it with --every is refused.
 if sched and schedule_closed(sched, sched.p, now) then
-	local tokens = {}
-	for _, e in ipairs(waiting(KEYS[4], now)) do
-		tokens[#tokens + 1] = e.token
+	if not nobody then
+		local tokens = {}
+		for _, e in ipairs(waiting(KEYS[4], now)) do
+			tokens[#tokens + 1] = e.token
+		end
+		wake_each(KEYS[3], tokens)
+		wake_one(KEYS[3])
 	end
-	wake_each(KEYS[3], tokens)
-	wake_one(KEYS[3])
 	return 1
 end
 if direct and not nobody and hand_over(K, hist, kind == 'x' and 'x' or
