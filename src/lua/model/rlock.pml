@@ -199,7 +199,47 @@ byte	lw[NC];
 HIDDEN byte	t_d, t_o, t_nx, t_ns, t_nl, t_r, t_f, t_x, t_k, t_m;
 HIDDEN byte	t_b, t_e, t_a, t_u;
 
-#ifdef UPLIVE
+/* -DTRACE (one server, spin's random simulation): every script step and
+ * every change that env or a run's start makes to the server, each with
+ * the server's abstract state after it, for the conformance check
+ * (conform.py replays them against the real scripts; README.md,
+ * "Conformance").  TRO op c kind fifo wait keep result; TRE what c (1 a
+ * hold expires, 2 an entry lapses, 3 a finished run's hold goes at the
+ * next run's start, 4 a crash); TRR c up (a run starts); TRS the state:
+ * hk[0..2] ha[0..2] wk[0..2] wf[0..2] wo[0..2].  Nothing else changes:
+ * without -DTRACE these print nothing. */
+#ifdef TRACE
+#define TR_STATE(s)							\
+	printf("TRS %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d\n",	\
+	    srv[s].hk[0], srv[s].hk[1], srv[s].hk[2],			\
+	    srv[s].ha[0], srv[s].ha[1], srv[s].ha[2],			\
+	    srv[s].wk[0], srv[s].wk[1], srv[s].wk[2],			\
+	    srv[s].wf[0], srv[s].wf[1], srv[s].wf[2],			\
+	    srv[s].wo[0], srv[s].wo[1], srv[s].wo[2])
+#define TR_OP(s, c, OP)							\
+	printf("TRO %d %d %d %d %d %d %d\n", OP, c, k, fifo, wt, keep, t_r); \
+	TR_STATE(s)
+#define TR_EV(W, s, c)	printf("TRE %d %d\n", W, c); TR_STATE(s)
+#define TR_RUN(c)	printf("TRR %d %d\n", c, up)
+/* A budget of crashes (default 1), so that a random run is not cut
+ * short by one at its first choice. */
+#ifndef CRASHES
+#define CRASHES	1
+#endif
+byte	crashes = CRASHES;
+#define CRASH	:: atomic { crashes > 0 -> crashes-- }; goto crash
+#define CRASH_C2	:: atomic { c < 2 && crashes > 0 -> crashes-- }; goto crash
+#else
+#define CRASH	:: goto crash
+#define CRASH_C2	:: c < 2 -> goto crash
+#define TR_OP(s, c, OP)	skip
+#define TR_EV(W, s, c)	skip
+#define TR_RUN(c)	skip
+#endif
+
+#ifdef TRACE
+/* (a simulation: no never claim) */
+#elif defined(UPLIVE)
 ltl live { [] (inrun[2] -> <> !inrun[2]) }
 #elif defined(LIVE)
 ltl live { [] (inrun[2] -> <> (bel[2] != 0)) }
@@ -873,7 +913,13 @@ inline acquire(s, c)
 #endif
 			:: else -> take_hold(s, c, k, A_RUN); t_r = R_NEW
 			fi
-		:: t_nx > 0 -> new_busy(s, c, R_BUSYH)
+		:: t_nx > 0 && k != L -> new_busy(s, c, R_BUSYH)
+		:: t_nx > 0 && k == L ->
+			/* acquire.lua: a plain holder's name asked with
+			 * --limit N does not mix ({-1, 1}: exit 64, limit.bats);
+			 * the model said busy until the conformance check
+			 * (conform.py) found the difference */
+			t_r = R_USAGE
 		:: t_ns > 0 ->
 			if
 			:: k == S && (t_e || fifo && t_b) -> new_busy(s, c, R_BUSYW)
@@ -1081,10 +1127,11 @@ inline check_mutex(c)
 /* A release's had: where the token surely held (its TTL not passed) when
  * the script ran (-DLATE: a hold the client took, not a late script's). */
 #define REL(i, c)	had = had | (srv[i].hk[c] != 0 && srv[i].hr[c] &&	\
-			    HEARD_HOLD(i, c) -> BIT(i) : 0); release(i, c)
-#define ACQ(i, c)	acquire(i, c)
-#define EXT(i, c)	extend(i, c)
-#define GIVE(i, c)	giveback(i, c, keep)
+			    HEARD_HOLD(i, c) -> BIT(i) : 0); release(i, c);	\
+			TR_OP(i, c, 1)
+#define ACQ(i, c)	acquire(i, c); TR_OP(i, c, 0)
+#define EXT(i, c)	extend(i, c); TR_OP(i, c, 2)
+#define GIVE(i, c)	giveback(i, c, keep); TR_OP(i, c, 3)
 
 proctype client(byte c)
 {
@@ -1126,6 +1173,13 @@ idle:
 	:: (ROLE(WS, c) & 1) -> wt = 0
 	:: (ROLE(WS, c) & 2) -> wt = 1
 	fi;
+	/* lock.c acquire_args: --fifo goes to the script only with a wait
+	 * (the model kept it with -n, deferring where the script does not,
+	 * until the conformance check found it, conform.py) */
+	if
+	:: wt == 0 -> fifo = 0
+	:: else
+	fi;
 #endif
 #ifdef FIFO
 	if
@@ -1153,6 +1207,7 @@ start: skip;
 	d_step {
 		printf("c%d: run: kind %d fifo %d wait %d up %d\n", c, k,
 		    fifo, wt, up);
+		TR_RUN(c);
 #ifndef ONE_ORDER
 		/* (read by the old rules and -DPRE48 only) */
 		t_d = 0;
@@ -1178,7 +1233,8 @@ start: skip;
 				 * with its TTL, here at once (finite: the same
 				 * for liveness, and no hold less is never less
 				 * safe) */
-				drop_hold(t_d, c)
+				drop_hold(t_d, c);
+				TR_EV(3, t_d, c)
 			:: srv[t_d].hk[c] != 0 && bel[c] != 0 &&
 			    srv[t_d].ha[c] == A_RUN ->
 				/* held on (acquire --token again, the upgrade):
@@ -1315,9 +1371,9 @@ waiting:
 #endif
 	:: wt == 1 -> goto giveup
 #ifdef LIVE
-	:: c < 2 -> goto crash
+	CRASH_C2
 #else
-	:: goto crash
+	CRASH
 #endif
 	fi;
 giveup: skip;
@@ -1340,21 +1396,23 @@ hold:
 	if
 	:: bel[c] == 0 -> goto rel
 	:: bel[c] != 0 -> goto rel
-#if !defined(LIVE) && NS > 1
+#if !defined(LIVE) && (NS > 1 || defined(TRACE))
+	/* (one server: -DTRACE only, so that the conformance check replays
+	 * extend.lua too; its outcome there is the release's) */
 	:: bel[c] != 0 -> goto ext
 #endif
 #ifndef LIVE
 	:: bel[c] == S && !upg && (ROLE(UP, c) & 1) ->
 		/* (one upgrade a client, beside its runs) */
 		upg = 1; up = 1; k = X; wt = 1; fifo = 0; goto start
-	:: goto crash
+	CRASH
 #else
 #ifdef UPLIVE
 	:: bel[c] == S && !upg ->
 		/* an upgrade that waits without bound */
 		upg = 1; up = 1; k = X; wt = 2; fifo = 0; goto start
 #endif
-	:: c < 2 -> goto crash
+	CRASH_C2
 #endif
 	fi;
 ext: skip;
@@ -1480,6 +1538,7 @@ again: skip;
 crash: skip;
 	d_step {
 		printf("c%d: CRASH\n", c);
+		TR_EV(4, 0, c);
 		end_belief(c); dead[c] = 1; inrun[c] = 0; fresh[c] = 0;
 		k = 0; fifo = 0; wt = 0; up = 0; runs = 0; won = 0
 	};
@@ -1524,7 +1583,7 @@ done:
 	:: d_step { srv[s].hk[c] != 0 &&						\
 	    (srv[s].ha[c] == A_G -> !lv[c] : !srv[s].hr[c]) ->		\
 		 printf("env: c%d's hold on s%d expires\n", c, s);	\
-		    drop_hold(s, c) }
+		    drop_hold(s, c); TR_EV(1, s, c) }
 
 /* A waiter's lease lapses: it died, or its run ended (its entry, if a
  * give-back missed it), or (a fault) it did not renew in time. */
@@ -1546,7 +1605,7 @@ done:
 #define ENTRY(s, c)							\
 	:: d_step { srv[s].wk[c] != 0 && !lv[c] ->				\
 		 printf("env: c%d's entry on s%d lapses\n", c, s);	\
-		    unlist(s, c) }
+		    unlist(s, c); TR_EV(2, s, c) }
 
 /* old: the mark expires at its PTTL, never below a holder's TTL. */
 #define MARK(s)								\

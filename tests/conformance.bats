@@ -1,0 +1,99 @@
+#!/usr/bin/env bats
+# conformance.bats: the model checks what the scripts do (issue 48, item
+# 7).  Random traces of the SPIN model (src/lua/model/rlock.pml, -DTRACE,
+# one server, every mode) are replayed against the real scripts on a real
+# redis-server by src/lua/model/conform.py: each step's reply and the
+# server's state after it must be the model's.  A script sabotaged in a
+# copy of src/lua must be caught, at the step that shows it.
+
+load helpers
+setup() { own_server_setup; }
+teardown() { test_teardown; }
+
+MODEL="$BATS_TEST_DIRNAME/../src/lua/model"
+LUA="$BATS_TEST_DIRNAME/../src/lua"
+
+need_spin() {
+	command -v spin >/dev/null 2>&1 || skip "spin is not installed (scripts/deps.sh)"
+}
+
+# conform ARGS...: the replayer on this test's server, within 100 s.
+conform() {
+	timeout 100 /usr/bin/python3 "$MODEL/conform.py" --port "$REDIS_PORT" \
+	    --max-seconds 90 "$@"
+}
+
+# steps_of OUTPUT: the number of steps its last line says agreed.
+steps_of() {
+	sed -n 's/^conform: \([0-9]*\) script steps.*/\1/p' <<<"$1" | tail -1
+}
+
+@test "conformance: the mixed modes (plain, shared, limit 2, fifo, the upgrade, -n/-w) agree with the scripts" {
+	need_spin
+	run conform --config mix --config mix-upgrade --config mix-limit \
+	    --config mix-fifo --seeds 1-16
+	assert_success
+	refute_output --partial MISMATCH
+	for c in mix mix-upgrade mix-limit mix-fifo; do
+		assert_output --regexp "$c +seeds 1-16: [0-9]+ script steps agree"
+	done
+	[ "$(steps_of "$output")" -ge 1500 ] || fail "too few steps: $output"
+}
+
+@test "conformance: two --fifo writers looping beside a waiter, and two readers upgrading, agree with the scripts" {
+	need_spin
+	run conform --config fifo --seeds 1-30
+	assert_success
+	local fifo
+	fifo=$(steps_of "$output")
+	run conform --config uplive --seeds 1-10
+	assert_success
+	refute_output --partial MISMATCH
+	# 10,000 steps at least, with the mixed modes' test
+	[ "$((fifo + $(steps_of "$output")))" -ge 8500 ] ||
+		fail "too few steps: $fifo and $output"
+}
+
+# sabotage FROM TO: a copy of src/lua whose acquire.lua has FROM (a line
+# that must be there) replaced by TO; its directory on stdout.
+sabotage() {
+	local d="$BATS_TEST_TMPDIR/lua"
+	mkdir -p "$d"
+	cp "$LUA"/*.lua "$LUA"/embed.awk "$d/"
+	grep -qF "$1" "$d/acquire.lua" || return 1
+	FROM=$1 TO=$2 /usr/bin/python3 -c '
+import os, sys
+p = sys.argv[1]
+s = open(p).read()
+open(p, "w").write(s.replace(os.environ["FROM"], os.environ["TO"], 1))
+' "$d/acquire.lua"
+	! cmp -s "$LUA/acquire.lua" "$d/acquire.lua" || return 1
+	echo "$d"
+}
+
+@test "conformance: an acquire.lua without the --fifo deference is caught, at the step that shows it" {
+	need_spin
+	local d
+	d=$(sabotage "if ARGV[9] == '1' and not mine then" \
+	    "if false and ARGV[9] == '1' and not mine then")
+	run conform --lua "$d" --config fifo --seeds 1-10
+	assert_failure 1
+	# the configuration, its seed, the step, the trace line, what each said
+	assert_output --regexp "^MISMATCH fifo seed [0-9]+, step [0-9]+ \(TRO 0 [0-9] .*c[0-9] acquire plain --fifo"
+	assert_output --partial "the model says busy"
+	# and the same scripts unsabotaged pass that seed
+	local seed
+	seed=$(sed -n 's/^MISMATCH fifo seed \([0-9]*\),.*/\1/p' <<<"$output")
+	run conform --config fifo --seeds "$seed"
+	assert_success
+}
+
+@test "conformance: an acquire.lua that lets a second reader's upgrade wait instead of refusing it is caught" {
+	need_spin
+	local d
+	d=$(sabotage "local up = mine and upgrader(KEYS[5], now, live, token)" \
+	    "local up = false")
+	run conform --lua "$d" --config uplive --seeds 1-30
+	assert_failure 1
+	assert_output --regexp "^MISMATCH uplive seed [0-9]+, step [0-9]+ .*acquire of c[0-9]: the model says upgrade refused, the script busy"
+}
