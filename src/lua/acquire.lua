@@ -74,7 +74,10 @@ local _, fence_seen, bare = expect_lock(KEYS[1], cur, KEYS[3], KEYS[5],
 local fresh = bare and not (cur == SHARED or limit_of(KEYS[1], cur))
 local kind, held_limit, live, ends = judge(KEYS[1], cur, now, true)
 -- The caller's own entry, if an earlier attempt listed it, and its place:
--- the entry's, else now (it comes after everyone listed).
+-- the entry's while its lease lasts, else now (it comes after everyone
+-- listed: an entry that lapsed was nobody's place meanwhile, and others
+-- may have been placed and served before it came back).  Its first
+-- attempt's time (s) stays, for how long it has waited.
 local own
 if not bare then
 	local ok, e = pcall(cjson.decode, redis.call('HGET', KEYS[5], token) or
@@ -83,7 +86,8 @@ if not bare then
 		own = e
 	end
 end
-local place = own and place_of(own) or t[1] * 1000000 + t[2]
+local place = own and (tonumber(own.u) or 0) > now and place_of(own) or
+	t[1] * 1000000 + t[2]
 if not kind then
 	cur = nil
 end
