@@ -252,8 +252,8 @@ exit 0' >/dev/null
 @test "settle: as an ACL user with exactly the documented commands, a late first release copy records no loss" {
 	local rules
 	rules=$(sed -n 's/^ACL SETUSER rlock on >PASSWORD //p' \
-		"$BATS_TEST_DIRNAME/../man/rlock.7")
-	[[ -n "$rules" ]] || fail "no documented ACL line in rlock(7)"
+		"$BATS_TEST_DIRNAME/../man/rlock-security.7")
+	[[ -n "$rules" ]] || fail "no documented ACL line in rlock-security(7)"
 	# shellcheck disable=SC2086 # the rules, one word each
 	assert_equal "$(rcli ACL SETUSER alice reset on '>s3cret' $rules)" OK
 	late_copy_test acl alice:s3cret@
