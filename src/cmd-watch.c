@@ -54,10 +54,13 @@ const struct cmd_entry cmd_watch_entry = {
 };
 
 struct stream {
-	char	*name;
-	char	*key;		/* PREFIX{NAME}:log */
-	char	 id[48];	/* the newest entry seen */
-	int	 damaged;	/* not a stream: said once, not read */
+	char			*name;
+	char			*key;		/* PREFIX{NAME}:log */
+	char			 id[48];	/* the newest entry seen */
+	int			 damaged;	/* not a stream: said once */
+	/* That entry, to tell from the next one an expiry (history_expired). */
+	struct hist_event	 last;
+	int			 has_last;
 };
 
 struct watch {
@@ -139,6 +142,17 @@ redraw(struct watch *w)
 	return rc;
 }
 
+/* The newest entry seen of st is now ev (taken over), or none (NULL). */
+static void
+set_last(struct stream *st, struct hist_event *ev)
+{
+	if (st->has_last)
+		history_event_free(&st->last);
+	st->has_last = ev != NULL;
+	if (ev != NULL)
+		st->last = *ev;
+}
+
 static struct stream *
 find_stream(struct watch *w, const char *name)
 {
@@ -150,16 +164,22 @@ find_stream(struct watch *w, const char *name)
 	return NULL;
 }
 
-/* Set st->id to the newest entry the followed server has ("0-0": none). */
+/*
+ * Set st->id to the newest entry the followed server has ("0-0": none),
+ * and st->last to that entry: the first acquired that comes may follow a
+ * hold that expired.
+ */
 static int
 newest_id(struct watch *w, struct stream *st)
 {
 	struct redis_reply	**rep, *r;
 	const char		 *keys[1], *args[2] = { "1", "0" };
+	struct hist_event	  ev;
 	size_t			  one = 1;
 	int			  rc = 0, ok;
 
 	snprintf(st->id, sizeof st->id, "0-0");
+	set_last(st, NULL);
 	keys[0] = st->key;
 	rep = xcalloc(w->ctx->q.n, sizeof *rep);
 	ok = quorum_script(&w->ctx->q, w->only, &script_log, 1, keys, 2, args,
@@ -186,9 +206,14 @@ newest_id(struct watch *w, struct stream *st)
 	    r->elements > 0 &&
 	    r->element[0]->type == REDIS_T_ARRAY &&
 	    r->element[0]->elements > 0 &&
-	    r->element[0]->element[0]->type == REDIS_T_STRING)
+	    r->element[0]->element[0]->type == REDIS_T_STRING) {
 		/* {now, {{newest entry {id, fields}}}} */
 		snprintf(st->id, sizeof st->id, "%s", r->element[0]->element[0]->str);
+		if (history_parse(r->element[0], &ev) == 0)
+			set_last(st, &ev);
+		else
+			history_event_free(&ev);
+	}
 	if (rc == -1)
 		w->ctx->err = w->ctx->q.errs[w->server];
 	quorum_free_replies(&w->ctx->q, rep);
@@ -208,7 +233,8 @@ add_stream(struct watch *w, const char *name, int from_start)
 	st->name = xstrdup(name);
 	xasprintf(&st->key, "%s{%s}:log", w->ctx->o.prefix, name);
 	snprintf(st->id, sizeof st->id, "0-0");
-	st->damaged = 0;	/* (xrealloc's new memory is not zeroed) */
+	/* (xrealloc's new memory is not zeroed) */
+	st->damaged = st->has_last = 0;
 	return from_start ? 0 : newest_id(w, st);
 }
 
@@ -241,15 +267,33 @@ stdout_gone(void)
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP));
 }
 
-/* Print the entries of one XREAD reply; -1 when stdout is gone. */
+/* One event, as the view's line, a JSON object or a line of text. */
+static void
+show_event(struct watch *w, struct buf *out, const struct hist_event *ev)
+{
+	struct json	j;
+
+	if (w->tty)
+		remember(w, ev);
+	else if (w->ctx->o.json) {
+		json_open(&j, out, 0);
+		history_json(&j, ev);
+		buf_adds(out, "\n");
+	} else
+		history_text(out, ev);
+}
+
+/*
+ * Print the entries of one XREAD reply, each after the expiry it implies
+ * (history_expired); -1 when stdout is gone.
+ */
 static int
 show(struct watch *w, const struct redis_reply *r)
 {
 	const struct redis_reply	*sr, *list;
-	struct hist_event		 ev;
+	struct hist_event		 ev, implied;
 	struct stream			*st;
 	struct buf			 out;
-	struct json			 j;
 	size_t				 i, k;
 	int				 rc;
 
@@ -269,19 +313,20 @@ show(struct watch *w, const struct redis_reply *r)
 			    list->element[k]->element[0]->type == REDIS_T_STRING)
 				snprintf(st->id, sizeof st->id, "%s",
 				    list->element[k]->element[0]->str);
-			if (history_parse(list->element[k], &ev) == 0) {
-				ev.name = xstrdup(st->name);
-				ev.servers = ev.nservers = 1;
-				if (w->tty)
-					remember(w, &ev);
-				else if (w->ctx->o.json) {
-					json_open(&j, &out, 0);
-					history_json(&j, &ev);
-					buf_adds(&out, "\n");
-				} else
-					history_text(&out, &ev);
+			if (history_parse(list->element[k], &ev) == -1) {
+				history_event_free(&ev);
+				set_last(st, NULL);
+				continue;
 			}
-			history_event_free(&ev);
+			ev.name = xstrdup(st->name);
+			ev.servers = ev.nservers = 1;
+			if (st->has_last &&
+			    history_expired(&st->last, &ev, &implied)) {
+				show_event(w, &out, &implied);
+				history_event_free(&implied);
+			}
+			show_event(w, &out, &ev);
+			set_last(st, &ev);
 		}
 	}
 	rc = out.len > 0 ? output_flush(&out) : 0;
@@ -467,6 +512,7 @@ cmd_watch_exec(struct cmd_ctx *ctx)
 	for (i = 0; i < w.n; i++) {
 		free(w.s[i].name);
 		free(w.s[i].key);
+		set_last(&w.s[i], NULL);
 	}
 	free(w.s);
 	free(w.only);

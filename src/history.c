@@ -40,6 +40,7 @@ int
 history_parse(const struct redis_reply *r, struct hist_event *ev)
 {
 	const struct redis_reply	*fv;
+	char				*end;
 	size_t				 i;
 	int				 k;
 
@@ -48,9 +49,11 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 	    r->element[0]->type != REDIS_T_STRING ||
 	    (fv = r->element[1])->type != REDIS_T_ARRAY)
 		return -1;
-	ev->time_ms = strtoll(r->element[0]->str, NULL, 10);
+	ev->time_ms = strtoll(r->element[0]->str, &end, 10);
 	ev->time_ms = ev->time_ms < 0 ? 0 : ev->time_ms > HISTORY_MAX_TIME ?
 	    HISTORY_MAX_TIME : ev->time_ms;
+	/* The sequence within the millisecond: only ever compared. */
+	ev->seq = *end == '-' ? strtoll(end + 1, NULL, 10) : 0;
 	for (i = 0; i + 1 < fv->elements; i += 2) {
 		if (fv->element[i]->type != REDIS_T_STRING ||
 		    fv->element[i + 1]->type != REDIS_T_STRING)
@@ -65,6 +68,49 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 				    fv->element[i + 1]->len);
 	}
 	return ev->v[HF_EVENT] != NULL ? 0 : -1;
+}
+
+/* A plain hold's event: its kind (k) empty or not recorded. */
+static int
+plain_hold(const struct hist_event *ev)
+{
+	return (strcmp(ev->v[HF_EVENT], "acquired") == 0 ||
+	    strcmp(ev->v[HF_EVENT], "leftovers") == 0) &&
+	    (ev->v[HF_KIND] == NULL || *ev->v[HF_KIND] == '\0');
+}
+
+/*
+ * A lock taken afresh while its newest event was a plain hold's acquired
+ * (or the leftovers it said before its release) was not released by that
+ * hold: it expired.  The scripts record only what happened, so the event
+ * is shown here, with the fields the acquire script once wrote for it
+ * (the hold's host, pid, user, command, fence and run).  A hand-over's
+ * acquired follows the release it comes from; a reader's or a
+ * semaphore's hold has a kind, and their events interleave.
+ */
+int
+history_expired(const struct hist_event *prev, const struct hist_event *next,
+    struct hist_event *out)
+{
+	static const enum hist_field	 kept[] = {
+		HF_HOST, HF_PID, HF_USER, HF_COMMAND, HF_FENCE, HF_RUN,
+	};
+	size_t				 i;
+
+	if (strcmp(next->v[HF_EVENT], "acquired") != 0 || !plain_hold(prev))
+		return 0;
+	memset(out, 0, sizeof *out);
+	out->name = next->name != NULL ? xstrdup(next->name) : NULL;
+	out->time_ms = next->time_ms;
+	out->seq = next->seq;
+	out->implied = 1;
+	out->servers = next->servers;
+	out->nservers = next->nservers;
+	out->v[HF_EVENT] = xstrdup("expired");
+	for (i = 0; i < sizeof kept / sizeof kept[0]; i++)
+		out->v[kept[i]] = xstrdup(prev->v[kept[i]] != NULL ?
+		    prev->v[kept[i]] : "");
+	return 1;
 }
 
 int
@@ -134,12 +180,17 @@ find_copy(struct hist_event *v, size_t from, size_t n,
 	return NULL;
 }
 
+/* By time, then by the entry's sequence; an implied event before its cause. */
 static int
 newest_first(const void *a, const void *b)
 {
 	const struct hist_event	*x = a, *y = b;
 
-	return (x->time_ms < y->time_ms) - (x->time_ms > y->time_ms);
+	if (x->time_ms != y->time_ms)
+		return x->time_ms < y->time_ms ? 1 : -1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? 1 : -1;
+	return x->implied - y->implied;
 }
 
 void
@@ -152,10 +203,6 @@ history_sort(struct hist_event *v, size_t n)
 /* Locks a log call reads at most (a round trip). */
 #define HISTORY_BATCH	1000
 
-/*
- * Append lock name's events from each server's entries (lists[s], NULL
- * where a server failed), each once, the newest count of them.
- */
 /* Report a damaged history (its error reply). */
 static void
 copy_words(const char *reply)
@@ -166,13 +213,46 @@ copy_words(const char *reply)
 	free(words);
 }
 
+/*
+ * Add ev (taken over) to lock name's events from first on, or count a
+ * copy of it: where it is in *evp.
+ */
+static size_t
+add_event(struct quorum *q, const char *name, struct hist_event *ev,
+    size_t first, struct hist_event **evp, size_t *np)
+{
+	struct hist_event	*copy;
+
+	if ((copy = find_copy(*evp, first, *np, ev)) != NULL) {
+		copy->servers++;
+		history_event_free(ev);
+		return (size_t)(copy - *evp);
+	}
+	free(ev->name);
+	ev->name = xstrdup(name);
+	ev->servers = 1;
+	ev->nservers = q->n;
+	*evp = xrealloc(*evp, (*np + 1) * sizeof **evp);
+	(*evp)[*np] = *ev;
+	return (*np)++;
+}
+
+/*
+ * Append lock name's events from each server's entries (lists[s], newest
+ * first, NULL where a server failed), each once, the newest count of them,
+ * none older than cut[s] (a server's clock; 0: no bound).  Each server's
+ * entries are read on their own first: an expired hold that they imply
+ * (history_expired) is shown once for all the servers that imply it, as a
+ * recorded event is; the entries older than cut or than the count, read
+ * for that, are not shown.
+ */
 static void
 merge_lock(struct quorum *q, const char *name, struct redis_reply **lists,
-    int count, struct hist_event **evp, size_t *np)
+    const int64_t *cut, int count, struct hist_event **evp, size_t *np)
 {
-	struct hist_event	 ev, *copy;
-	size_t			 i, first = *np, kept;
-	int			 s;
+	struct hist_event	*one, implied;
+	size_t			 i, first = *np, kept, at;
+	int			 s, *ok, imply;
 
 	/* A history that is not a stream: said, and left out. */
 	for (s = 0; s < q->n; s++)
@@ -181,24 +261,32 @@ merge_lock(struct quorum *q, const char *name, struct redis_reply **lists,
 			return;
 		}
 	for (s = 0; s < q->n; s++) {
-		if (lists[s] == NULL || lists[s]->type != REDIS_T_ARRAY)
+		if (lists[s] == NULL || lists[s]->type != REDIS_T_ARRAY ||
+		    lists[s]->elements == 0)
 			continue;
+		one = xcalloc(lists[s]->elements, sizeof *one);
+		ok = xcalloc(lists[s]->elements, sizeof *ok);
+		for (i = 0; i < lists[s]->elements; i++)
+			ok[i] = history_parse(lists[s]->element[i],
+			    &one[i]) == 0;
 		for (i = 0; i < lists[s]->elements; i++) {
-			if (history_parse(lists[s]->element[i], &ev) == -1) {
-				history_event_free(&ev);
+			if (!ok[i] || one[i].time_ms < cut[s]) {
+				history_event_free(&one[i]);
 				continue;
 			}
-			if ((copy = find_copy(*evp, first, *np, &ev)) != NULL) {
-				copy->servers++;
-				history_event_free(&ev);
+			/* Entry i + 1 is the one before it. */
+			imply = i + 1 < lists[s]->elements && ok[i + 1] &&
+			    history_expired(&one[i + 1], &one[i], &implied);
+			at = add_event(q, name, &one[i], first, evp, np);
+			if (!imply)
 				continue;
-			}
-			ev.name = xstrdup(name);
-			ev.servers = 1;
-			ev.nservers = q->n;
-			*evp = xrealloc(*evp, (*np + 1) * sizeof **evp);
-			(*evp)[(*np)++] = ev;
+			/* Sorted just before its cause, as merged. */
+			implied.time_ms = (*evp)[at].time_ms;
+			implied.seq = (*evp)[at].seq;
+			add_event(q, name, &implied, first, evp, np);
 		}
+		free(one);
+		free(ok);
 	}
 	/* Merged from several servers: the newest count of them. */
 	history_sort(*evp + first, *np - first);
@@ -209,17 +297,32 @@ merge_lock(struct quorum *q, const char *name, struct redis_reply **lists,
 }
 
 /*
+ * The oldest time a log call's reply (the log script's {now, lists}) may
+ * show: now - since_ms (its own entry before them only tells an expiry),
+ * or 0.
+ */
+static int64_t
+cut_of(const struct redis_reply *r, int64_t since_ms)
+{
+	if (since_ms <= 0 || r == NULL || r->type != REDIS_T_ARRAY ||
+	    r->elements < 1 || r->element[0]->type != REDIS_T_INTEGER)
+		return 0;
+	return r->element[0]->integer - since_ms;
+}
+
+/*
  * One log call for n locks on every server.  0, or -1 (e filled, nothing
  * appended); *cross when a Cluster refused keys of several slots.
  */
 static int
 read_batch(struct quorum *q, const char *prefix, char *const *names,
-    size_t n, const char **args, int count, struct hist_event **evp,
-    size_t *np, int *cross, struct err *e)
+    size_t n, const char **args, int count, int64_t since_ms,
+    struct hist_event **evp, size_t *np, int *cross, struct err *e)
 {
 	struct redis_reply	**rep, **lists;
 	char			**keys;
 	size_t			  j;
+	int64_t			 *cut;
 	int			  s, ok;
 
 	keys = xcalloc(n, sizeof *keys);
@@ -227,6 +330,7 @@ read_batch(struct quorum *q, const char *prefix, char *const *names,
 		xasprintf(&keys[j], "%s{%s}:log", prefix, names[j]);
 	rep = xcalloc(q->n, sizeof *rep);
 	lists = xcalloc(q->n, sizeof *lists);
+	cut = xcalloc(q->n, sizeof *cut);
 	ok = quorum_script(q, NULL, &script_log, (int)n, (const char **)keys,
 	    2, args, rep, e);
 	/* Not "no history": a server that answers so is no Redis. */
@@ -236,6 +340,8 @@ read_batch(struct quorum *q, const char *prefix, char *const *names,
 	for (s = 0; s < q->n; s++)
 		if (rep[s] == NULL && strstr(q->errs[s].msg, "CROSSSLOT") != NULL)
 			*cross = 1;
+	for (s = 0; s < q->n; s++)
+		cut[s] = cut_of(rep[s], since_ms);
 	if (ok >= quorum_majority(q) && !*cross)
 		for (j = 0; j < n; j++) {
 			for (s = 0; s < q->n; s++)
@@ -245,11 +351,12 @@ read_batch(struct quorum *q, const char *prefix, char *const *names,
 				    rep[s]->element[1]->type == REDIS_T_ARRAY &&
 				    j < rep[s]->element[1]->elements ?
 				    rep[s]->element[1]->element[j] : NULL;
-			merge_lock(q, names[j], lists, count, evp, np);
+			merge_lock(q, names[j], lists, cut, count, evp, np);
 		}
 	quorum_free_replies(q, rep);
 	free(rep);
 	free(lists);
+	free(cut);
 	for (j = 0; j < n; j++)
 		free(keys[j]);
 	free(keys);
@@ -270,12 +377,13 @@ served(const struct redis_reply *r)
  */
 static int
 read_cluster(struct quorum *q, const char *prefix, char *const *names,
-    size_t n, const char **args, int count, struct hist_event **evp,
-    size_t *np, struct err *e)
+    size_t n, const char **args, int count, int64_t since_ms,
+    struct hist_event **evp, size_t *np, struct err *e)
 {
 	struct redis_reply	**rep, *list;
 	char			**keys;
 	size_t			  j;
+	int64_t			  cut;
 	int			  nm, k, rc = 0;
 
 	keys = xcalloc(n, sizeof *keys);
@@ -300,10 +408,13 @@ read_cluster(struct quorum *q, const char *prefix, char *const *names,
 			rc = -1;
 	}
 	for (j = 0; rc == 0 && j < n; j++) {
+		cut = 0;
 		for (list = NULL, k = 0; k < nm && list == NULL; k++)
-			if (served(rep[k]->element[1]->element[j]))
+			if (served(rep[k]->element[1]->element[j])) {
 				list = rep[k]->element[1]->element[j];
-		merge_lock(q, names[j], &list, count, evp, np);
+				cut = cut_of(rep[k], since_ms);
+			}
+		merge_lock(q, names[j], &list, &cut, count, evp, np);
 	}
 	quorum_cluster_free(rep, nm);
 	return rc;
@@ -319,7 +430,8 @@ history_read(struct quorum *q, const char *prefix, char *const *names,
 	size_t		 j, m;
 	int		 cross = 0, one = 0;
 
-	snprintf(cs, sizeof cs, "%d", count);
+	/* One more than shown: the event the oldest one follows (merge_lock). */
+	snprintf(cs, sizeof cs, "%d", count + 1);
 	snprintf(ss, sizeof ss, "%lld", (long long)since_ms);
 	args[0] = cs;
 	args[1] = ss;
@@ -327,14 +439,14 @@ history_read(struct quorum *q, const char *prefix, char *const *names,
 	for (j = 0; j < n; j += m) {
 		m = one ? 1 : n - j < HISTORY_BATCH ? n - j : HISTORY_BATCH;
 		cross = 0;
-		if (read_batch(q, prefix, names + j, m, args, count, evp, np,
-		    &cross, e) == 0)
+		if (read_batch(q, prefix, names + j, m, args, count, since_ms,
+		    evp, np, &cross, e) == 0)
 			continue;
 		if (!cross || m == 1)
 			return -1;
 		/* A Cluster: every master at once, else one lock a call. */
-		if (read_cluster(q, prefix, names + j, n - j, args, count, evp,
-		    np, e) == 0) {
+		if (read_cluster(q, prefix, names + j, n - j, args, count,
+		    since_ms, evp, np, e) == 0) {
 			m = n - j;
 			continue;
 		}

@@ -11,7 +11,8 @@
 
 /* An event's fields, as the scripts write them (see src/lua/lib.lua). */
 enum hist_field {
-	HF_EVENT,	/* e: acquired, released, lost, forced, expired */
+	HF_EVENT,	/* e: acquired, released, lost, forced, leftovers
+			   (expired: implied, see history_expired) */
 	HF_HOST,	/* h, p, u, c: the holder */
 	HF_PID,
 	HF_USER,
@@ -33,6 +34,8 @@ enum hist_field {
 struct hist_event {
 	char		*name;		/* the lock's */
 	long long	 time_ms;	/* the server's clock */
+	long long	 seq;		/* the entry id's second part */
+	int		 implied;	/* not recorded: history_expired */
 	int		 servers;	/* that recorded it */
 	int		 nservers;	/* asked */
 	char		*v[HF__COUNT];	/* NULL: not recorded */
@@ -56,6 +59,15 @@ int	history_read(struct quorum *, const char *prefix, char *const *names,
  */
 int	history_parse(const struct redis_reply *, struct hist_event *);
 /*
+ * The event the scripts do not record: a plain hold that was never
+ * released and expired.  1 with *out filled (an 'expired' of prev's run,
+ * at next's time, just before it) when next, an 'acquired', directly
+ * follows prev in one server's stream and prev is a plain hold's
+ * 'acquired' or 'leftovers'; else 0.
+ */
+int	history_expired(const struct hist_event *prev,
+	    const struct hist_event *next, struct hist_event *out);
+/*
  * Reply shapes: a list of stream entries {{id, {field, value, ...}}, ...}
  * (XREVRANGE's, XREAD's); the log script's {now, {list, ...}} with
  * *(size_t *)arg lists, each entries, an error (a damaged history) or nil
@@ -64,7 +76,7 @@ int	history_parse(const struct redis_reply *, struct hist_event *);
 int	history_entries_shape(const struct redis_reply *);
 int	history_log_shape(const struct redis_reply *, void *arg);
 void	history_event_free(struct hist_event *);
-/* Newest first, whatever the lock. */
+/* Newest first, whatever the lock; an implied event just before its cause. */
 void	history_sort(struct hist_event *, size_t);
 void	history_free(struct hist_event *, size_t);
 

@@ -70,6 +70,77 @@ jlog() {
 	jlog job 'd[5]["reason"] == "release"'
 }
 
+# gone_within MS CLI...: until the lock job's key is gone on the server CLI
+# talks to (bounded).
+gone_within() {
+	local ms=$1 i
+	shift
+	for ((i = 0; i < ms / 10; i++)); do
+		[[ "$("$@" EXISTS 'rlock:{job}')" == 0 ]] && return 0
+		sleep 0.01
+	done
+	fail "the lock job never expired"
+}
+
+@test "history: an expiry is no entry of the stream: log shows it before the next acquire, in a --count window and within --since" {
+	local t1_ms t2_ms now_ms i t
+	rlock acquire -t 1s job >/dev/null
+	gone_within 5000 rcli
+	rlock acquire -t 30s job >/dev/null
+	# The scripts record what happened: two holders taken, nothing else.
+	assert_equal "$(rcli XLEN 'rlock:{job}:log')" 2
+	run rcli XRANGE 'rlock:{job}:log' - +
+	refute_output --partial expired
+	run rlock log job
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 0 --regexp " job acquired by "
+	assert_line --index 1 --regexp " job expired: [^ ]+@[^ ]+ pid [0-9]+ was never released, fence [0-9]+$"
+	assert_line --index 2 --regexp " job acquired by "
+	jlog job '[e["event"] for e in d] == ["acquired", "expired", "acquired"]'
+	jlog job 'd[1]["time_ms"] == d[0]["time_ms"] and d[1]["fence"] == d[2]["fence"] < d[0]["fence"]'
+	jlog job 'all(d[1][k] == d[2][k] for k in ("host", "pid", "user")) and "kind" not in d[1] and "waited_ms" not in d[1]'
+	# --count: the event before the window's oldest is read, never shown.
+	run rlock log -n 1 job
+	assert_equal "${#lines[@]}" 1
+	assert_line --index 0 --regexp " job acquired by "
+	run rlock log -n 2 job
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 1 --regexp " job expired: "
+	# --since: the hold that expired was taken before the window (over a
+	# second before the second acquire), its expiry is shown in it; the
+	# window reaches 900 ms behind the second acquire, however slowly log
+	# starts (up to 0.9 s).
+	t1_ms=$(rlock --json log -n 3 job | tail -n 1 | json_eval 'd["time_ms"]')
+	t2_ms=$(rlock --json log -n 1 job | json_eval 'd["time_ms"]')
+	(( t2_ms - t1_ms >= 1000 )) || fail "the second acquire came $((t2_ms - t1_ms)) ms after the first"
+	t=$(rcli TIME | tr '\n' ' ')
+	read -r i now_ms <<<"$t"
+	now_ms=$((i * 1000 + now_ms / 1000))
+	run rlock log --since "$((now_ms - t2_ms + 900))ms" job
+	assert_success
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp " job acquired by "
+	assert_line --index 1 --regexp " job expired: .* was never released, fence "
+	# A stream an older rlock wrote has its own entry: shown once.
+	rcli DEL 'rlock:{job}:log' >/dev/null
+	rcli XADD 'rlock:{job}:log' '*' e acquired h a p 1 u u c c f 7 r r1 k '' >/dev/null
+	rcli XADD 'rlock:{job}:log' '*' e expired h a p 1 u u c c f 7 r r1 >/dev/null
+	rcli XADD 'rlock:{job}:log' '*' e acquired h b p 2 u u c c f 8 r r2 k '' >/dev/null
+	jlog job '[e["event"] for e in d] == ["acquired", "expired", "acquired"]'
+	# A hand-over's acquired follows the release, a reader's has a kind.
+	rcli DEL 'rlock:{job}:log' >/dev/null
+	rcli XADD 'rlock:{job}:log' '*' e acquired h a p 1 u u c c f 7 r r1 k shared >/dev/null
+	rcli XADD 'rlock:{job}:log' '*' e acquired h b p 2 u u c c f 8 r r2 k shared >/dev/null
+	rcli XADD 'rlock:{job}:log' '*' e released h b p 2 u u c c f 8 r r2 k shared >/dev/null
+	rcli XADD 'rlock:{job}:log' '*' e acquired h c p 3 u u c c f 9 r r3 k '' >/dev/null
+	jlog job '"expired" not in [e["event"] for e in d]'
+	# A plain hold's leftovers, then another's acquire: it expired.
+	rcli XADD 'rlock:{job}:log' '*' e leftovers h c p 3 u u c c f 9 r r3 y 'left 1' >/dev/null
+	rcli XADD 'rlock:{job}:log' '*' e acquired h d p 4 u u c c f 10 r r4 k '' >/dev/null
+	jlog job '[e["event"] for e in d][:3] == ["acquired", "expired", "leftovers"] and d[1]["pid"] == 3 and d[1]["fence"] == 9'
+}
+
 @test "history: a lock lost under exec is recorded as lost, with why and the command's outcome" {
 	run rlock exec -t 1s --heartbeat 300ms job -- sh -c 'redis-cli -h 127.0.0.1 -p "$0" DEL "rlock:{job}" >/dev/null; sleep 5' "$REDIS_PORT"
 	assert_equal "$status" 75
@@ -253,6 +324,35 @@ for fam in parse(sys.stdin.read()):
 r = eval(sys.argv[1])
 print(r if r is True else m)
 sys.exit(0 if r is True else 1)' "$1"
+}
+
+@test "history: in quorum mode an expiry the servers' streams imply is shown once, with the servers that imply it" {
+	start_quorum 3
+	local n
+	rlockq acquire -t 300ms job >/dev/null
+	for n in 1 2 3; do
+		gone_within 5000 rcli_as "Q$n"
+	done
+	rlockq acquire -t 30s job >/dev/null
+	for n in 1 2 3; do
+		assert_equal "$(rcli_as "Q$n" XLEN 'rlock:{job}:log')" 2
+	done
+	run rlockq log job
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	assert_line --index 1 --regexp " job expired: .* was never released, fence [0-9]+ \[on 3 of 3 servers\]$"
+	# A server whose stream lost the first hold implies nothing.
+	rlockq release --force job >/dev/null
+	rlockq acquire -t 300ms job >/dev/null
+	for n in 1 2 3; do
+		gone_within 5000 rcli_as "Q$n"
+	done
+	rcli_as Q3 DEL 'rlock:{job}:log' >/dev/null
+	rlockq acquire -t 30s job >/dev/null
+	run rlockq log -n 2 job
+	assert_equal "${#lines[@]}" 2
+	assert_line --index 0 --regexp " job acquired by .* \[on 3 of 3 servers\]$"
+	assert_line --index 1 --regexp " job expired: .* \[on 2 of 3 servers\]$"
 }
 
 @test "history: status --format openmetrics passes the OpenMetrics parser and reports holders, waiters and the last run" {

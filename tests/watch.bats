@@ -53,6 +53,34 @@ start_watch() {
 	assert_equal "$(cat WATCH.err)" ""
 }
 
+@test "watch: an expiry shows before the next acquire, though the stream has no entry for it" {
+	local i
+	# Taken before watch starts: its first read judges the next acquire.
+	rlock acquire -t 300ms job >/dev/null
+	start_watch watch job
+	for i in 1 2; do
+		local j
+		for ((j = 0; j < 500; j++)); do
+			[[ "$(rcli EXISTS 'rlock:{job}')" == 0 ]] && break
+			sleep 0.01
+		done
+		rlock acquire -t 300ms job >/dev/null
+	done
+	wait_lines WATCH.out 4
+	run cat WATCH.out
+	assert_equal "${#lines[@]}" 4
+	assert_line --index 0 --regexp " job expired: [^ ]+@[^ ]+ pid [0-9]+ was never released, fence [0-9]+$"
+	assert_line --index 1 --regexp " job acquired by "
+	# The hold it saw taken, live, expired too.
+	assert_line --index 2 --regexp " job expired: .* was never released, fence "
+	assert_line --index 3 --regexp " job acquired by "
+	run rcli XRANGE 'rlock:{job}:log' - +
+	refute_output --partial expired
+	kill -TERM "$WATCH"
+	bg_wait "$WATCH" 5000 || fail "watch is still running after SIGTERM"
+	assert_equal "$(cat WATCH.err)" ""
+}
+
 @test "watch: SIGTERM and SIGINT end it at once with status 0 and nothing on stderr" {
 	local sig
 	for sig in TERM INT; do

@@ -51,9 +51,10 @@
 -- elsewhere.
 -- Each hold records the run that took it (a, see lib.lua); a hold handed
 -- over by a release (a = 'g') is claimed by its waiter's attempt.
--- A new holder is recorded in the history ('acquired'); a plain lock whose
--- newest event is still an 'acquired' when it is taken afresh was never
--- released: an 'expired' event for that run goes first.
+-- A new holder is recorded in the history ('acquired'), and nothing else:
+-- nothing of the history is read.  A plain lock taken afresh whose newest
+-- event is still its holder's 'acquired' was never released: the readers
+-- show that run's 'expired' (see record_acquired() in lib.lua).
 if redis.replicate_commands then redis.replicate_commands() end
 local limit = tonumber(ARGV[10]) or 1
 local shared = ARGV[12] == '1'

@@ -460,36 +460,20 @@ local function run_id(token)
 	return string.sub(redis.sha1hex(token), 1, 12)
 end
 
--- The newest history entry of lock, as a table of its fields, or nil.
-local function last_event(lock)
-	local r = redis.pcall('XREVRANGE', lock .. ':log', '+', '-', 'COUNT', 1)
-	local e = type(r) == 'table' and r[1]
-	if type(e) ~= 'table' or type(e[2]) ~= 'table' then
-		return nil
-	end
-	local f = {}
-	for i = 1, #e[2], 2 do
-		f[e[2][i]] = e[2][i + 1]
-	end
-	return f
-end
-
 -- Record a new holder in the history (kind: '' plain, 'shared', 'limit:N';
--- who: {host, pid, user, command}).  Taken afresh, a lock whose newest
--- event is a plain holder's 'acquired' (or its 'leftovers', said before
--- the release) was not released by it: it expired.  (A hand-over knows
--- the newest event, the release it follows: handed set, nothing to read.)
+-- who: {host, pid, user, command}).  Only what happened is written.  A
+-- plain holder that was never released and expired has no event of its
+-- own: the readers (log, watch, history.c) show it, just before the next
+-- 'acquired', wherever a plain hold's 'acquired' (or its 'leftovers',
+-- said before the release) is directly followed by another 'acquired'.
+-- A hand-over's 'acquired' follows the release it comes from, and so
+-- never implies one.  Nothing of the history is read here: an acquire's
+-- look-up of the newest event was a call on the common path, for an event
+-- that the stream implies anyway.
 local function record_acquired(lock, len, ttl, who, fence, waited, token,
-    kind, handed)
+    kind)
 	if (tonumber(len) or 0) <= 0 then
 		return
-	end
-	local last = not handed and last_event(lock)
-	if last and (last.e == 'acquired' or last.e == 'leftovers') and
-		(last.k or '') == '' then
-		record(lock, len, ttl, 'expired', {'h', last.h or '',
-			'p', last.p or '', 'u', last.u or '', 'c', last.c or '',
-			'f', last.f or '', 'r', last.r or ''})
 	end
 	record(lock, len, ttl, 'acquired', {'h', who[1], 'p', who[2], 'u',
 		who[3], 'c', who[4], 'f', fence, 'w', waited, 'r', run_id(token),
@@ -663,7 +647,7 @@ local function grant_info(K, hist, info, e, fence, now, lease, kind)
 		'command', e.c, 'ttl_ms', lease, 'a', 'g')
 	redis.call('PEXPIRE', info, lease)
 	record_acquired(K[1], hist[1], hist[2], {e.h, e.p, e.n, e.c}, fence,
-		now - e.s, e.token, kind, true)
+		now - e.s, e.token, kind)
 	redis.call('HDEL', K[5], e.token)
 	redis.call('ZREM', K[6], e.token)
 	wake_each(K[4], {e.token})
