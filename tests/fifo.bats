@@ -156,19 +156,12 @@ entry_of() {
 	until_ms $((t0 + 3000))
 	bg_start R "$RLOCK" exec --shared -w 20s job -- \
 		sh -c "echo R >>'$BATS_TEST_TMPDIR/order.log'"
-	for ((i = 0; i < 500; i++)); do
-		[[ "$(rcli HLEN 'rlock:{job}:waiters')" == 1 ]] && break
-		sleep 0.02
-	done
-	assert_equal "$(rcli HLEN 'rlock:{job}:waiters')" 1
+	until_listed job 1
 	until_ms $((t0 + 3500))
 	proxy P pass
 	# F's first attempt comes through, and its next one (the lock still
 	# held) 2 s later.
-	for ((i = 0; i < 500; i++)); do
-		[[ "$(rcli HLEN 'rlock:{job}:waiters')" == 2 ]] && break
-		sleep 0.02
-	done
+	until_listed job 2
 	first=$(entry_of "$F")
 	[[ -n "$first" ]] || fail "F is not listed"
 	for ((i = 0; i < 500; i++)); do

@@ -468,6 +468,17 @@ cmd_calls() {
 	echo "$total"
 }
 
+# until_listed NAME N: poll (up to 10 s) until N waiters are listed on
+# NAME (its waiters hash on the test's server).
+until_listed() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ "$(rcli HLEN "rlock:{$1}:waiters")" == "$2" ]] && return 0
+		sleep 0.02
+	done
+	fail "$(rcli HLEN "rlock:{$1}:waiters") waiters listed on $1, not $2"
+}
+
 # until_waiting N STATUS-COMMAND...: until the status command lists N
 # waiters (bounded: 10 s), e.g. until_waiting 1 rlock status job.
 until_waiting() {

@@ -191,16 +191,6 @@ print(len(ev) // 2, most, bad)'
 	assert_equal "$(rcli EXISTS 'rlock:{rw}' 'rlock:{rw}:holders')" 0
 }
 
-# until_listed N: poll (up to 10 s) until N waiters are listed on rw.
-until_listed() {
-	local i
-	for ((i = 0; i < 500; i++)); do
-		[[ "$(rcli HLEN 'rlock:{rw}:waiters')" == "$1" ]] && return 0
-		sleep 0.02
-	done
-	fail "$(rcli HLEN 'rlock:{rw}:waiters') waiters listed, not $1"
-}
-
 # Issue 48, break 2: two readers that both upgrade would each wait for the
 # other to stop reading, and everyone else with them, for ever.  While one
 # upgrade waits, a second is refused at once, as fcntl(2) answers EDEADLK:
@@ -211,7 +201,7 @@ until_listed() {
 	a=$(rlock acquire --shared -t 30s rw)
 	b=$(rlock acquire --shared -t 30s rw)
 	bg_start A "$RLOCK" acquire --token "$a" -w 10s -t 30s rw
-	until_listed 1
+	until_listed rw 1
 	run --separate-stderr rlock acquire --token "$b" -w 10s -t 30s rw
 	assert_equal "$status" 35
 	assert_equal "${#stderr_lines[@]}" 1
@@ -240,7 +230,7 @@ until_listed() {
 	a=$(rlock acquire --shared -t 30s rw)
 	b=$(rlock acquire --shared -t 30s rw)
 	bg_start A "$RLOCK" acquire --token "$a" -w 10s -t 30s rw
-	until_listed 1
+	until_listed rw 1
 	t0=$(now_ms)
 	rlock release --token "$b" rw
 	bg_wait "$A" 10000 || fail "the upgrade is still waiting"
