@@ -175,14 +175,16 @@ elseif kind == SHARED and want == 'x' then
 	for _, tok in ipairs(live) do
 		if tok ~= token then
 			-- A reader's upgrade while another's waits: refused.
+			-- (Who it is, read before the entry goes: a key of
+			-- another type stops the script before any write.)
 			local up = mine and upgrader(KEYS[5], now, live, token)
 			if up then
+				local h = redis.call('HMGET', KEYS[1] ..
+					':holder:' .. up, 'host', 'pid')
 				if own then
 					redis.call('HDEL', KEYS[5], token)
 					redis.call('ZREM', KEYS[6], token)
 				end
-				local h = redis.call('HMGET', KEYS[1] ..
-					':holder:' .. up, 'host', 'pid')
 				return {-3, h[1] or false, h[2] or false}
 			end
 			return busy(redis.call('PTTL', KEYS[1]),
