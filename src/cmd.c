@@ -192,8 +192,8 @@ check_limit(struct cmd_ctx *ctx)
 
 /*
  * release and extend act for the owner, whose token is --token, else
- * RLOCK_TOKEN: the variable gets --token's checks (a semaphore's mark,
- * "limit:N", or 256 bytes are refused, not used or cut), before anything
+ * RLOCK_TOKEN: the variable gets --token's checks (256 bytes, or a byte
+ * that is not printable, are refused, not used or cut), before anything
  * is sent.  acquire and exec make their own token and never read it.
  */
 static int

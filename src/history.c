@@ -35,6 +35,22 @@ same_str(const char *a, const char *b)
 	return strcmp(a == NULL ? "" : a, b == NULL ? "" : b) == 0;
 }
 
+/* The ms from since (an acquire's time, as text) to ms; NULL if none. */
+static char *
+held_since(long long ms, const char *since)
+{
+	char		*end, *out;
+	long long	 t;
+
+	errno = 0;
+	t = strtoll(since, &end, 10);
+	if (*since == '\0' || *end != '\0' || errno != 0 || t < 0 ||
+	    t > HISTORY_MAX_TIME)
+		return NULL;
+	xasprintf(&out, "%lld", ms > t ? ms - t : 0);
+	return out;
+}
+
 /* Fill ev from one XREVRANGE entry {id, {field, value, ...}}: 0 or -1. */
 int
 history_parse(const struct redis_reply *r, struct hist_event *ev)
@@ -67,6 +83,16 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 				    xstrndup(fv->element[i + 1]->str,
 				    fv->element[i + 1]->len);
 	}
+	/*
+	 * How long it was held: written as the acquire's time (t), from
+	 * which the event's own time gives it (the release asks no clock).
+	 */
+	for (i = 0; ev->v[HF_HELD] == NULL && i + 1 < fv->elements; i += 2)
+		if (fv->element[i]->type == REDIS_T_STRING &&
+		    fv->element[i + 1]->type == REDIS_T_STRING &&
+		    strcmp(fv->element[i]->str, "t") == 0)
+			ev->v[HF_HELD] = held_since(ev->time_ms,
+			    fv->element[i + 1]->str);
 	return ev->v[HF_EVENT] != NULL ? 0 : -1;
 }
 

@@ -211,13 +211,6 @@ parse_token(struct opts *o, const char *t, const struct opt_where *w)
 	const unsigned char	*p;
 
 	o->token = t;
-	/*
-	 * A semaphore marks its lock key "limit:N", a shared lock "shared"
-	 * (see src/lua/lib.lua): a token must never look like either.
-	 */
-	if (strncmp(t, "limit:", 6) == 0 || strcmp(t, "shared") == 0)
-		return options_usage_error(w, "invalid --token: it may not "
-		    "be 'shared' or start with 'limit:'");
 	if (*t == '\0' || strlen(t) > TOKEN_MAX)
 		return options_usage_error(w, "invalid --token: it must be "
 		    "1-%d bytes long", TOKEN_MAX);

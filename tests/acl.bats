@@ -211,7 +211,7 @@ acl_line() {
 	run --separate-stderr rlock -u "$url" acquire -w 1s job
 	assert_equal "$status" 69
 	assert_equal "$(rcli EXISTS 'rlock:{job}:waiters')" 0
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 	run --separate-stderr rlock -u "$url" extend --token "$t" job
 	assert_equal "$status" 69
 	run_doctor "$url"

@@ -29,7 +29,7 @@ teardown() { cleanup_test; }
 @test "acquire: the key PREFIX{NAME} holds the printed token" {
 	run --separate-stderr rlock acquire job
 	assert_success
-	assert_equal "$(rcli GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "acquire: two acquires of different names give different tokens" {
@@ -66,7 +66,7 @@ teardown() { cleanup_test; }
 	local token fence
 	token=$(json_eval 'd["token"]' <<<"$output")
 	fence=$(json_eval 'd["fence"]' <<<"$output")
-	assert_equal "$token" "\"$(rcli GET 'rlock:{job}')\""
+	assert_equal "$token" "\"$(rcli HKEYS 'rlock:{job}')\""
 	assert_equal "$fence" "$(rcli GET 'rlock:{job}:fence')"
 }
 
@@ -90,7 +90,7 @@ teardown() { cleanup_test; }
 	t=$(rlock acquire job)
 	run --separate-stderr rlock acquire -n job
 	assert_equal "$status" 1
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 }
 
 @test "acquire: -E 7 makes a busy lock exit 7" {
@@ -127,7 +127,7 @@ teardown() { cleanup_test; }
 	run --separate-stderr rlock acquire --token my-token-1 job
 	assert_success
 	assert_output "my-token-1"
-	assert_equal "$(rcli GET 'rlock:{job}')" "my-token-1"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "my-token-1"
 }
 
 @test "acquire: re-acquiring with the holder's --token succeeds and keeps the fence" {
@@ -139,17 +139,17 @@ teardown() { cleanup_test; }
 	assert_success
 	json_check "d['fence'] == $f1 and d['token'] == 'T1'" <<<"$output"
 	assert_equal "$(rcli GET 'rlock:{job}:fence')" "$f1"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' fence)" "$f1"
+	assert_equal "$(info_field 'rlock:{job}' fence)" "$f1"
 	# The TTL and the metadata were refreshed.
 	assert_between "$(rcli PTTL 'rlock:{job}')" 18000 20000 PTTL
-	assert_equal "$(rcli HGET 'rlock:{job}:info' ttl_ms)" 20000
+	assert_equal "$(info_field 'rlock:{job}' ttl_ms)" 20000
 }
 
 @test "acquire: another --token on a held lock is busy" {
 	rlock acquire --token T1 job >/dev/null
 	run --separate-stderr rlock acquire -n --token T2 job
 	assert_equal "$status" 1
-	assert_equal "$(rcli GET 'rlock:{job}')" "T1"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "T1"
 }
 
 @test "acquire: the fence grows strictly across acquire and release" {
@@ -201,30 +201,30 @@ teardown() { cleanup_test; }
 	assert_between "$fb" 1 7999999999999999 "b's fence"
 }
 
-@test "acquire: the :info hash has token, host, pid, user, ttl_ms, acquired_ms and fence" {
+@test "acquire: the holder's record has token, host, pid, user, ttl_ms, acquired_ms and fence" {
 	local before after t
 	before=$(now_ms)
 	t=$(rlock acquire -t 15s job)
 	after=$(now_ms)
-	assert_equal "$(rcli HGET 'rlock:{job}:info' token)" "$t"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' host)" "$(hostname)"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' user)" "$(id -un)"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' ttl_ms)" 15000
-	assert_equal "$(rcli HGET 'rlock:{job}:info' fence)" "$(rcli GET 'rlock:{job}:fence')"
-	[[ "$(rcli HGET 'rlock:{job}:info' pid)" =~ ^[1-9][0-9]*$ ]]
-	assert_between "$(rcli HGET 'rlock:{job}:info' acquired_ms)" $((before - 5000)) $((after + 5000)) acquired_ms
+	assert_equal "$(info_field 'rlock:{job}' token)" "$t"
+	assert_equal "$(info_field 'rlock:{job}' host)" "$(hostname)"
+	assert_equal "$(info_field 'rlock:{job}' user)" "$(id -un)"
+	assert_equal "$(info_field 'rlock:{job}' ttl_ms)" 15000
+	assert_equal "$(info_field 'rlock:{job}' fence)" "$(rcli GET 'rlock:{job}:fence')"
+	[[ "$(info_field 'rlock:{job}' pid)" =~ ^[1-9][0-9]*$ ]]
+	assert_between "$(info_field 'rlock:{job}' acquired_ms)" $((before - 5000)) $((after + 5000)) acquired_ms
 }
 
 @test "acquire: the stored pid is the calling shell's, not rlock's" {
 	local shell_pid
 	# bash does not exec the first of two commands, so it is rlock's parent.
 	shell_pid=$(bash -c '"$1" acquire job >/dev/null; echo $$' _ "$RLOCK")
-	assert_equal "$(rcli HGET 'rlock:{job}:info' pid)" "$shell_pid"
+	assert_equal "$(info_field 'rlock:{job}' pid)" "$shell_pid"
 }
 
 @test "acquire: the stored command is empty" {
 	rlock acquire job >/dev/null
-	assert_equal "$(rcli HGET 'rlock:{job}:info' command)" ""
+	assert_equal "$(info_field 'rlock:{job}' command)" ""
 }
 
 @test "acquire: all keys of a lock share the {NAME} hash tag" {
@@ -244,16 +244,16 @@ teardown() { cleanup_test; }
 @test "acquire: --prefix changes the keys" {
 	run --separate-stderr rlock --prefix app: acquire job
 	assert_success
-	assert_equal "$(rcli GET 'app:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'app:{job}')" "$output"
 	assert_equal "$(rcli EXISTS 'app:{job}:fence')" 1
-	assert_equal "$(rcli EXISTS 'app:{job}:info')" 1
+	assert_equal "$(rcli EXISTS 'app:{job}')" 1
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 }
 
 @test "acquire: RLOCK_PREFIX changes the keys" {
 	RLOCK_PREFIX=env: run --separate-stderr rlock acquire job
 	assert_success
-	assert_equal "$(rcli GET 'env:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'env:{job}')" "$output"
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 }
 
@@ -276,7 +276,7 @@ teardown() { cleanup_test; }
 	assert_equal "$status" 70
 	assert_one_error_line
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
-	assert_equal "$(rcli EXISTS 'rlock:{job}:info')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 	run --separate-stderr rlock acquire -n job
 	assert_success
 }
@@ -290,10 +290,10 @@ teardown() { cleanup_test; }
 
 @test "acquire: the metadata expires with the lock" {
 	rlock acquire -t 300ms job >/dev/null
-	assert_between "$(rcli PTTL 'rlock:{job}:info')" 1 300 "info PTTL"
+	assert_between "$(rcli PTTL 'rlock:{job}')" 1 300 "info PTTL"
 	sleep 0.7
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
-	assert_equal "$(rcli EXISTS 'rlock:{job}:info')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 	# The fence counter stays.
 	assert_equal "$(rcli EXISTS 'rlock:{job}:fence')" 1
 }
@@ -301,6 +301,6 @@ teardown() { cleanup_test; }
 @test "acquire: RLOCK_URL selects the server" {
 	run --separate-stderr env RLOCK_URL="redis://127.0.0.1:$REDIS_PORT/5" "$RLOCK" acquire job
 	assert_success
-	assert_equal "$(rcli -n 5 GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli -n 5 HKEYS 'rlock:{job}')" "$output"
 	assert_equal "$(rcli -n 0 EXISTS 'rlock:{job}')" 0
 }

@@ -261,13 +261,13 @@ echo "R exit" >>"$2/log"')
 won_on_two() {
 	start_quorum 3 || return 1
 	quorum_urls
-	qcli 3 SET "rlock:{$1}" othertoken PX 60000 >/dev/null
+	qcli 3 EVAL "$FAKE_HOLD" 1 "rlock:{$1}" othertoken 60000 >/dev/null
 }
 
 @test "break 7: quorum: a release, and exec's release, with one of the two winners frozen succeed" {
 	# issue 37, break 7: a server that never held the token ("not the holder") was taken as proof of loss.
 	won_on_two job
-	qcli 3 SET 'rlock:{job2}' othertoken PX 60000 >/dev/null
+	qcli 3 EVAL "$FAKE_HOLD" 1 'rlock:{job2}' othertoken 60000 >/dev/null
 	local tok st_rel err_rel
 	tok=$(rlockq --timeout 200ms acquire -t 30s job)
 	assert_equal "$(nodes_with_token job "$tok" 1 2)" 2

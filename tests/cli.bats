@@ -152,28 +152,28 @@ teardown() { cleanup_test; }
 	export RLOCK_URL="redis://127.0.0.1:$(free_port)"
 	run --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT" acquire job
 	assert_success
-	assert_equal "$(rcli GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "cli: -u after the lock name is used" {
 	export RLOCK_URL="redis://127.0.0.1:$(free_port)"
 	run --separate-stderr rlock acquire job -u "redis://127.0.0.1:$REDIS_PORT"
 	assert_success
-	assert_equal "$(rcli GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "cli: -u between the command word and the name is used" {
 	export RLOCK_URL="redis://127.0.0.1:$(free_port)"
 	run --separate-stderr rlock acquire -u "redis://127.0.0.1:$REDIS_PORT" job
 	assert_success
-	assert_equal "$(rcli GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "cli: --url=VALUE works" {
 	export RLOCK_URL="redis://127.0.0.1:$(free_port)"
 	run --separate-stderr rlock --url="redis://127.0.0.1:$REDIS_PORT" acquire job
 	assert_success
-	assert_equal "$(rcli GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "cli: --prefix works before and after the command word" {

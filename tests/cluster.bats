@@ -39,7 +39,7 @@ ckey_on() {
 		assert_success
 		toks[$name]=$output
 		# The keys are on the node that serves the slot, and only there.
-		assert_equal "$(ccli "$owner" GET "rlock:{$name}")" "${toks[$name]}"
+		assert_equal "$(ccli "$owner" HKEYS "rlock:{$name}")" "${toks[$name]}"
 	done
 	# CLUSTER KEYSLOT put them on at least two nodes (so MOVED was followed).
 	assert_between "${#used[@]}" 2 3 "nodes used"
@@ -65,7 +65,7 @@ ckey_on() {
 	# Held: the lock, its fence, its metadata and its history.
 	tok=$(rlock -u "$C1_URL" acquire "$name")
 	keys=$(ccli "$owner" KEYS '*' | sort)
-	assert_equal "$keys" "$(printf '%s\n' "rlock:{$name}" "rlock:{$name}:fence" "rlock:{$name}:info" "rlock:{$name}:log" | sort)"
+	assert_equal "$keys" "$(printf '%s\n' "rlock:{$name}" "rlock:{$name}:fence" "rlock:{$name}:log" | sort)"
 	# Released: whatever the release leaves (the fence, a wake-up) too.
 	rlock -u "$C2_URL" release --token "$tok" "$name"
 	keys+=$'\n'$(ccli "$owner" KEYS '*')
@@ -105,7 +105,7 @@ ckey_on() {
 	bg_start ex "$RLOCK" -u "$C1_URL" exec -t 1s "$name" -- sh -c 'echo "$RLOCK_TOKEN" > token2; sleep 2.5'
 	wait_file token2 5000 || fail "the command did not start: $(cat ex.err)"
 	sleep 1.5
-	assert_equal "$(ccli 3 GET "rlock:{$name}")" "$(cat token2)"
+	assert_equal "$(ccli 3 HKEYS "rlock:{$name}")" "$(cat token2)"
 	bg_wait "$ex" 10000 || fail "exec did not finish"
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(ckey_on 3 "rlock:{$name}")" 0

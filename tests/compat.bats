@@ -215,7 +215,7 @@ until_bounded() {
 	run --separate-stderr rlock "${t[@]}" acquire job
 	assert_success
 	local tok=$output
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$tok"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$tok"
 	run --separate-stderr rlock "${t[@]}" status job
 	assert_success
 	run --separate-stderr rlock "${t[@]}" release --token "$tok" job
@@ -248,7 +248,7 @@ until_bounded() {
 	run --separate-stderr rlock -u "$SENT_URL" acquire job
 	assert_success
 	local tok=$output
-	assert_equal "$(rcli_as SM GET 'rlock:{job}')" "$tok"
+	assert_equal "$(rcli_as SM HKEYS 'rlock:{job}')" "$tok"
 	run --separate-stderr rlock -u "$SENT_URL" release --token "$tok" job
 	assert_success
 	run scli SS SENTINEL FAILOVER mm
@@ -260,7 +260,7 @@ until_bounded() {
 	assert_success
 	run --separate-stderr rlock -u "$SENT_URL" acquire job
 	assert_success
-	assert_equal "$(rcli_as SR GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli_as SR HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "cluster: locks on every master via one node; the listing, status and log of several via the others" {

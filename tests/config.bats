@@ -301,7 +301,7 @@ on_auth() { RCLI_AUTH=$PW rcli_as AUTH EXISTS "rlock:{$1}"; }
 	run --separate-stderr rlock --config "$CONF" acquire job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$output"
 	# Without it the same server is not trusted.
 	conf <<<"url = $TLS_URL"
 	run --separate-stderr timeout 20 "$RLOCK" --config "$CONF" acquire job2
@@ -598,7 +598,7 @@ assert_conf_error() {
 	run --separate-stderr rlock -u "redis://[::1]:$V6_PORT" acquire job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(redis-cli -s "$V6_SOCK" GET 'rlock:{job}')" "$output"
+	assert_equal "$(redis-cli -s "$V6_SOCK" HKEYS 'rlock:{job}')" "$output"
 	# The server is not on 127.0.0.1, so it was really reached over IPv6.
 	run --separate-stderr rlock -u "redis://127.0.0.1:$V6_PORT" acquire job2
 	assert_equal "$status" 69
@@ -615,7 +615,7 @@ assert_conf_error() {
 	run --separate-stderr rlock -u "redis://:p%40ss%3Aw%2Frd@127.0.0.1:$PE_PORT" acquire job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(RCLI_AUTH='p@ss:w/rd' rcli_as PE GET 'rlock:{job}')" "$output"
+	assert_equal "$(RCLI_AUTH='p@ss:w/rd' rcli_as PE HKEYS 'rlock:{job}')" "$output"
 	# A wrong one fails and is not printed, encoded or not.
 	run --separate-stderr rlock -u "redis://:n0t%40it@127.0.0.1:$PE_PORT" acquire job2
 	assert_equal "$status" 69

@@ -111,14 +111,14 @@ start_auth_server() {
 	start_auth_server
 	RLOCK_PASSWORD=$PW run --separate-stderr rlock -u "$AUTH_URL" acquire job
 	assert_success
-	assert_equal "$(RCLI_AUTH=$PW rcli_as AUTH GET 'rlock:{job}')" "$output"
+	assert_equal "$(RCLI_AUTH=$PW rcli_as AUTH HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "connect: REDISCLI_AUTH authenticates" {
 	start_auth_server
 	REDISCLI_AUTH=$PW run --separate-stderr rlock -u "$AUTH_URL" acquire job
 	assert_success
-	assert_equal "$(RCLI_AUTH=$PW rcli_as AUTH GET 'rlock:{job}')" "$output"
+	assert_equal "$(RCLI_AUTH=$PW rcli_as AUTH HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "connect: RLOCK_PASSWORD beats REDISCLI_AUTH" {
@@ -132,7 +132,7 @@ start_auth_server() {
 	printf '%s\nsecond line\n' "$PW" >"$BATS_TEST_TMPDIR/pw"
 	run --separate-stderr rlock -u "$AUTH_URL" --password-file "$BATS_TEST_TMPDIR/pw" acquire job
 	assert_success
-	assert_equal "$(RCLI_AUTH=$PW rcli_as AUTH GET 'rlock:{job}')" "$output"
+	assert_equal "$(RCLI_AUTH=$PW rcli_as AUTH HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "connect: --password-file strips a CRLF line end" {
@@ -216,7 +216,7 @@ start_auth_server() {
 	rcli ACL SETUSER alice on '>alice-pw' '~*' '&*' '+@all' >/dev/null
 	run --separate-stderr rlock -u "redis://alice:alice-pw@127.0.0.1:$REDIS_PORT" acquire job
 	assert_success
-	assert_equal "$(rcli GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$output"
 	run --separate-stderr rlock -u "redis://alice:alice-pw@127.0.0.1:$REDIS_PORT" release --token "$output" job
 	assert_success
 }
@@ -253,7 +253,7 @@ start_auth_server() {
 @test "connect: a db number in the URL puts the keys in that db" {
 	run --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT/3" acquire job
 	assert_success
-	assert_equal "$(rcli -n 3 GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli -n 3 HKEYS 'rlock:{job}')" "$output"
 	assert_equal "$(rcli -n 0 DBSIZE)" 0
 	run --separate-stderr rlock -u "redis://127.0.0.1:$REDIS_PORT/3" status job
 	assert_success
@@ -265,7 +265,7 @@ start_auth_server() {
 	start_auth_server
 	run --separate-stderr rlock -u "redis://:$PW@127.0.0.1:$AUTH_PORT/4" acquire job
 	assert_success
-	assert_equal "$(RCLI_AUTH=$PW rcli_as AUTH -n 4 GET 'rlock:{job}')" "$output"
+	assert_equal "$(RCLI_AUTH=$PW rcli_as AUTH -n 4 HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "connect: a db number the server does not have exits 69" {
@@ -277,7 +277,7 @@ start_auth_server() {
 @test "connect: a Unix socket URL works" {
 	run --separate-stderr rlock -u "unix://$REDIS_SOCK" acquire job
 	assert_success
-	assert_equal "$(rcli GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$output"
 	run --separate-stderr rlock -u "unix://$REDIS_SOCK" release --token "$output" job
 	assert_success
 }
@@ -285,7 +285,7 @@ start_auth_server() {
 @test "connect: a Unix socket URL with ?db=2 uses db 2" {
 	run --separate-stderr rlock -u "unix://$REDIS_SOCK?db=2" acquire job
 	assert_success
-	assert_equal "$(rcli -n 2 GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli -n 2 HKEYS 'rlock:{job}')" "$output"
 	assert_equal "$(rcli -n 0 DBSIZE)" 0
 }
 

@@ -16,29 +16,35 @@ teardown() { test_teardown; }
 
 K='rlock:{c}'
 
-# What holds lock c now: the lock key's value, the holders'.  (One
-# redis-cli, not one a key: the matrix below calls this twice a check.)
+# What holds lock c now: its holders' tokens (or the lock key's value, if
+# it is a string).  (One redis-cli, not one a key: the matrix below calls
+# this twice a check.)
 holders_of() {
-	rcli EVAL "local r = {}
-		if redis.call('TYPE', KEYS[1]).ok == 'string' then
-			r[#r + 1] = KEYS[1] .. '=' .. redis.call('GET', KEYS[1])
-		end
-		if redis.call('TYPE', KEYS[2]).ok == 'zset' then
-			r[#r + 1] = 'holders=' .. table.concat(
-				redis.call('ZRANGE', KEYS[2], 0, -1), ' ')
-		end
-		return r" 2 "$K" "$K:holders"
+	rcli EVAL "local t = redis.call('TYPE', KEYS[1]).ok
+		if t == 'hash' then return redis.call('HKEYS', KEYS[1]) end
+		if t == 'string' then return {redis.call('GET', KEYS[1])} end
+		return {}" 1 "$K"
+}
+
+# A record of lock c's holder RLOCK_TOKEN changed by a Lua statement on r
+# (its decoded record), or another holder's record added (tok: other).
+record_edit() {
+	rcli EVAL "local r = cjson.decode(redis.call('HGET', KEYS[1], ARGV[1]))
+		local tok = ARGV[1]
+		$1
+		redis.call('HSET', KEYS[1], tok, cjson.encode(r))" 1 "$K" "$RLOCK_TOKEN"
 }
 
 # damage HOW: one key of lock c made into what rlock never writes.
 damage() {
 	case $1 in
-	lock-hash) rcli DEL "$K" >/dev/null; rcli HSET "$K" a b ;;
+	lock-string) rcli DEL "$K" >/dev/null; rcli SET "$K" x ;;
 	lock-list) rcli DEL "$K" >/dev/null; rcli RPUSH "$K" a ;;
-	mark-huge) rcli SET "$K" limit:3000000 KEEPTTL ;;
-	mark-zero) rcli SET "$K" limit:0 KEEPTTL ;;
-	info-string) rcli DEL "$K:info" >/dev/null; rcli SET "$K:info" x ;;
-	info-ttl0) rcli HSET "$K:info" ttl_ms 0 acquired_ms abc ;;
+	record-junk) rcli HSET "$K" "$RLOCK_TOKEN" x ;;
+	record-huge) record_edit "r.k = 'l:3000000'" ;;
+	record-zero) record_edit "r.k = 'l:0'" ;;
+	record-mixed) record_edit "tok = 'other'; r.k = (r.k == 's' and 'x' or 's')" ;;
+	record-ttl0) record_edit "r.l = 0; r.t = 'abc'" ;;
 	fence-abc) rcli SET "$K:fence" abc ;;
 	fence-hash) rcli DEL "$K:fence" >/dev/null; rcli HSET "$K:fence" a b ;;
 	log-string) rcli DEL "$K:log" >/dev/null; rcli SET "$K:log" x ;;
@@ -48,9 +54,6 @@ damage() {
 	queue-string) rcli DEL "$K:queue" >/dev/null; rcli SET "$K:queue" x ;;
 	every-string) rcli DEL "$K:every" >/dev/null; rcli SET "$K:every" x ;;
 	wake-string) rcli DEL "$K:wake" >/dev/null; rcli SET "$K:wake" x ;;
-	holders-string) rcli DEL "$K:holders" >/dev/null; rcli SET "$K:holders" x ;;
-	holder-string) rcli DEL "$K:holder:$RLOCK_TOKEN" >/dev/null
-		rcli SET "$K:holder:$RLOCK_TOKEN" x ;;
 	esac >/dev/null
 }
 
@@ -165,24 +168,24 @@ for f in sys.argv[1:]:
 }
 
 @test "corrupt: a plain lock, each key damaged, every command" {
-	matrix "" lock-hash lock-list info-string info-ttl0 fence-abc \
-		fence-hash log-string log-maxid waiters-string queue-string every-string \
-		wake-string
+	matrix "" lock-string lock-list record-junk record-ttl0 record-mixed \
+		fence-abc fence-hash log-string log-maxid waiters-string \
+		queue-string every-string wake-string
 }
 
 @test "corrupt: a --limit lock, each key damaged, every command" {
-	matrix "--limit 2" mark-huge mark-zero lock-hash holders-string \
-		holder-string fence-abc log-string waiters-string wake-string
+	matrix "--limit 2" record-huge record-zero lock-string record-junk \
+		record-mixed fence-abc log-string waiters-string wake-string
 }
 
 @test "corrupt: a --shared lock, each key damaged, every command" {
-	matrix "--shared" lock-hash holders-string holder-string fence-abc log-string \
-		waiters-string wake-string
+	matrix "--shared" lock-string record-junk record-mixed fence-abc \
+		log-string waiters-string wake-string
 }
 
 @test "corrupt: a --fifo lock, each key damaged, every command" {
 	matrix "--fifo" queue-string waiters-string fence-abc log-string \
-		info-string
+		record-junk
 }
 
 @test "corrupt: a script that fails leaves nothing: a bad fence takes no slot" {
@@ -191,7 +194,7 @@ for f in sys.argv[1:]:
 	assert_equal "$status" 69
 	assert_one_error_line
 	assert_equal "${stderr_lines[0]}" "rlock: $RLOCK_URL: the lock sm is damaged: rlock:{sm}:fence holds \"abc\", not a fence number, which rlock never writes (another program or a person did); \`rlock release --force sm\` removes what its keys hold"
-	assert_equal "$(rcli EXISTS 'rlock:{sm}:holders' 'rlock:{sm}')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{sm}')" 0
 	run rlock release --force sm
 	assert_success
 	assert_output 'removed rlock:{sm}:fence ("abc", not a fence number)'
@@ -218,15 +221,19 @@ for f in sys.argv[1:]:
 	assert_equal "$(rcli EXISTS 'rlock:{k3}')" 0
 }
 
-@test "corrupt: extend with a damaged hash changes nothing, and a stored TTL of 0 is not used" {
-	rcli SET 'rlock:{px}' tok PX 5000 >/dev/null
-	rcli SET 'rlock:{px}:info' x >/dev/null
+@test "corrupt: extend with a damaged record changes nothing, and a stored TTL of 0 is not used" {
+	rcli HSET 'rlock:{px}' tok x >/dev/null
+	rcli PEXPIRE 'rlock:{px}' 5000 >/dev/null
 	run --separate-stderr rlock extend --token tok -t 60s px
 	assert_equal "$status" 69
 	assert_one_error_line
+	[[ "${stderr_lines[0]}" == *'rlock:{px} holds "x" for a holder, not a holder'"'"'s record'* ]]
 	[ "$(rcli PTTL 'rlock:{px}')" -le 5000 ]
-	rcli DEL 'rlock:{px}:info' >/dev/null
-	rcli HSET 'rlock:{px}:info' ttl_ms 0 acquired_ms abc >/dev/null
+	rcli EVAL "local t = redis.call('TIME')
+		local now = t[1] * 1000 + math.floor(t[2] / 1000)
+		redis.call('HSET', KEYS[1], 'tok', cjson.encode({k = 'x',
+			e = now + 5000, f = '7', t = 'abc', l = 0}))
+		redis.call('PEXPIRE', KEYS[1], 5000)" 1 'rlock:{px}' >/dev/null
 	run rlock extend --token tok px
 	assert_success
 	refute_output --partial "by 0ms"
@@ -237,8 +244,8 @@ for f in sys.argv[1:]:
 	assert_equal "$(rcli EXISTS 'rlock:{px}')" 0
 }
 
-@test "corrupt: a mark that would loop a hundred million times is one line, at once, and the server stays free" {
-	rcli SET 'rlock:{big}' limit:100000000 >/dev/null
+@test "corrupt: a limit that would loop a hundred million times is one line, at once, and the server stays free" {
+	rcli HSET 'rlock:{big}' t '{"k":"l:100000000","e":99999999999999,"f":"1"}' >/dev/null
 	rlock acquire -t 60s fine >/dev/null
 	local t0
 	t0=$(now_ms)
@@ -246,7 +253,7 @@ for f in sys.argv[1:]:
 	assert_equal "$status" 69
 	assert_one_error_line
 	assert_output --partial "fine: held by"
-	[[ "${stderr_lines[0]}" == *'rlock:{big} holds "limit:100000000", not a limit of 1 to 10000'* ]]
+	[[ "${stderr_lines[0]}" == *'rlock:{big} holds "{\"k\":\"l:100000000\",'*'for a holder, not a holder'"'"'s record'* ]]
 	[ $(($(now_ms) - t0)) -lt 2000 ]
 	assert_equal "$(rcli PING)" PONG
 	run rlock release --force big
@@ -291,13 +298,13 @@ list(p(sys.stdin.read()))' <<<"$output"
 }
 
 @test "corrupt: release --force removes whatever a lock's keys hold, and says what" {
-	rcli HSET 'rlock:{f}' a b >/dev/null
+	rcli SET 'rlock:{f}' x >/dev/null
 	rcli SET 'rlock:{f}:info' x >/dev/null
 	rcli SET 'rlock:{f}:waiters' x >/dev/null
 	rcli HSET 'rlock:{f}:log' a b >/dev/null
 	run --separate-stderr rlock release --force f
 	assert_success
-	assert_line 'removed rlock:{f} (a hash, not a string)'
+	assert_line 'removed rlock:{f} (a string, not a hash)'
 	assert_line 'removed rlock:{f}:info (a string, not a hash)'
 	assert_line 'removed rlock:{f}:waiters (a string, not a hash)'
 	assert_line 'removed rlock:{f}:log (a hash, not a stream)'
@@ -314,13 +321,13 @@ list(p(sys.stdin.read()))' <<<"$output"
 	rcli CONFIG SET maxmemory 1 >/dev/null
 	run --separate-stderr rlock release --token "$t" full
 	assert_success
-	assert_equal "$(rcli EXISTS 'rlock:{full}' 'rlock:{full}:info')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{full}')" 0
 	run --separate-stderr rlock acquire -n fresh
 	assert_equal "$status" 69
 	assert_one_error_line
 	[[ "${stderr_lines[0]}" == *"the server is out of memory"*"maxmemory"* ]]
 	refute_output --partial OOM
-	assert_equal "$(rcli EXISTS 'rlock:{fresh}' 'rlock:{fresh}:info' 'rlock:{fresh}:fence')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{fresh}' 'rlock:{fresh}:fence')" 0
 	run --separate-stderr rlock exec -n fresh -- true
 	assert_equal "$status" 69
 	assert_one_error_line
@@ -352,6 +359,6 @@ list(p(sys.stdin.read()))' <<<"$output"
 	rcli SET 'rlock:{k3}:log' x >/dev/null
 	run rlock doctor
 	assert_equal "$status" 1
-	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock m is damaged: rlock:\{m\} holds a hash, not a string"
+	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock m is damaged: rlock:\{m\} holds \"b\" for a holder, not a holder's record"
 	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock k3 is damaged: rlock:\{k3\}:log holds a string, not a stream"
 }

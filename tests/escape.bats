@@ -63,8 +63,8 @@ hold_evil() {
 @test "escape: a holder's host and user fields, invalid UTF-8 and C1 controls included, are escaped in text and valid in JSON" {
 	hold_evil
 	# The holder's hash: write outside bytes into its host field.
-	assert_equal "$(rcli HEXISTS 'rlock:{esc}:info' host)" 1
-	rcli HSET 'rlock:{esc}:info' host $'h\xff\xc2\x9b2J\r\nforged 1' >/dev/null
+	assert_equal "$(rcli HLEN 'rlock:{esc}')" 1
+	set_info_field 'rlock:{esc}' host $'h\xff\xc2\x9b2J\r\nforged 1' >/dev/null
 	run --separate-stderr rlock status esc
 	assert_success
 	refute_raw "$output" stdout

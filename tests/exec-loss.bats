@@ -76,7 +76,7 @@ echo finished > finished' >/dev/null
 	assert_equal "$(cat got 2>/dev/null)" TERM
 	[[ "$stderr" == *"lost"* ]] || fail "stderr does not say lost: $stderr"
 	# No release after the loss: the new holder keeps its lock.
-	assert_equal "$(rcli GET 'rlock:{job}')" thief-token
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" thief-token
 }
 
 @test "exec-loss: --on-lost USR1 sends USR1 instead of TERM" {

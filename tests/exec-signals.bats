@@ -127,7 +127,7 @@ exec sleep 30' >/dev/null
 	bg_wait "$R" 5000 || fail "rlock still waiting 5 s after SIGTERM"
 	assert_equal "$BG_STATUS" 143
 	[[ ! -e marker ]] || fail "the command ran without the lock"
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 }
 
 # ---------------------------------------------------------------------------

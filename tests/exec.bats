@@ -307,7 +307,7 @@ args_script() {
 	t=$(rlock acquire job)
 	run rlock exec -n job -- true
 	assert_equal "$status" 1
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 }
 
 # ---------------------------------------------------------------------------

@@ -50,12 +50,12 @@ teardown() { cleanup_test; }
 	assert_between "$(rcli PTTL 'rlock:{job}')" 1 500 PTTL
 }
 
-@test "extend: the :info hash follows the new expiry" {
+@test "extend: the lock key follows the new expiry" {
 	local t
 	t=$(rlock acquire -t 2s job)
 	run --separate-stderr rlock extend -t 20s --token "$t" job
 	assert_success
-	assert_between "$(rcli PTTL 'rlock:{job}:info')" 18000 20000 "info PTTL"
+	assert_between "$(rcli PTTL 'rlock:{job}')" 18000 20000 "info PTTL"
 }
 
 @test "extend: after extending, the lock outlives its first TTL" {
@@ -63,7 +63,7 @@ teardown() { cleanup_test; }
 	t=$(rlock acquire -t 600ms job)
 	rlock extend -t 3s --token "$t" job
 	sleep 1
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 	run --separate-stderr rlock acquire -n job
 	assert_equal "$status" 1
 }
@@ -77,7 +77,7 @@ teardown() { cleanup_test; }
 	assert_one_error_line
 	[[ "$stderr" == *"not the holder"* ]] || fail "stderr: $stderr"
 	assert_between "$(rcli PTTL 'rlock:{job}')" 1 5000 PTTL
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 }
 
 @test "extend: an expired lock exits 1 and is not brought back" {
@@ -88,7 +88,7 @@ teardown() { cleanup_test; }
 	assert_equal "$status" 1
 	[[ "$stderr" == *"not the holder"* ]] || fail "stderr: $stderr"
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
-	assert_equal "$(rcli EXISTS 'rlock:{job}:info')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 }
 
 @test "extend: a lock that was never taken exits 1" {
@@ -104,7 +104,7 @@ teardown() { cleanup_test; }
 	t2=$(rlock acquire -t 5s job)
 	run --separate-stderr rlock extend -t 60s --token "$t1" job
 	assert_equal "$status" 1
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t2"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t2"
 	assert_between "$(rcli PTTL 'rlock:{job}')" 1 5000 PTTL
 }
 
@@ -119,18 +119,18 @@ teardown() { cleanup_test; }
 	run --separate-stderr rlock extend -t 10s --token "$t" job
 	assert_success
 	assert_equal "$(rcli GET 'rlock:{job}:fence')" "$f"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' fence)" "$f"
+	assert_equal "$(info_field 'rlock:{job}' fence)" "$f"
 }
 
 @test "extend: the token and holder metadata are unchanged" {
 	local t pid host
 	t=$(rlock acquire job)
-	pid=$(rcli HGET 'rlock:{job}:info' pid)
-	host=$(rcli HGET 'rlock:{job}:info' host)
+	pid=$(info_field 'rlock:{job}' pid)
+	host=$(info_field 'rlock:{job}' host)
 	rlock extend -t 10s --token "$t" job
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' pid)" "$pid"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' host)" "$host"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
+	assert_equal "$(info_field 'rlock:{job}' pid)" "$pid"
+	assert_equal "$(info_field 'rlock:{job}' host)" "$host"
 }
 
 @test "extend: without a token exits 64 and leaves the lock alone" {

@@ -44,7 +44,7 @@ until_exists() {
 	start_redis_as LATE --port "$port" || skip "the port was taken meanwhile"
 	bg_wait "$W" 20000
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(redis-cli -p "$port" GET 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/W.out")"
+	assert_equal "$(redis-cli -p "$port" HKEYS 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/W.out")"
 }
 
 @test "failover: -w ends with 69 and the last error when the server never comes back; -n fails at once" {
@@ -81,7 +81,7 @@ until_exists() {
 	FROZEN=
 	bg_wait "$W" 30000
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(rcli_as FZ GET 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/W.out")"
+	assert_equal "$(rcli_as FZ HKEYS 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/W.out")"
 	[[ $(cat "$BATS_TEST_TMPDIR/W.out") != "$t" ]]
 }
 
@@ -97,7 +97,7 @@ until_exists() {
 	start_redis_as RS2 --port "$port" || skip "the port was taken meanwhile"
 	bg_wait "$W" 20000
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(redis-cli -p "$port" GET 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/W.out")"
+	assert_equal "$(redis-cli -p "$port" HKEYS 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/W.out")"
 }
 
 @test "failover: a Sentinel failover with the master SIGKILLed during -w: the waiter gets the lock on the new master" {

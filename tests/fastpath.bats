@@ -130,7 +130,7 @@ while time.time() < deadline:
 	rlock release --token "$holder" job
 	bg_wait "$W" 9000 || fail "the waiter did not get the lock"
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(rcli GET 'rlock:{job}')" "$(cat W.out)"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$(cat W.out)"
 	# The waiter: one attempt, one BLPOP, the attempt queued behind it; the
 	# release: one more script.  No attempt of its own after the wake-up.
 	assert_equal "$(calls blpop)" 1
@@ -175,7 +175,7 @@ while time.time() < deadline:
 	assert_equal "$stderr" ""
 	tok=$output
 	for ((i = 1; i <= 5; i++)); do
-		assert_equal "$(RCLI_AUTH='s3cr#t' rcli_as "A$i" -n 3 GET 'rlock:{job}')" "$tok"
+		assert_equal "$(RCLI_AUTH='s3cr#t' rcli_as "A$i" -n 3 HKEYS 'rlock:{job}')" "$tok"
 		assert_equal "$(RCLI_AUTH='s3cr#t' rcli_as "A$i" -n 0 EXISTS 'rlock:{job}')" 0
 	done
 	run --separate-stderr "$RLOCK" "${urls[@]}" release --token "$tok" job
@@ -224,7 +224,7 @@ while time.time() < deadline:
 	# three that answer settle it well before --connect-timeout.
 	assert_between $((t1 - t0)) 0 1400 "acquire took (ms)"
 	for ((i = 1; i <= 3; i++)); do
-		assert_equal "$(RCLI_AUTH=pw rcli_as "C$i" GET 'rlock:{job}')" "$output"
+		assert_equal "$(RCLI_AUTH=pw rcli_as "C$i" HKEYS 'rlock:{job}')" "$output"
 	done
 }
 
@@ -287,7 +287,7 @@ while time.time() < deadline:
 	for ((i = 1; i <= 3; i++)); do
 		start_redis_auth_as "F$i" pw || fail "server $i did not start"
 		local portv="F${i}_PORT"
-		RCLI_AUTH=pw rcli_as "F$i" -n 2 SET 'rlock:{listed}' x >/dev/null
+		RCLI_AUTH=pw rcli_as "F$i" -n 2 EVAL "$FAKE_HOLD" 1 'rlock:{listed}' x 0 >/dev/null
 	done
 	urls=(-u "redis://:pw@127.0.0.1:$F1_PORT/2" -u "redis://:pw@127.0.0.1:$F2_PORT/2")
 	start_slow_proxy SP "$F3_PORT" 0.5 || fail "no proxy"

@@ -28,7 +28,7 @@ until_waiters() {
 	rlock release --token "$holder" job
 	bg_wait "$W" 10000 || fail "the waiter did not get the lock"
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(rcli GET 'rlock:{job}')" "$(cat W.out)"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$(cat W.out)"
 	# Extended to its own TTL by its attempt, not left at the lease.
 	local pttl
 	pttl=$(rcli PTTL 'rlock:{job}')
@@ -71,7 +71,7 @@ until_waiters() {
 	rlock release --token "$r2" mix
 	bg_wait "$W" 10000 || fail "the writer did not get the lock after the readers"
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(rcli GET 'rlock:{mix}')" "$(cat W.out)"
+	assert_equal "$(rcli HKEYS 'rlock:{mix}')" "$(cat W.out)"
 }
 
 @test "handover: a lock handed to a waiter that died meanwhile lapses within its lease" {
@@ -100,7 +100,7 @@ until_waiters() {
 	bg_wait "$W" 10000
 	assert_equal "$BG_STATUS" 1
 	assert_equal "$(rcli HLEN 'rlock:{job}:waiters')" 0
-	assert_equal "$(rcli GET 'rlock:{job}')" "$holder"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$holder"
 }
 
 # fair_loop KIND ID SECONDS: run exec sections of 0.1 s on "fair" until
@@ -199,7 +199,7 @@ EOF
 	rcli SET 'rlock:{job}:fence' not-a-number >/dev/null
 	run --separate-stderr rlock release --token "$holder" job
 	assert_success
-	[[ "$(rcli GET 'rlock:{job}')" != "$holder" ]]
+	[[ "$(rcli HKEYS 'rlock:{job}')" != "$holder" ]]
 	# The waiter, woken, finds the fence key broken too: it ends (69).
 	kill -TERM "$W" 2>/dev/null || true
 	bg_wait "$W" 10000 || fail "the waiter did not end"

@@ -296,6 +296,67 @@ rcli_as() {
 		${RCLI_AUTH:+-a "$RCLI_AUTH"} "$@"
 }
 
+# The lock's one record (see rlock-protocol(7)): LOCK is a hash, a field
+# per holder named by its token, whose value is its record (JSON).
+# lock_token KEY: the token of its (first) holder; lock_tokens KEY: all.
+# info_field KEY NAME [TOKEN]: a field of a holder's record by the names
+# status uses (token host pid user command ttl_ms acquired_ms fence a
+# kind end_ms), of TOKEN's or of the first holder's.  With RCLI_VAR set,
+# of the server started as that variable (rcli_as).
+_rcli_any() {
+	if [[ -n "${RCLI_VAR:-}" ]]; then rcli_as "$RCLI_VAR" "$@"; else rcli "$@"; fi
+}
+# set_info_field KEY NAME VALUE: write a field of the first holder's record
+# (NAME as for info_field), as another program could.
+set_info_field() {
+	local m
+	case $2 in
+	host) m=h ;; pid) m=p ;; user) m=n ;; command) m=c ;; ttl_ms) m=l ;;
+	acquired_ms) m=t ;; fence) m=f ;; *) m=$2 ;;
+	esac
+	_rcli_any EVAL "local tok = redis.call('HKEYS', KEYS[1])[1]
+		local r = cjson.decode(redis.call('HGET', KEYS[1], tok))
+		r[ARGV[1]] = ARGV[2]
+		return redis.call('HSET', KEYS[1], tok, cjson.encode(r))" 1 "$1" "$m" "$3"
+}
+# FAKE_HOLD: EVAL "$FAKE_HOLD" 1 KEY TOKEN MS: a holder that no rlock
+# runs, as SET KEY TOKEN PX MS was for the textbook lock: a plain record
+# without metadata, for MS milliseconds (0: no end).
+FAKE_HOLD="local t = redis.call('TIME')
+	local now, ms = t[1] * 1000 + math.floor(t[2] / 1000), tonumber(ARGV[2])
+	redis.call('DEL', KEYS[1])
+	redis.call('HSET', KEYS[1], ARGV[1], cjson.encode({k = 'x',
+		e = ms > 0 and now + ms or 99999999999999, f = '1', t = now, l = ms}))
+	if ms > 0 then redis.call('PEXPIRE', KEYS[1], ms) end
+	return 1"
+lock_token() {
+	_rcli_any HKEYS "$1" | head -n 1
+}
+lock_tokens() {
+	_rcli_any HKEYS "$1" | sort
+}
+info_field() {
+	local key=$1 name=$2 tok=${3:-}
+	[[ -n "$tok" ]] || tok=$(lock_token "$key")
+	[[ -n "$tok" ]] || return 0
+	_rcli_any HGET "$key" "$tok" | /usr/bin/python3 -c '
+import json, sys
+raw = sys.stdin.read().strip()
+if not raw:
+    sys.exit(0)
+r = json.loads(raw)
+name, tok = sys.argv[1], sys.argv[2]
+m = {"host": "h", "pid": "p", "user": "n", "command": "c",
+     "ttl_ms": "l", "acquired_ms": "t", "fence": "f", "a": "a",
+     "kind": "k", "end_ms": "e"}
+if name == "token":
+    print(tok)
+else:
+    v = r.get(m[name], "")
+    print("%d" % v if isinstance(v, (int, float)) else v)
+' "$name" "$tok"
+}
+
 # A loopback port where (at the time of asking) nothing listens.
 free_port() {
 	local p i

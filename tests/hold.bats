@@ -113,7 +113,7 @@ RUN_ON='i=0; while [ $i -lt 300 ] && [ ! -e stop ]; do sleep 0.1; i=$((i + 1)); 
 	for sh in bash dash; do
 		HOLD_DIR=$sh HOLD_OPTS="-t 3s" hold_script "$sh.sh" "/bin/$sh" "
 i=0; while [ \$i -lt 120 ]; do sleep 0.1; i=\$((i + 1)); done
-[ \"\$(redis-cli -p $REDIS_PORT GET 'rlock:{'\$N'}')\" = \"\$T\" ] && echo held >after
+[ \"\$(redis-cli -p $REDIS_PORT HKEYS 'rlock:{'\$N'}')\" = \"\$T\" ] && echo held >after
 \"\$RLOCK\" release --token \"\$T\" \"\$N\"; echo \$? >released"
 		mkdir "$sh"
 		N=$N-$sh bg_start "P$sh" "$BATS_TEST_TMPDIR/$sh.sh"
@@ -465,7 +465,7 @@ EOF
 	tok=$(rlock "${tls[@]}" acquire --hold --pid "$P" -t 2s "$N")
 	for ((i = 0; i < 4; i++)); do
 		sleep 1
-		assert_equal "$(tcli TLS GET "rlock:{$N}")" "$tok"
+		assert_equal "$(tcli TLS HKEYS "rlock:{$N}")" "$tok"
 	done
 	# The release path too: a second holder, released by its token.
 	bg_start P2 sleep 30

@@ -252,7 +252,7 @@ name_commands() {
 		assert_equal "$stderr" ""
 		assert_output --regexp "$UUID_RE"
 		token=$output
-		assert_equal "$(RCLI_AUTH=$pw rcli_as PWS GET "rlock:{job-$f}")" "$token"
+		assert_equal "$(RCLI_AUTH=$pw rcli_as PWS HKEYS "rlock:{job-$f}")" "$token"
 		run --separate-stderr rlock -u "$url" --password-file "$d/$f" release --token "$token" "job-$f"
 		assert_success
 		assert_equal "$(RCLI_AUTH=$pw rcli_as PWS EXISTS "rlock:{job-$f}")" 0

@@ -21,23 +21,24 @@ holders() {
 # RLOCK_TOKEN: checked as --token is
 # ---------------------------------------------------------------------------
 
-@test "inputs: RLOCK_TOKEN=limit:2 is refused as --token limit:2 is: 64, one line naming RLOCK_TOKEN, the semaphore intact" {
+@test "inputs: an RLOCK_TOKEN of 256 bytes is refused as --token is: 64, one line naming RLOCK_TOKEN, the semaphore intact" {
 	rlock acquire --limit 2 sem >/dev/null
 	rlock acquire --limit 2 sem >/dev/null
 	assert_equal "$(holders sem)" 2
-	local mark
-	mark=$(rcli GET 'rlock:{sem}')
-	run --separate-stderr rlock release --token limit:2 sem
+	local mark long
+	long=$(printf 'x%.0s' {1..256})
+	mark=$(rcli HKEYS 'rlock:{sem}')
+	run --separate-stderr rlock release --token "$long" sem
 	assert_equal "$status" 64
 	assert_one_error_line
-	RLOCK_TOKEN=limit:2 run --separate-stderr rlock release sem
+	RLOCK_TOKEN=$long run --separate-stderr rlock release sem
 	assert_equal "$status" 64
 	assert_one_error_line
 	[[ "$stderr" == "rlock: RLOCK_TOKEN: "* ]] || fail "the line should name RLOCK_TOKEN: $stderr"
-	assert_equal "$(rcli GET 'rlock:{sem}')" "$mark"
+	assert_equal "$(rcli HKEYS 'rlock:{sem}')" "$mark"
 	assert_equal "$(holders sem)" 2
-	# extend too, and "shared".
-	RLOCK_TOKEN=shared run --separate-stderr rlock extend sem
+	# extend too.
+	RLOCK_TOKEN=$long run --separate-stderr rlock extend sem
 	assert_equal "$status" 64
 	assert_one_error_line
 	[[ "$stderr" == "rlock: RLOCK_TOKEN: "* ]] || fail "the line should name RLOCK_TOKEN: $stderr"
@@ -56,7 +57,7 @@ holders() {
 	assert_equal "$status" 64
 	assert_one_error_line
 	[[ "$stderr" == "rlock: RLOCK_TOKEN: "*255* ]] || fail "the line should name RLOCK_TOKEN and the bound: $stderr"
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t255"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t255"
 	RLOCK_TOKEN=$t256 run --separate-stderr rlock extend job
 	assert_equal "$status" 64
 	# The right one still releases.
@@ -73,7 +74,7 @@ holders() {
 		assert_one_error_line
 		[[ "$stderr" == "rlock: RLOCK_TOKEN: "* ]] || fail "the line should name RLOCK_TOKEN: $stderr"
 	done
-	assert_equal "$(rcli GET 'rlock:{job}')" good
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" good
 }
 
 # ---------------------------------------------------------------------------
@@ -182,7 +183,7 @@ holders() {
 
 # A lock held by someone else whose wake list is a string.
 break_wake() {
-	rcli SET "rlock:{$1}" tok PX "$2" >/dev/null
+	rcli EVAL "$FAKE_HOLD" 1 "rlock:{$1}" tok "$2" >/dev/null
 	rcli SET "rlock:{$1}:wake" x >/dev/null
 }
 
@@ -203,7 +204,7 @@ break_wake() {
 	assert_between "$blpops" 1 49 "BLPOPs in 2 s"
 	assert_between "$scripts" 1 60 "scripts in 2 s"
 	# The lock is still the holder's, the wake list untouched.
-	assert_equal "$(rcli GET 'rlock:{w}')" tok
+	assert_equal "$(rcli HKEYS 'rlock:{w}')" tok
 	assert_equal "$(rcli TYPE 'rlock:{w}:wake')" string
 }
 
@@ -223,11 +224,11 @@ break_wake() {
 	run --separate-stderr rlock acquire -w 5s w
 	assert_success
 	assert_output --regexp "$UUID_RE"
-	assert_equal "$(rcli GET 'rlock:{w}')" "$output"
+	assert_equal "$(rcli HKEYS 'rlock:{w}')" "$output"
 }
 
 @test "inputs: a wrong-typed own wake list (wake:TOKEN) is named the same way" {
-	rcli SET 'rlock:{w}' tok PX 4000 >/dev/null
+	rcli EVAL "$FAKE_HOLD" 1 'rlock:{w}' tok 4000 >/dev/null
 	rcli HSET 'rlock:{w}:wake:mine' a b >/dev/null
 	run --separate-stderr rlock acquire --token mine -w 1s w
 	assert_equal "$status" 69
@@ -241,7 +242,7 @@ break_wake() {
 	start_redis_as Q3
 	local u
 	for u in "$REDIS_SOCK" "$Q2_SOCK" "$Q3_SOCK"; do
-		redis-cli -s "$u" SET 'rlock:{w}' tok PX 4000 >/dev/null
+		redis-cli -s "$u" EVAL "$FAKE_HOLD" 1 'rlock:{w}' tok 4000 >/dev/null
 		redis-cli -s "$u" SET 'rlock:{w}:wake' x >/dev/null
 	done
 	run --separate-stderr rlock -u "$RLOCK_URL" -u "$Q2_URL" -u "$Q3_URL" acquire -w 2s w

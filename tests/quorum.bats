@@ -75,13 +75,13 @@ teardown() {
 	assert_output --regexp "$UUID_RE"
 	local tok=$output
 	assert_quorum_token job "$tok"
-	assert_equal "$(nodes_with_key 'rlock:{job}:info')" 5
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 5
 
 	run --separate-stderr rlockq release --token "$tok" job
 	assert_success
 	assert_equal "$stderr" ""
 	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
-	assert_equal "$(nodes_with_key 'rlock:{job}:info')" 0
+	assert_equal "$(nodes_with_key 'rlock:{job}')" 0
 }
 
 @test "quorum: two servers down and two that say busy do not decide it: a slow fifth is waited for, and the answer is busy, not 'only 2 of 5 answered'" {
@@ -181,12 +181,12 @@ teardown() {
 	[[ "$stderr" == *"only 2 of 5 servers answered, and a lock needs 3"* ]] ||
 		fail "unexpected message: $stderr"
 	assert_equal "$(nodes_with_key 'rlock:{job}' 4 5)" 0
-	assert_equal "$(nodes_with_key 'rlock:{job}:info' 4 5)" 0
+	assert_equal "$(nodes_with_key 'rlock:{job}' 4 5)" 0
 }
 
 @test "quorum: a minority holding the lock with another token does not block, and the status line says on 3 of 5" {
-	qcli 1 SET 'rlock:{job}' other-token PX 30000 >/dev/null
-	qcli 2 SET 'rlock:{job}' other-token PX 30000 >/dev/null
+	qcli 1 EVAL "$FAKE_HOLD" 1 'rlock:{job}' other-token 30000 >/dev/null
+	qcli 2 EVAL "$FAKE_HOLD" 1 'rlock:{job}' other-token 30000 >/dev/null
 	run --separate-stderr rlockq acquire -n job
 	assert_success
 	local tok=$output
@@ -202,13 +202,13 @@ teardown() {
 
 @test "quorum: a majority holding the lock with another token blocks (exit 1 with -n) and the partial writes on the other two are undone" {
 	local i
-	for i in 1 2 3; do qcli "$i" SET 'rlock:{job}' other-token PX 30000 >/dev/null; done
+	for i in 1 2 3; do qcli "$i" EVAL "$FAKE_HOLD" 1 'rlock:{job}' other-token 30000 >/dev/null; done
 	run --separate-stderr rlockq acquire -n job
 	assert_equal "$status" 1
 	assert_equal "$output" ""
 	assert_equal "$stderr" ""
 	assert_equal "$(nodes_with_key 'rlock:{job}' 4 5)" 0
-	assert_equal "$(nodes_with_key 'rlock:{job}:info' 4 5)" 0
+	assert_equal "$(nodes_with_key 'rlock:{job}' 4 5)" 0
 	assert_equal "$(nodes_with_token job other-token 1 2 3)" 3
 
 	# The lock is held (by the other token) on a majority; status knows
@@ -262,8 +262,8 @@ teardown() {
 	# Any three of the five hold a counter of 8000000000000050 or more.
 	assert_between "$f1" 8000000000000051 8000000000000101 "first fence"
 	for i in 1 2 3 4 5; do
-		[[ "$(qcli "$i" GET 'rlock:{job}')" == "$tok" ]] || continue
-		[[ "$(qcli "$i" HGET 'rlock:{job}:info' fence)" == "$f1" ]] || continue
+		[[ "$(qcli "$i" HKEYS 'rlock:{job}')" == "$tok" ]] || continue
+		[[ "$(qcli "$i" HGET 'rlock:{job}' "$tok" | json_eval 'd["f"]' | tr -d '"')" == "$f1" ]] || continue
 		w=$((w + 1))
 		((old[i] < f1)) || fail "server $i's counter was ${old[i]}, not below the fence $f1"
 		((old[i] + 1 > top)) && top=$((old[i] + 1))
@@ -356,7 +356,7 @@ teardown() {
 		# One redis-cli per server: count the lock's keys, flush the scripts.
 		left=0
 		for ((i = 1; i <= QUORUM_N; i++)); do
-			run qcli "$i" <<<$'EXISTS rlock:{job} rlock:{job}:info\nSCRIPT FLUSH'
+			run qcli "$i" <<<$'EXISTS rlock:{job}\nSCRIPT FLUSH'
 			assert_success
 			[[ "${lines[0]}" =~ ^[0-9]+$ ]] || fail "server $i answered: $output"
 			left=$((left + lines[0]))
@@ -521,8 +521,8 @@ while [ $i -lt 300 ] && [ ! -e end ]; do sleep 0.1; i=$((i + 1)); done' >/dev/nu
 	# Acquire returns once a majority has granted: the third a moment on
 	# (on a busy machine, perhaps Q2 itself).
 	for ((i = 0; i < 150; i++)); do
-		tok=$(qcli 2 GET 'rlock:{job}')
-		[[ -n "$tok" ]] || tok=$(qcli 3 GET 'rlock:{job}')
+		tok=$(qcli 2 HKEYS 'rlock:{job}')
+		[[ -n "$tok" ]] || tok=$(qcli 3 HKEYS 'rlock:{job}')
 		[[ -n "$tok" ]] && break
 		sleep 0.02
 	done
@@ -681,8 +681,8 @@ while [ $i -lt 300 ] && [ ! -e end ]; do sleep 0.1; i=$((i + 1)); done' >/dev/nu
 @test "quorum: status --json has a servers array of five with their states" {
 	local tok
 	tok=$(rlockq acquire job)
-	qcli 5 SET 'rlock:{job}' other-token PX 30000 >/dev/null
-	qcli 4 DEL 'rlock:{job}' 'rlock:{job}:info' >/dev/null
+	qcli 5 EVAL "$FAKE_HOLD" 1 'rlock:{job}' other-token 30000 >/dev/null
+	qcli 4 DEL 'rlock:{job}' >/dev/null
 	run --separate-stderr rlockq --json status job
 	assert_success
 	json_check 'd["name"] == "job" and d["held"] is True' <<<"$output"

@@ -50,7 +50,7 @@ teardown() { cleanup_test; }
 	t=$(rlock acquire job)
 	f=$(rcli GET 'rlock:{job}:fence')
 	rlock release --token "$t" job
-	assert_equal "$(rcli EXISTS 'rlock:{job}:info')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 	assert_equal "$(rcli GET 'rlock:{job}:fence')" "$f"
 }
 
@@ -62,8 +62,8 @@ teardown() { cleanup_test; }
 	assert_output ""
 	assert_one_error_line
 	[[ "$stderr" == *"not the holder"* ]] || fail "stderr: $stderr"
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' token)" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
+	assert_equal "$(info_field 'rlock:{job}' token)" "$t"
 	assert_between "$(rcli PTTL 'rlock:{job}')" 20000 30000 PTTL
 }
 
@@ -73,7 +73,7 @@ teardown() { cleanup_test; }
 	RLOCK_TOKEN=nope run --separate-stderr rlock release job
 	assert_equal "$status" 1
 	[[ "$stderr" == *"not the holder"* ]] || fail "stderr: $stderr"
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 }
 
 @test "release: an expired lock exits 1 with 'not the holder'" {
@@ -92,7 +92,7 @@ teardown() { cleanup_test; }
 	t2=$(rlock acquire -n job)
 	run --separate-stderr rlock release --token "$t1" job
 	assert_equal "$status" 1
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t2"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t2"
 }
 
 @test "release: a lock that was never taken exits 1" {
@@ -118,7 +118,7 @@ teardown() { cleanup_test; }
 	assert_equal "$status" 64
 	assert_one_error_line
 	[[ "$stderr" == *--token* && "$stderr" == *RLOCK_TOKEN* ]] || fail "stderr: $stderr"
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 }
 
 @test "release: --force removes someone else's lock and prints the holder" {
@@ -132,7 +132,7 @@ teardown() { cleanup_test; }
 	assert_output --partial "fence $fence"
 	refute_contains "$t" "$output$stderr"
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
-	assert_equal "$(rcli EXISTS 'rlock:{job}:info')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 	run --separate-stderr rlock acquire -n job
 	assert_success
 }
@@ -170,7 +170,7 @@ teardown() { cleanup_test; }
 	assert_equal "$status" 1
 	run --separate-stderr rlock --prefix b: release --token "$tb" job
 	assert_success
-	assert_equal "$(rcli GET 'a:{job}')" "$ta"
+	assert_equal "$(rcli HKEYS 'a:{job}')" "$ta"
 	assert_equal "$(rcli EXISTS 'b:{job}')" 0
 }
 
@@ -197,7 +197,7 @@ teardown() { cleanup_test; }
 	rcli SCRIPT FLUSH >/dev/null
 	run --separate-stderr rlock release --token wrong job
 	assert_equal "$status" 1
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 }
 
 @test "release: acquire works after SCRIPT FLUSH" {

@@ -108,9 +108,9 @@ finish_move() {
 	aid=$(ccli $a CLUSTER MYID) bid=$(ccli $b CLUSTER MYID)
 	ccli $b CLUSTER SETSLOT "$slot" IMPORTING "$aid" >/dev/null
 	ccli $a CLUSTER SETSLOT "$slot" MIGRATING "$bid" >/dev/null
-	# Only the lock's info has moved: the lock and its fence are here.
-	ccli $a MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "rlock:{$name}:info" >/dev/null
-	[[ $(ccli $a EXISTS "rlock:{$name}:info") == ASK* ]]
+	# Only the lock's history has moved: the lock and its fence are here.
+	ccli $a MIGRATE 127.0.0.1 "$C2_PORT" "" 0 5000 KEYS "rlock:{$name}:log" >/dev/null
+	[[ $(ccli $a EXISTS "rlock:{$name}:log") == ASK* ]]
 	[ "$(ccli $a EXISTS "rlock:{$name}")" = 1 ]
 
 	for cmd in "extend --token $t -t 60s $name" "status $name" "acquire -n $name" \
@@ -138,7 +138,7 @@ finish_move() {
 	done
 	# Nothing was written by the refused requests: the fence is where it was.
 	assert_equal "$(ccli $a GET "rlock:{$name}:fence")" "$fence"
-	assert_equal "$(ccli $a GET "rlock:{$name}")" "$t"
+	assert_equal "$(ccli $a HKEYS "rlock:{$name}")" "$t"
 
 	# An extend that starts while the slot is half-moved succeeds once
 	# the move ends within its --timeout.

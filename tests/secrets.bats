@@ -61,7 +61,7 @@ start_waiter() {
 	local how=$1 pw=$2 url i
 	RCLI_AUTH=$pw
 	start_redis_auth_as AUTH "$pw"
-	rcli_as AUTH SET "rlock:{busy}" someone-else PX 60000 >/dev/null
+	rcli_as AUTH EVAL "$FAKE_HOLD" 1 "rlock:{busy}" someone-else 60000 >/dev/null
 	if [[ $how == url ]]; then
 		url="redis://:$pw@127.0.0.1:$AUTH_PORT"
 		bg_start WAITER "$RLOCK" -v -u "$url" acquire -w 30s busy
@@ -160,7 +160,7 @@ PY
 	local pw=Conf-Dump-Me-Not-24680 c=$BATS_TEST_TMPDIR/rlock.conf i
 	RCLI_AUTH=$pw
 	start_redis_auth_as AUTH "$pw"
-	rcli_as AUTH SET "rlock:{busy}" someone-else PX 60000 >/dev/null
+	rcli_as AUTH EVAL "$FAKE_HOLD" 1 "rlock:{busy}" someone-else 60000 >/dev/null
 	printf 'url = redis://:%s@127.0.0.1:%s\n' "$pw" "$AUTH_PORT" >"$c"
 	bg_start WAITER "$RLOCK" --config "$c" acquire -w 30s busy
 	for ((i = 0; i < 500; i++)); do
@@ -330,7 +330,7 @@ WAITGO='while [ ! -e "$0" ]; do sleep 0.02; done'
 
 @test "exec: a URL's password stored by an older rlock is masked in status and log" {
 	rlock acquire -t 60s job >/dev/null
-	rcli HSET "rlock:{job}:info" command "psql postgresql://u:SECRET@db/app" >/dev/null
+	set_info_field "rlock:{job}" command "psql postgresql://u:SECRET@db/app" >/dev/null
 	rcli XADD "rlock:{job}:log" '*' e acquired h web1 p 42 u alice c "psql postgresql://u:SECRET@db/app" f 1 >/dev/null
 	run --separate-stderr rlock status job
 	assert_success

@@ -238,7 +238,7 @@ while [ ! -e '$BATS_TEST_TMPDIR/go' ] && [ \$i -lt 200 ]; do sleep 0.05; i=\$((i
 	[[ -z "$bad" ]] || fail "tokens that are not 36-char lowercase UUIDv4s:$bad"
 	assert_equal "$(sort -u "$tokens" | wc -l)" 60
 	# Each token is what the server stores for its lock.
-	assert_equal "$(rcli GET 'rlock:{tok-7-27}')" "$(sed -n 28p "$tokens")"
+	assert_equal "$(rcli HKEYS 'rlock:{tok-7-27}')" "$(sed -n 28p "$tokens")"
 	# The tokens handed to exec'd commands are UUIDv4s too, and fresh each time.
 	for ((i = 0; i < 5; i++)); do
 		# shellcheck disable=SC2016 # expanded by the child's shell

@@ -182,7 +182,7 @@ teardown() { exec_teardown; }
 	assert_success
 	assert_output --regexp "$UUID_RE"
 	local tok=$output
-	assert_equal "$(mcli TM GET 'rlock:{job}')" "$tok"
+	assert_equal "$(mcli TM HKEYS 'rlock:{job}')" "$tok"
 
 	run --separate-stderr rlock -u "$TURL" --tls-ca "$TLS_CA" \
 		--sentinel-password-file spw status job
@@ -199,7 +199,7 @@ teardown() { exec_teardown; }
 	RLOCK_SENTINEL_PASSWORD=$SPW run --separate-stderr rlock -u "$TURL" \
 		--tls-ca "$TLS_CA" acquire env-job
 	assert_success
-	assert_equal "$(mcli TM GET 'rlock:{env-job}')" "$output"
+	assert_equal "$(mcli TM HKEYS 'rlock:{env-job}')" "$output"
 
 	# The sentinels' default user, named.
 	cat >rlock.conf <<-EOF
@@ -212,7 +212,7 @@ teardown() { exec_teardown; }
 	RLOCK_PASSWORD=$MPW run --separate-stderr rlock --config rlock.conf acquire conf-job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(mcli TM GET 'rlock:{conf-job}')" "$output"
+	assert_equal "$(mcli TM HKEYS 'rlock:{conf-job}')" "$output"
 }
 
 @test "sentinel-tls: without the sentinels' password: exit 69, one line naming the sentinel and the remedy" {
@@ -288,7 +288,7 @@ c.close()
 		-u "rediss-sentinel://:$MPW@127.0.0.1:$REC_PORT,$TSENT_HOSTS/mm" \
 		--tls-ca "$TLS_CA" --sentinel-password-file spw acquire job
 	assert_success
-	assert_equal "$(mcli TM GET 'rlock:{job}')" "$output"
+	assert_equal "$(mcli TM HKEYS 'rlock:{job}')" "$output"
 	bg_wait "$REC" 10000 || fail "the recording listener did not finish"
 	[[ -s recorded ]] || fail "nothing reached the recording sentinel"
 	# A TLS handshake record: content type 22, version 3.x.
@@ -309,10 +309,10 @@ c.close()
 	local old=$output i
 	# The replica has it before the master dies (bounded).
 	for ((i = 0; i < 100; i++)); do
-		[[ "$(mcli TR GET 'rlock:{job}')" == "$old" ]] && break
+		[[ "$(mcli TR HKEYS 'rlock:{job}')" == "$old" ]] && break
 		sleep 0.05
 	done
-	assert_equal "$(mcli TR GET 'rlock:{job}')" "$old"
+	assert_equal "$(mcli TR HKEYS 'rlock:{job}')" "$old"
 
 	bg_start W "$RLOCK" "${a[@]}" -w 60s acquire job
 	# Until the waiter is blocked on the master.
@@ -330,7 +330,7 @@ c.close()
 	[[ "$tok" =~ $UUID_RE ]] || fail "no token printed: $(cat "$BATS_TEST_TMPDIR/W.err")"
 	[[ "$tok" != "$old" ]] || fail "the waiter printed the old holder's token"
 	# The promoted replica holds it, and every sentinel names it.
-	assert_equal "$(mcli TR GET 'rlock:{job}')" "$tok"
+	assert_equal "$(mcli TR HKEYS 'rlock:{job}')" "$tok"
 	assert_equal "$(stcli TS1 SENTINEL GET-MASTER-ADDR-BY-NAME mm | sed -n 2p)" "$TR_PORT"
 }
 
@@ -351,7 +351,7 @@ c.close()
 		-c 'echo $$ > cmd.pid; exec sleep 60'
 	wait_file cmd.pid 10000 || fail "the command did not start: $(cat "$BATS_TEST_TMPDIR/R.err")"
 	track_pid "$(cat cmd.pid)" sleep
-	[[ -n "$(mcli TM GET 'rlock:{gjob}')" ]] || fail "the lock is not held"
+	[[ -n "$(mcli TM HKEYS 'rlock:{gjob}')" ]] || fail "the lock is not held"
 	local i
 	for ((i = 0; i < 250; i++)); do
 		pgrep -P "$R" -x rlock-guard >/dev/null && break
@@ -409,5 +409,5 @@ c.close()
 	for v in TS1 TS2 TS3; do stcli "$v" ACL DELUSER both >/dev/null; done
 	mcli TM ACL DELUSER both >/dev/null
 	((st == 0)) || fail "exit $st: $err"
-	assert_equal "$(mcli TM GET 'rlock:{job}')" "$out"
+	assert_equal "$(mcli TM HKEYS 'rlock:{job}')" "$out"
 }

@@ -51,7 +51,7 @@ failover() {
 	assert_success
 	assert_output --regexp "$UUID_RE"
 	local tok=$output
-	assert_equal "$(rcli_as SM GET 'rlock:{job}')" "$tok"
+	assert_equal "$(rcli_as SM HKEYS 'rlock:{job}')" "$tok"
 
 	run --separate-stderr rlock -u "$SENT_URL" status job
 	assert_success
@@ -70,7 +70,7 @@ failover() {
 	dead=$(free_port)
 	run --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$dead,127.0.0.1:$SS_PORT/mm" acquire job
 	assert_success
-	assert_equal "$(rcli_as SM GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli_as SM HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "sentinel: a master name the sentinel does not know exits 69 saying so" {
@@ -102,7 +102,7 @@ failover() {
 	assert_success
 	local tok=$output
 	# WAIT returned, so the replica already has it: no waiting here.
-	assert_equal "$(rcli_as SR GET 'rlock:{job}')" "$tok"
+	assert_equal "$(rcli_as SR HKEYS 'rlock:{job}')" "$tok"
 	run --separate-stderr rlock -u "$SENT_URL" --wait-replicas 1 extend --token "$tok" job
 	assert_success
 	run --separate-stderr rlock -u "$SENT_URL" --wait-replicas 1 exec job2 -- true
@@ -122,7 +122,7 @@ failover() {
 		fail "unexpected message: $stderr"
 	assert_between $((t1 - t0)) 0 1900 "acquire took (ms)"
 	assert_equal "$(rcli_as LONE EXISTS 'rlock:{job}')" 0
-	assert_equal "$(rcli_as LONE EXISTS 'rlock:{job}:info')" 0
+	assert_equal "$(rcli_as LONE EXISTS 'rlock:{job}')" 0
 }
 
 # ---------------------------------------------------------------------------
@@ -134,7 +134,7 @@ failover() {
 	failover
 	run --separate-stderr rlock -u "$SENT_URL" acquire job
 	assert_success
-	assert_equal "$(rcli_as SR GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli_as SR HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "sentinel: a lock taken before a failover is still held after it and shows in status through the sentinel" {
@@ -180,7 +180,7 @@ echo done > finished' >/dev/null
 	wait_role SM slave 5000 || fail "the old master was not demoted"
 	# Longer than the TTL: only extends on the new master keep it there.
 	sleep 3.5
-	assert_equal "$(rcli_as SR GET 'rlock:{job}')" "$tok"
+	assert_equal "$(rcli_as SR HKEYS 'rlock:{job}')" "$tok"
 	_proc_alive "$ex" || fail "exec ended early: $(cat ex.err)"
 	# (The old master now answers READONLY: the key can only still be on
 	# the new master, a TTL later, if the extends found their way there.)

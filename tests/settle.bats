@@ -225,7 +225,7 @@ exit 0' >/dev/null
 @test "settle: a first release copy that runs late, after the settling copy ended the hold and B took the lock, records no loss (issue 48)" {
 	late_copy_test late
 	# B's hold is untouched.
-	assert_equal "$(rcli GET 'rlock:{late}')" "$B_TOKEN"
+	assert_equal "$(rcli HKEYS 'rlock:{late}')" "$B_TOKEN"
 	run events late
 	assert_success
 	refute_line lost

@@ -96,7 +96,7 @@ check_tcp() {
 	assert_success
 	token=$output
 	[[ "$token" =~ $UUID_RE ]]
-	assert_equal "$(rcli GET "rlock:{st-$arch-$host}")" "$token"
+	assert_equal "$(rcli HKEYS "rlock:{st-$arch-$host}")" "$token"
 	run --separate-stderr srun "$arch" -u "$url" status "st-$arch-$host"
 	assert_success
 	assert_output --partial "st-$arch-$host"

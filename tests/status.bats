@@ -238,7 +238,7 @@ teardown() { cleanup_test; }
 	rlock status job >/dev/null
 	rlock status >/dev/null
 	rlock status free-one >/dev/null || true
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t"
 	assert_equal "$(rcli GET 'rlock:{job}:fence')" "$before"
 	assert_equal "$(rcli EXISTS 'rlock:{free-one}')" 0
 	assert_equal "$(rcli EXISTS 'rlock:{free-one}:fence')" 0
@@ -247,7 +247,8 @@ teardown() { cleanup_test; }
 @test "status: ten names take one script call, a listing of 1,100 locks two, after its SCANs" {
 	local i
 	for ((i = 1; i <= 1100; i++)); do
-		echo "SET rlock:{l$i} t PX 60000"
+		echo "HSET rlock:{l$i} t '{\"k\":\"x\",\"e\":99999999999999,\"f\":\"1\"}'"
+		echo "PEXPIRE rlock:{l$i} 60000"
 	done | rcli --pipe >/dev/null
 	# Once, so that the script is cached (NOSCRIPT + EVAL otherwise).
 	rlock status l1 >/dev/null

@@ -45,14 +45,14 @@ teardown() {
 	assert_success
 	assert_equal "$stderr" ""
 	[[ "$output" =~ $UUID_RE ]] || fail "not a token: $output"
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "tls: acquire against localhost verifies through the certificate's DNS SAN with --tls-ca" {
 	run --separate-stderr rlock -u "$HOST_URL" --tls-ca "$TLS_CA" acquire job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "tls: a server whose CA is not in the system store is refused with 69 and a hint at --tls-ca" {
@@ -88,7 +88,7 @@ teardown() {
 		--tls-server-name localhost acquire job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "tls: --tls-insecure connects to an untrusted server and warns in exactly one line" {
@@ -97,7 +97,7 @@ teardown() {
 	[[ "$output" =~ $UUID_RE ]] || fail "not a token: $output"
 	assert_one_error_line
 	assert_stderr_has "warning" "--tls-insecure"
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$output"
 }
 
 # ---------------------------------------------------------------------------
@@ -118,7 +118,7 @@ teardown() {
 		--tls-cert "$TLS_CLIENT_CRT" --tls-key "$TLS_CLIENT_KEY" acquire job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(tcli TLSM GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLSM HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "tls: a --tls-cert file that does not exist is a usage error (64) naming the option" {
@@ -236,7 +236,7 @@ teardown() {
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/EX.err")" ""
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
-	assert_equal "$(tcli TLS EXISTS 'rlock:{job}:info')" 0
+	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
 }
 
 @test "tls: an ACL user in a rediss:// URL authenticates over TLS" {
@@ -245,7 +245,7 @@ teardown() {
 		--tls-ca "$TLS_CA" acquire job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "tls: an ACL user with the wrong password over TLS gets 69 and the password is never printed" {
@@ -287,7 +287,7 @@ teardown() {
 	t1=$(now_ms)
 	assert_equal "$BG_STATUS" 0
 	assert_between $((t1 - t0)) 0 1500 "ms from release to the waiter's exit"
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/W.out")"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/W.out")"
 }
 
 @test "tls: a busy lock over TLS exits 1 and leaves the holder's lock alone" {
@@ -295,7 +295,7 @@ teardown() {
 	tok=$(rlock -u "$IP_URL" --tls-ca "$TLS_CA" acquire job)
 	run --separate-stderr rlock -u "$IP_URL" --tls-ca "$TLS_CA" acquire -n job
 	assert_equal "$status" 1
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$tok"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$tok"
 }
 
 # ---------------------------------------------------------------------------

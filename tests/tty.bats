@@ -202,7 +202,7 @@ refute_control_chars() {
 	refute_text "waiting for" "$PANE" screen
 	refute_text "held by" "$PANE" screen
 	# The token on screen is the one that holds the lock now.
-	assert_equal "$(rcli GET 'rlock:{tty-b}')" "${lines[0]}"
+	assert_equal "$(rcli HKEYS 'rlock:{tty-b}')" "${lines[0]}"
 }
 
 @test "tty: exec shows the waiting line and clears it before the command runs" {

@@ -41,7 +41,7 @@ all_calls_but_ours() {
 	bg_start WAITER "$RLOCK" acquire -w 10s job
 	sleep 0.5
 	_proc_alive "$WAITER" || fail "the waiter did not wait: $(cat "$BATS_TEST_TMPDIR/WAITER.err")"
-	assert_equal "$(rcli GET 'rlock:{job}')" "$holder"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$holder"
 	t_rel=$(now_ms)
 	rlock release --token "$holder" job
 	bg_wait "$WAITER" 9000 || fail "the waiter is still waiting 9 s after the release"
@@ -50,7 +50,7 @@ all_calls_but_ours() {
 	assert_between $((t_done - t_rel)) 0 2000 ms_after_release
 	waiter_tok=$(cat "$BATS_TEST_TMPDIR/WAITER.out")
 	[[ "$waiter_tok" =~ $UUID_RE ]] || fail "waiter printed '$waiter_tok'"
-	assert_equal "$(rcli GET 'rlock:{job}')" "$waiter_tok"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$waiter_tok"
 }
 
 @test "wait: a waiter with no --wait waits until the lock is released" {
@@ -62,7 +62,7 @@ all_calls_but_ours() {
 	rlock release --token "$holder" job
 	bg_wait "$WAITER" 5000 || fail "the waiter did not get the released lock"
 	assert_equal "$BG_STATUS" 0
-	assert_equal "$(rcli GET 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/WAITER.out")"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/WAITER.out")"
 }
 
 @test "wait: a waiter gets a lock released by --force" {
@@ -86,14 +86,14 @@ all_calls_but_ours() {
 	# Once the waiter waits (well within the 3 s, however busy the
 	# machine), the lock is still the holder's.
 	until_waiting 1 rlock status job
-	mid=$(rcli GET 'rlock:{job}')
+	mid=$(rcli HKEYS 'rlock:{job}')
 	assert_equal "$mid" "$holder"
 	_proc_alive "$WAITER" || fail "the waiter finished before the lock expired"
 	bg_wait "$WAITER" 14000 || fail "the waiter did not get the expired lock"
 	t_done=$(now_ms)
 	assert_equal "$BG_STATUS" 0
 	assert_between $((t_done - t0)) 2900 5000 ms_since_holder_acquired
-	assert_equal "$(rcli GET 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/WAITER.out")"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$(cat "$BATS_TEST_TMPDIR/WAITER.out")"
 }
 
 @test "wait: a waiter on a lock held for 3 s makes only a handful of Redis calls" {
@@ -145,8 +145,8 @@ all_calls_but_ours() {
 	bg_wait "$WAITER" 3000 || fail "the waiter ignored SIGTERM"
 	assert_equal "$BG_STATUS" 143
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/WAITER.out")" ""
-	assert_equal "$(rcli GET 'rlock:{job}')" "$holder"
-	assert_equal "$(rcli HGET 'rlock:{job}:info' token)" "$holder"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$holder"
+	assert_equal "$(info_field 'rlock:{job}' token)" "$holder"
 	assert_equal "$(rcli GET 'rlock:{job}:fence')" "$fence"
 	pttl=$(rcli PTTL 'rlock:{job}')
 	assert_between "$pttl" 20000 30000 PTTL
@@ -167,7 +167,7 @@ all_calls_but_ours() {
 	bg_wait "$WAITER" 3000 || fail "the waiter ignored SIGINT"
 	assert_equal "$BG_STATUS" 130
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/WAITER.out")" ""
-	assert_equal "$(rcli GET 'rlock:{job}')" "$holder"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$holder"
 	assert_equal "$(rcli GET 'rlock:{job}:fence')" "$fence"
 	rlock release --token "$holder" job
 	run --separate-stderr rlock acquire -n job
@@ -216,11 +216,11 @@ all_calls_but_ours() {
 	bg_wait "${!got}" 2000
 	assert_equal "$BG_STATUS" 0
 	t1=$(cat "$BATS_TEST_TMPDIR/$got.out")
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t1"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t1"
 	_proc_alive "${!other}" || fail "both waiters finished while the lock was held"
 	rlock release --token "$t1" job
 	bg_wait "${!other}" 5000 || fail "the second waiter did not get the lock"
 	assert_equal "$BG_STATUS" 0
 	t2=$(cat "$BATS_TEST_TMPDIR/$other.out")
-	assert_equal "$(rcli GET 'rlock:{job}')" "$t2"
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" "$t2"
 }

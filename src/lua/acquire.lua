@@ -60,27 +60,24 @@ local limit = tonumber(ARGV[10]) or 1
 local shared = ARGV[12] == '1'
 local token, ttl = ARGV[1], tonumber(ARGV[2])
 local now, t = clock()
-local cur = redis.call('GET', KEYS[1])
--- What this script may write, checked before it writes (see lib.lua),
--- the holders' set too when the caller would mark the name.  (A holder's
--- own hash is deleted before it is written: any type will do.)  (bare:
--- the hash, the waiters and the line are all absent: nobody waits, so the
--- caller has no entry to read, no waiter to defer to or wake, nor a hash
--- to clear.)
 local want = shared and 's' or limit > 1 and 'l:' .. limit or 'x'
-local _, fence_seen, bare = expect_lock(KEYS[1], cur, KEYS[3], KEYS[5],
-	KEYS[6], KEYS[2], want ~= 'x' and KEYS[1] .. ':holder:' .. token)
--- (Whether this holder's hash is surely absent: no DEL before it is
--- written.)
-local fresh = bare and not (cur == SHARED or limit_of(KEYS[1], cur))
-local kind, held_limit, live, ends = judge(KEYS[1], cur, now, true)
+local H = hold_read(KEYS[1], now)
+local kind, mine = H.kind, hold_find(H, token)
+-- Whether nobody waits: the waiters and the line absent (and so of no
+-- other type, before this script writes them).  Not asked of a plain ask
+-- on a free name that no earlier attempt listed, nor --fifo: it takes the
+-- name whoever waits (as SET NX would), and has no entry to read.
+local nobody = true
+if kind or want ~= 'x' or ARGV[11] == '1' or ARGV[9] == '1' then
+	nobody = expect_waiting(KEYS[5], KEYS[6])
+end
 -- The caller's own entry, if an earlier attempt listed it, and its place:
 -- the entry's while its lease lasts, else now (it comes after everyone
 -- listed: an entry that lapsed was nobody's place meanwhile, and others
 -- may have been placed and served before it came back).  Its first
 -- attempt's time (s) stays, for how long it has waited.
 local own
-if not bare then
+if not nobody then
 	local ok, e = pcall(cjson.decode, redis.call('HGET', KEYS[5], token) or
 		'')
 	if ok and type(e) == 'table' and tonumber(e.s) then
@@ -89,14 +86,11 @@ if not bare then
 end
 local place = own and (tonumber(own.u) or 0) > now and place_of(own) or
 	t[1] * 1000000 + t[2]
-if not kind then
-	cur = nil
-end
 
 -- Held in a way this ask does not mix with: a usage error, no change.
-if kind == 'limit' and want ~= 'l:' .. held_limit then
-	return {-1, held_limit}
-elseif kind == SHARED and limit > 1 then
+if kind and kind ~= 'x' and kind ~= 's' and want ~= kind then
+	return {-1, H.limit}
+elseif kind == 's' and limit > 1 then
 	return {-1, 0}
 elseif kind == 'x' and limit > 1 then
 	return {-1, 1}
@@ -123,7 +117,8 @@ if every > 0 then
 end
 
 -- The caller may not have it now: list it among the waiters (when it will
--- wait) and say who holds it (h) and when to look again (pttl).
+-- wait) and say who holds it (h, see who() in lib.lua) and when to look
+-- again (pttl).
 local function busy(pttl, h)
 	local due = tonumber(ARGV[7])
 	if due > 0 then
@@ -150,54 +145,40 @@ local function busy(pttl, h)
 	end
 	return {0, pttl, h[1], h[2], h[3], h[4], now}
 end
-
--- The metadata busy() shows of a holder.
-local function shown_holder(info)
-	return redis.call('HMGET', info, 'host', 'pid', 'command',
-		'acquired_ms')
-end
 local NOBODY = {false, false, false, false}
 
--- Does the rule let the caller in?  mine: it holds already.
-local mine = kind == 'x' and cur == token
-for _, tok in ipairs(live or {}) do
-	mine = mine or tok == token
-end
+-- Does the rule let the caller in?
 if kind == 'x' and not mine then
-	return busy(redis.call('PTTL', KEYS[1]), shown_holder(KEYS[3]))
-elseif kind == SHARED and want == 's' and not mine and not bare then
+	return busy(H.latest - now, who(H.live[1]))
+elseif kind == 's' and want == 's' and not mine and not nobody then
 	local w = writers(KEYS[5], now, token)
 	if #w > 0 then
-		return busy(redis.call('PTTL', KEYS[1]),
-			shown_holder(KEYS[1] .. ':holder:' .. live[1]))
+		return busy(H.latest - now, who(H.live[1]))
 	end
-elseif kind == SHARED and want == 'x' then
-	for _, tok in ipairs(live) do
-		if tok ~= token then
+elseif kind == 's' and want == 'x' then
+	for _, r in ipairs(H.live) do
+		if r.token ~= token then
 			-- A reader's upgrade while another's waits: refused.
-			-- (Who it is, read before the entry goes: a key of
-			-- another type stops the script before any write.)
-			local up = mine and upgrader(KEYS[5], now, live, token)
+			-- (Who it is, read before the entry goes.)
+			local up = mine and not nobody and upgrader(KEYS[5], now,
+				hold_tokens(H), token)
 			if up then
-				local h = redis.call('HMGET', KEYS[1] ..
-					':holder:' .. up, 'host', 'pid')
+				local u = hold_find(H, up)
 				if own then
 					redis.call('HDEL', KEYS[5], token)
 					redis.call('ZREM', KEYS[6], token)
 				end
-				return {-3, h[1] or false, h[2] or false}
+				return {-3, u.h or false, u.p or false}
 			end
-			return busy(redis.call('PTTL', KEYS[1]),
-				shown_holder(KEYS[1] .. ':holder:' .. tok))
+			return busy(H.latest - now, who(r))
 		end
 	end
 	-- The caller is the last reader: it upgrades (below).
-	mine = false
-elseif kind == 'limit' and not mine and #live >= held_limit then
+elseif kind and kind ~= 'x' and kind ~= 's' and not mine and
+    #H.live >= H.limit then
 	-- Full: look again when the soonest place ends.
-	return busy(ends[1] - now, shown_holder(KEYS[1] .. ':holder:' ..
-		live[1]))
-elseif not kind and want == 's' and not bare then
+	return busy(H.live[1].e - now, who(H.live[1]))
+elseif not kind and want == 's' and not nobody then
 	-- Free, but a writer placed before it waits: its turn; wake it by
 	-- name.  (Not one placed after: a --fifo writer lets this reader
 	-- go first, and each would wait for the other.)
@@ -209,7 +190,7 @@ elseif not kind and want == 's' and not bare then
 end
 
 -- A --fifo caller lets every waiter that came before it go first.
-if ARGV[9] == '1' and not mine and not bare then
+if ARGV[9] == '1' and not mine and not nobody then
 	for _, e in ipairs(waiting(KEYS[5], now)) do
 		if e.token ~= token and before(e.q, e.token, place, token) then
 			if not kind then
@@ -218,108 +199,76 @@ if ARGV[9] == '1' and not mine and not bare then
 				wake_each(KEYS[4], {e.token})
 				return busy(e.u - now, NOBODY)
 			end
-			return busy(redis.call('PTTL', KEYS[1]), NOBODY)
+			return busy(H.latest - now, NOBODY)
 		end
 	end
 end
 
--- Record a new holder (kind: '' plain, 'shared', 'limit:N').  How long
--- it waited is by the server's clock, from its waiter entry when it has
--- one (the waited_ms argument was taken when the request was sent, before
--- its BLPOP).
-local function acquired(fence, what)
-	if tonumber(ARGV[13]) <= 0 then
-		return
+-- The caller gets it.  The last reader that asks for an exclusive hold
+-- upgrades: its reader's record goes, a plain one comes, and keeps the
+-- run that took the shared hold (a give-back of this run, a reply lost
+-- or -w running out, leaves the reader an exclusive holder, never a
+-- holder of nothing that believes it reads).  A plain holder that asks
+-- --shared keeps its exclusive hold.
+local upgraded
+if kind == 's' and want == 'x' then
+	upgraded = mine.a
+	hold_set(H, token, nil)
+	mine, kind = nil, nil
+end
+local k = kind == 'x' and 'x' or want
+local fence
+if mine then
+	-- Its hold again: its fence and acquire time kept; a hand-over's
+	-- grant claimed by this run.
+	fence = tonumber(mine.f)
+	if mine.a == 'g' then
+		mine.a = ARGV[16]
 	end
+	mine.h, mine.p, mine.n, mine.c = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+	mine.l, mine.e = ttl, now + ttl
+	hold_set(H, token, mine)
+else
+	-- (The fence's counter read before the first write: a key that
+	-- rlock did not write stops the script there.)
+	local seen = expect_fence(KEYS[2])
+	-- The period's start, first: a write the server refuses (memory)
+	-- then stops the script before the lock is taken.
+	if every > 0 and k == 'x' and not (sched and sched.a == ARGV[16]) then
+		schedule_start(KEYS[9], sched, every, now, {ARGV[3], ARGV[4]},
+			token, ARGV[16], ARGV[19] == '1', ARGV[14])
+	end
+	fence = new_fence(KEYS[2], t, ARGV[15],
+		fence_keep(ttl, ARGV[13], ARGV[14]), seen)
+	-- Recorded in the history: how long it waited is by the server's
+	-- clock, from its waiter entry when it has one (the waited_ms
+	-- argument was taken when the request was sent, before its BLPOP).
 	local waited = ARGV[8]
 	if own then
 		waited = math.max(now - tonumber(own.s), tonumber(waited))
 	end
-	record_acquired(KEYS[1], ARGV[13], ARGV[14], {ARGV[3], ARGV[4],
-		ARGV[5], ARGV[6]}, fence, waited, token, what)
-end
-
--- The hold's hash info: kept (mine: its fence, its acquire time; a
--- hand-over's grant is claimed by this run) or fresh (a new fence).
-local upgraded
-local function hold(info, what)
-	local fence = mine and tonumber(redis.call('HGET', info, 'fence'))
-	if fence then
-		if redis.call('HGET', info, 'a') == 'g' then
-			redis.call('HSET', info, 'a', ARGV[16])
-		end
-		redis.call('HSET', info, 'host', ARGV[3], 'pid', ARGV[4],
-			'user', ARGV[5], 'command', ARGV[6], 'ttl_ms', ttl)
-	else
-		fence = new_fence(KEYS[2], t, ARGV[15],
-			fence_keep(ttl, ARGV[13], ARGV[14]), fence_seen)
-		if not (bare and (info == KEYS[3] or fresh)) then
-			redis.call('DEL', info)
-		end
-		acquired(fence, what)
-		redis.call('HSET', info, 'token', token, 'fence', fence,
-			'acquired_ms', now, 'a', upgraded or ARGV[16],
-			'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5],
-			'command', ARGV[6], 'ttl_ms', ttl)
-	end
-	redis.call('PEXPIRE', info, ttl)
-	if ARGV[11] == '1' and ARGV[17] ~= '1' then
-		redis.call('HDEL', KEYS[5], token)
-		redis.call('ZREM', KEYS[6], token)
-	end
-	return {1, fence, ttl}
-end
-
--- A plain holder that asks --shared keeps its exclusive hold.
-if want == 'x' or kind == 'x' then
-	if kind == SHARED then
-		-- The upgrade: the reader's own hold goes, the plain one comes,
-		-- and keeps the run that took the shared hold: a give-back of
-		-- this run (a reply lost, -w running out) leaves the reader an
-		-- exclusive holder, never a holder of nothing that believes it
-		-- reads.
-		upgraded = redis.call('HGET', KEYS[1] .. ':holder:' .. token,
-			'a')
-		redis.call('DEL', KEYS[1], KEYS[1] .. ':holders',
-			KEYS[1] .. ':holder:' .. token)
-		cur = nil
-	end
-	-- The period's start, first: a write the server refuses (memory)
-	-- then stops the script before the lock is taken.
-	if every > 0 and not (sched and sched.a == ARGV[16]) then
-		schedule_start(KEYS[9], sched, every, now, {ARGV[3], ARGV[4]},
-			token, ARGV[16], ARGV[19] == '1', ARGV[14])
-	end
-	if cur then
-		redis.call('PEXPIRE', KEYS[1], ttl)
-	else
-		redis.call('SET', KEYS[1], token, 'PX', ttl)
-		-- A plain lock's waiters block on the wake list: a fresh
-		-- hold starts with it empty.  (With nobody listed, a release
-		-- pushed none: one left by waiters gone since costs a waiter
-		-- to come an attempt, not this call on every acquire.)
-		if not bare then
-			redis.call('DEL', KEYS[4])
-		end
-	end
-	return hold(KEYS[3], '')
-end
-local mark = want == 's' and SHARED or 'limit:' .. limit
-local r = hold(KEYS[1] .. ':holder:' .. token, mark)
-redis.call('ZADD', KEYS[1] .. ':holders', now + ttl, token)
--- The mark and the set end with the latest holder, exactly (see fit() in
--- lib.lua): the others' latest end (the live ones, just read) or this
--- hold's, whichever is later; one SET, one PEXPIRE.
-local last = now + ttl
-for i, tok in ipairs(live or {}) do
-	if tok ~= token and ends[i] > last then
-		last = ends[i]
+	local v = record_acquired(KEYS[1], ARGV[13], ARGV[14], {ARGV[3],
+		ARGV[4], ARGV[5], ARGV[6]}, fence, waited, token,
+		kind_shown(k), math.min(ttl, tonumber(ARGV[14]))) and
+		now + math.min(ttl, tonumber(ARGV[14])) or nil
+	hold_set(H, token, {k = k, e = now + ttl, f = fence, t = now,
+		l = ttl, a = upgraded or ARGV[16], h = ARGV[3], p = ARGV[4],
+		n = ARGV[5], c = ARGV[6], v = v})
+	-- A plain lock's waiters block on the wake list: a fresh hold
+	-- starts with it empty.  (With nobody listed, a release pushed
+	-- none: one left by waiters gone since costs a waiter to come an
+	-- attempt, not this call on every acquire.)
+	if k == 'x' and not nobody then
+		redis.call('DEL', KEYS[4])
 	end
 end
-redis.call('SET', KEYS[1], mark, 'PX', last - now)
-redis.call('PEXPIRE', KEYS[1] .. ':holders', last - now)
+hold_write(H, now)
+if ARGV[11] == '1' and ARGV[17] ~= '1' then
+	redis.call('HDEL', KEYS[5], token)
+	redis.call('ZREM', KEYS[6], token)
+end
 -- Another waiting reader may come in too: pass the wake on.
-if want == 's' and not bare and redis.call('EXISTS', KEYS[5]) == 1 then
+if k == 's' and not nobody and redis.call('EXISTS', KEYS[5]) == 1 then
 	wake_one(KEYS[4])
 end
-return r
+return {1, fence, ttl}

@@ -20,11 +20,10 @@ local function remove(key, what)
 end
 
 -- First, what does not hold what rlock keeps goes: each key of the lock,
--- the mark's limit, the fence's number, the holders' hashes.
-local kinds = {lock, 'string', KEYS[2], 'hash', KEYS[3], 'string', KEYS[4],
+-- the fence's number, the holders' records.
+local kinds = {lock, 'hash', KEYS[2], 'hash', KEYS[3], 'string', KEYS[4],
 	'list', lock .. ':waiters', 'hash', lock .. ':queue', 'zset',
-	lock .. ':holders', 'zset', lock .. ':log', 'stream',
-	lock .. ':every', 'hash'}
+	lock .. ':log', 'stream', lock .. ':every', 'hash'}
 local function check(list)
 	for i = 1, #list, 2 do
 		local t = type_of(list[i])
@@ -34,13 +33,19 @@ local function check(list)
 	end
 end
 check(kinds)
-local cur = not bad[lock] and redis.call('GET', lock)
-local marked, limit = true, nil
-if cur then
-	marked, limit = pcall(limit_of, lock, cur)
-	if not marked then
-		remove(lock, shown(cur) .. ', not a limit of 1 to ' .. LIMIT_MAX)
-		limit = nil
+-- (KEYS[2], the hash of a layout before one record: whatever it holds
+-- goes with the holders.)
+local ok, H = true, {live = {}}
+if not bad[lock] then
+	ok, H = pcall(hold_read, lock, now)
+	if not ok then
+		local why = type(H) == 'table' and H.err or tostring(H)
+		local pre = 'RLOCK_DAMAGED ' .. lock .. ' holds '
+		if string.sub(why, 1, #pre) == pre then
+			why = string.sub(why, #pre + 1)
+		end
+		remove(lock, why)
+		H = {live = {}}
 	end
 end
 local f = not bad[KEYS[3]] and redis.call('GET', KEYS[3])
@@ -48,58 +53,40 @@ if f and not (string.match(f, '^%d+$') and #f <= 18) then
 	remove(KEYS[3], shown(f) .. ', not a fence number')
 	f = false
 end
-if (cur == SHARED or limit) and not bad[lock .. ':holders'] then
-	for _, tok in ipairs(redis.call('ZRANGE', lock .. ':holders', 0, -1)) do
-		check({lock .. ':holder:' .. tok, 'hash'})
-	end
-end
-
--- Who held it, read before it goes.
-local s, h, pttl = {}, {}, redis.call('PTTL', lock)
-if cur and marked and (cur == SHARED or limit) then
-	s = holders(lock, now, false)
-elseif cur and marked and not bad[KEYS[2]] then
-	h = redis.call('HMGET', KEYS[2], 'host', 'pid', 'user', 'command',
-		'acquired_ms', 'ttl_ms', 'fence')
-end
-
--- Every holder goes: a marked lock's holders and their hashes, the
--- lock's own.
-if not bad[lock .. ':holders'] then
-	for _, tok in ipairs(redis.call('ZRANGE', lock .. ':holders', 0, -1)) do
-		redis.call('DEL', lock .. ':holder:' .. tok)
-	end
-end
-redis.call('DEL', lock, KEYS[2], lock .. ':holders')
--- A plain lock's holder: a token in the lock key.
-local held = cur and marked and cur ~= SHARED and not limit
-
+-- Who held it, read before it goes; then every holder goes.
+local pttl = #H.live > 0 and H.latest - now or -2
+local s = holder_list(H, now)
+local x = H.kind == 'x' and H.live[1]
+redis.call('DEL', lock, KEYS[2])
 local function forced(who, n)
 	record(lock, ARGV[4], ARGV[5], 'forced', {'bh', ARGV[1], 'bp',
 		ARGV[2], 'bu', ARGV[3], 'h', who[1] or '', 'p', who[2] or '',
 		'u', who[3] or '', 'c', who[4] or '', 'f', who[5] or '', 'n', n})
 end
-
 if s[2] then
 	-- A semaphore or a shared lock: the reply lists who they were.
-	if #s[2] > 0 then
-		local first = s[2][1]
-		forced({first[2], first[3], first[4], first[5], first[8]}, #s[2])
+	local first = s[2][1]
+	forced({first[2], first[3], first[4], first[5], first[8]}, #s[2])
+	wake_one(KEYS[4])
+	return {1, -2, tonumber(f) or 0, now, false, false, false, false,
+		false, false, false, false, {}, s, removed}
+end
+if x or #removed > 0 then
+	forced(x and {x.h, x.p, x.n, x.c, fence_text(x.f)} or {}, x and 1 or 0)
+	wake_one(KEYS[4])
+end
+local r = {x and 1 or 0, pttl, tonumber(f) or 0, now}
+if x then
+	local h = {x.h, x.p, x.n, x.c, x.t, x.l, fence_text(x.f)}
+	for i = 1, 7 do
+		r[4 + i] = h[i] or false
 	end
-	wake_one(KEYS[4])
-	return {#s[2] > 0 and 1 or 0, -2,
-		tonumber(f) or 0, now, false, false, false, false, false,
-		false, false, false, {}, s, removed}
+else
+	for i = 5, 11 do
+		r[i] = false
+	end
 end
-if held or #removed > 0 then
-	forced({h[1], h[2], h[3], h[4], h[7]}, held and 1 or 0)
-	wake_one(KEYS[4])
-end
-local r = {held and 1 or 0, pttl, tonumber(f) or 0, now}
-for i = 1, 7 do
-	r[4 + i] = h[i] or false
-end
-r[12] = cur or false
+r[12] = x and x.token or false
 r[13] = {}
 r[14] = {}
 r[15] = removed

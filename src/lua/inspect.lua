@@ -9,7 +9,7 @@
 -- {token, host, pid, user, command, waiting_ms, place}, place being the
 -- 1-based rank in the --fifo queue (false for a waiter not in it).
 -- holders is {} for a plain lock, else {limit, holders} (lib.lua's
--- holders(): limit 0 for a shared lock), and held says whether anyone
+-- holder_list(): limit 0 for a shared lock), and held says whether anyone
 -- holds it.  Tokens are only compared across servers (quorum mode), never
 -- shown.  Waiters whose next attempt is overdue (dead, or gone) are
 -- dropped here.  A lock whose keys are damaged (see lib.lua) is an error
@@ -19,15 +19,16 @@ local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
 local function inspect(lock, info, fence, waiters, queue, every)
-	local held = redis.call('EXISTS', lock)
-	local r = {held, redis.call('PTTL', lock),
+	local H = hold_read(lock, now)
+	local held = #H.live > 0 and 1 or 0
+	local r = {held, held == 1 and H.latest - now or -2,
 		tonumber(redis.call('GET', fence)) or 0, now}
-	local sem = holders(lock, now, false)
-	if held == 1 and not sem[1] then
-		local h = redis.call('HMGET', info, 'host', 'pid', 'user',
-			'command', 'acquired_ms', 'ttl_ms', 'fence')
-		for i = 1, 7 do r[4 + i] = h[i] end
-		r[12] = redis.call('GET', lock)
+	local sem = holder_list(H, now)
+	local x = H.kind == 'x' and H.live[1]
+	if x then
+		local h = {x.h, x.p, x.n, x.c, x.t, x.l, fence_text(x.f)}
+		for i = 1, 7 do r[4 + i] = h[i] or false end
+		r[12] = x.token
 	else
 		for i = 5, 12 do r[i] = false end
 	end
@@ -36,8 +37,7 @@ local function inspect(lock, info, fence, waiters, queue, every)
 		local ok, e = pcall(cjson.decode, all[i + 1])
 		if not ok or type(e) ~= 'table' or (tonumber(e.u) or 0) < now then
 			redis.pcall('HDEL', waiters, all[i])	-- a replica cannot: no matter
-		elseif r[12] == all[i] or (sem[1] and
-		    redis.call('ZRANK', lock .. ':holders', all[i])) then
+		elseif hold_find(H, all[i]) then
 			-- A quorum's winner keeps its entry where it won (see
 			-- acquire.lua): it holds, it does not wait.
 		else
@@ -52,9 +52,6 @@ local function inspect(lock, info, fence, waiters, queue, every)
 	local e = schedule(every)
 	r[15] = e and {tonumber(e.p) or 0, tonumber(e.s) or 0, e.h or '',
 		e.i or '', e.x or ''} or {}
-	if sem[1] then
-		r[1] = #sem[2] > 0 and 1 or 0
-	end
 	return r
 end
 

@@ -9,32 +9,34 @@ if not redis.setresp then
 	return redis.error_reply('RLOCK_OLDSERVER ' .. v)
 end
 
--- Who holds a name.  One exclusive holder (a plain lock): the key LOCK
--- holds its token (SET NX PX, the textbook lock), its metadata the hash
--- LOCK:info.  Several holders (--shared readers, or up to N of --limit N):
--- the key holds the mark 'shared' or 'limit:N', and the holders are the
--- sorted set LOCK:holders, each token scored by the server-clock
--- millisecond at which its hold ends, with its metadata in the hash
--- LOCK:holder:TOKEN.  What is held is judged from the live holders alone
--- (judge(), below): a mark whose holders have all ended is a free name,
--- and the mark's own expiry is kept at its latest holder's end (fit()),
--- so that nothing outlives them.  Each hold records in its hash the run
--- that took it (a: the acquire's run id, or 'g' for one a release handed
--- over and its waiter has not yet claimed), so that a run that fails or
--- gives up gives back only what it took (see release.lua).
-local SHARED = 'shared'
+-- Who holds a name: one record for every mode.  The key LOCK is a hash
+-- with a field for each holder, named by its token, whose value is the
+-- holder's record (JSON, see encoded()): its kind (k: 'x' exclusive,
+-- 's' a reader of --shared, 'l:N' one of --limit N), its end (e: the
+-- server-clock millisecond at which its hold ends), its fence (f), its
+-- acquire time (t) and TTL (l), the run that took it (a: the acquire's
+-- run id, or 'g' for one a release handed over and its waiter has not
+-- yet claimed, so that a run that fails or gives up gives back only what
+-- it took, see release.lua), who it is (h host, p pid, n user, c
+-- command), and the time until which the history's expiry already covers
+-- its release (v, see record()).  What is held is judged from the live
+-- records alone (e > now, all of one kind: see hold_read()); one piece
+-- of code writes them back (hold_write()), which drops those that have
+-- ended and sets the key's expiry at the latest live end, so that nothing
+-- outlives its holders.  A plain lock is one record whose end is the
+-- key's: as SET NX PX's textbook lock, a key that exists is held.
 
 -- Every key: a script declares in KEYS every key of the lock it reads or
 -- writes that has a fixed name, the history (LOCK:log) included, even
 -- those that do not exist.  The keys whose names come from the data (a
--- marked lock's LOCK:holder:TOKEN, a waiter's own wake list) cannot be:
+-- waiter's own wake list, a settled release's mark) cannot be:
 -- so the scripts that change a lock (acquire, release, extend, force) also
 -- declare LOCK:none, a key that is never written.  While the lock's slot
 -- migrates, a key declared and absent makes the server refuse the script
 -- with TRYAGAIN (or ASK, then TRYAGAIN on the importing node), and the
 -- client sends it again (redis.c) until the move has ended: such a script
--- never runs on half-moved data, where a holder's hash not yet moved
--- would read as absent on the importing node (two holders), a fence counter
+-- never runs on half-moved data, where the lock key not yet moved would
+-- read as absent on the importing node (two holders), a fence counter
 -- as absent (a fence going backwards), or a history written there would
 -- stop the move.  A move of a slot takes milliseconds; one left half done
 -- (a reshard that died) stops the lock's writes until it is fixed
@@ -59,11 +61,11 @@ local function type_of(key)
 end
 
 -- Each key of list ({key, type, ...}) absent or holding its type.
--- Whether they were all absent: then one EXISTS asked it of three keys
--- or more, not a TYPE each (a script's calls are most of its cost on the
--- server, and the common lock has no waiters, line or holders' set).
+-- Whether they were all absent: then one EXISTS asked it of two keys or
+-- more, not a TYPE each (a script's calls are most of its cost on the
+-- server, and the common lock has no waiters nor line).
 local function expect(list)
-	if #list >= 6 then
+	if #list >= 4 then
 		local keys = {}
 		for i = 1, #list, 2 do
 			keys[#keys + 1] = list[i]
@@ -94,20 +96,33 @@ local function shown(v)
 		end))
 end
 
--- A semaphore's limit, from the lock key's value (nil: not a mark).  A
--- mark outside 1 to LIMIT_MAX (--limit's own bound) is damage, never a
--- count to loop to.
+-- A kind's limit: 1 for a plain hold ('x'), 0 for a reader's ('s'), N
+-- for --limit N's ('l:N'); nil for a kind rlock does not write.  A limit
+-- outside 1 to LIMIT_MAX (--limit's own bound) is damage, never a count
+-- to loop to.
 local LIMIT_MAX = 10000
-local function limit_of(lock, cur)
-	if not cur or string.sub(cur, 1, 6) ~= 'limit:' then
-		return nil
+local function limit_of(k)
+	if k == 'x' then
+		return 1
+	elseif k == 's' then
+		return 0
 	end
-	local n = tonumber(string.match(cur, '^limit:(%d%d?%d?%d?%d?)$'))
-	if not n or n < 1 or n > LIMIT_MAX then
-		damaged(lock .. ' holds ' .. shown(cur) ..
-			', not a limit of 1 to ' .. LIMIT_MAX)
+	local n = type(k) == 'string' and
+		tonumber(string.match(k, '^l:(%d%d?%d?%d?%d?)$'))
+	if n and n >= 1 and n <= LIMIT_MAX then
+		return n
 	end
-	return n
+	return nil
+end
+
+-- How the history names a kind: '' plain, 'shared', 'limit:N'.
+local function kind_shown(k)
+	if k == 'x' then
+		return ''
+	elseif k == 's' then
+		return 'shared'
+	end
+	return 'limit:' .. string.sub(k, 3)
 end
 
 -- The fence counter fkey is absent or a whole number that INCR takes:
@@ -125,50 +140,39 @@ local function expect_fence(fkey)
 	return f
 end
 
--- The keys a script on lock writes, checked at once: the lock key
--- (cur: its value, already read), its hash, the waiters, the line, the
--- fence counter; the holders' set of a marked lock, or, with marking set
--- (the hash the caller would hold a mark with), of a free one too, with
--- that hash, in the same EXISTS; a mark's limit.  Returns the limit, the
--- fence counter's value (see expect_fence), and whether the hash, the
--- waiters and the line (and the set and the hash, with marking on a free
--- name) were all absent.
-local function expect_lock(lock, cur, info, waiters, queue, fence, marking)
-	local limit = limit_of(lock, cur)
-	local list = {info, 'hash', waiters, 'hash', queue, 'zset'}
-	if marking and not (cur == SHARED or limit) then
-		list[7], list[8] = lock .. ':holders', 'zset'
-		list[9], list[10] = marking, 'hash'
+-- The records of lock from HGETALL's reply all: each decoded, with its
+-- token, or damage (a field that rlock did not write costs the lock, in
+-- words: see damaged()).
+local function records(lock, all)
+	local list = {}
+	for i = 1, #all, 2 do
+		local ok, r = pcall(cjson.decode, all[i + 1])
+		if not ok or type(r) ~= 'table' or not tonumber(r.e) or
+		    not limit_of(r.k) or not tonumber(r.f) then
+			damaged(lock .. ' holds ' .. shown(all[i + 1]) ..
+				' for a holder, not a holder' .. string.char(39) .. 's record')
+		end
+		r.token, r.e = all[i], tonumber(r.e)
+		list[#list + 1] = r
 	end
-	local none = expect(list)
-	local f
-	if fence then
-		f = expect_fence(fence)
-	end
-	if cur == SHARED or limit then
-		expect({lock .. ':holders', 'zset'})
-	end
-	return limit, f, none
+	return list
+end
+
+-- The waiters hash and the --fifo line are absent or of their types:
+-- whether both are absent (nobody waits).
+local function expect_waiting(waiters, queue)
+	return expect({waiters, 'hash', queue, 'zset'})
 end
 
 -- What is wrong with lock's keys, as 'RLOCK_DAMAGED what' (see damaged()),
 -- when a read of them failed with err; else err as a failure.
 local function damage_of(lock, err)
 	local ok, why = pcall(function()
-		expect({lock, 'string'})
-		local cur = redis.call('GET', lock)
-		local limit = limit_of(lock, cur)
-		expect({lock .. ':info', 'hash', lock .. ':waiters', 'hash',
-			lock .. ':queue', 'zset', lock .. ':holders', 'zset',
-			lock .. ':log', 'stream', lock .. ':every', 'hash'})
+		expect({lock, 'hash', lock .. ':waiters', 'hash',
+			lock .. ':queue', 'zset', lock .. ':log', 'stream',
+			lock .. ':every', 'hash'})
 		expect_fence(lock .. ':fence')
-		-- The holders' own hashes.
-		if cur == SHARED or limit then
-			for _, tok in ipairs(redis.call('ZRANGE', lock .. ':holders',
-			    0, -1)) do
-				expect({lock .. ':holder:' .. tok, 'hash'})
-			end
-		end
+		records(lock, redis.call('HGETALL', lock))
 	end)
 	if not ok then
 		if type(why) == 'table' then
@@ -272,67 +276,136 @@ local function new_fence(fkey, t, proposal, keep_ms, seen)
 end
 
 -- ------------------------------------------------------------ holders
--- The one place where what holds a name is decided, from the live
--- holders alone (see the top of this file).
+-- The one place where what holds a name is read, decided and written
+-- (see the top of this file).
 
--- The live holders of a marked lock (tokens, soonest end first) and
--- their ends; with prune set, those that have ended leave the set.
-local function live_holders(lock, now, prune)
-	local hk = lock .. ':holders'
-	if prune then
-		redis.call('ZREMRANGEBYSCORE', hk, '-inf', now)
+-- The holders of lock, read for a script to judge and change: H, with
+-- H.live the live records (soonest end first), H.kind their kind (nil:
+-- the name is free), H.limit its limit (see limit_of), H.latest the
+-- latest live end (the key's expiry), H.dead the tokens of records that
+-- have ended.  now nil: the key holds one record at most, and is judged
+-- without the clock (the key expires with its one record: it exists, so
+-- the record is live); with more, the clock is read (H.now).  Live
+-- holders of two kinds are damage.
+local function hold_read(lock, now)
+	local all = redis.call('HGETALL', lock)
+	if not now and #all > 2 then
+		now = clock()
 	end
-	-- (ZRANGE, not ZRANGEBYSCORE: the commands a script calls are those
-	-- an ACL user of rlock(7) may run; the set is pruned, and small.)
-	local all, live, ends = redis.call('ZRANGE', hk, 0, -1, 'WITHSCORES'),
-		{}, {}
-	for i = 1, #all, 2 do
-		if tonumber(all[i + 1]) > now then
-			live[#live + 1] = all[i]
-			ends[#ends + 1] = tonumber(all[i + 1])
+	local H = {lock = lock, live = {}, dead = {}, now = now, put = {},
+		latest = 0}
+	for _, r in ipairs(records(lock, all)) do
+		if not now or r.e > now then
+			H.live[#H.live + 1] = r
+			H.latest = math.max(H.latest, r.e)
+		else
+			H.dead[#H.dead + 1] = r.token
 		end
 	end
-	return live, ends
+	table.sort(H.live, function(a, b)
+		return a.e < b.e or (a.e == b.e and a.token < b.token)
+	end)
+	H.kind = H.live[1] and H.live[1].k
+	for _, r in ipairs(H.live) do
+		if r.k ~= H.kind then
+			damaged(lock .. ' holds holders of two kinds, ' ..
+				shown(H.kind) .. ' and ' .. shown(r.k))
+		end
+	end
+	H.limit = H.kind and limit_of(H.kind)
+	return H
 end
 
--- After a marked lock's holders changed: its mark and its set end with
--- the latest live holder, exactly (never later: a mark that outlived its
--- holders would refuse other kinds of holder); none left, they go.
--- Whether anyone still holds it.
-local function fit(lock, now)
-	local hk = lock .. ':holders'
-	local last = redis.call('ZRANGE', hk, -1, -1, 'WITHSCORES')
-	local ends = tonumber(last[2])
-	if not ends or ends <= now then
-		redis.call('DEL', lock, hk)
+-- The live record of token in H, or nil.
+local function hold_find(H, token)
+	for _, r in ipairs(H.live) do
+		if r.token == token then
+			return r
+		end
+	end
+	return nil
+end
+
+-- The tokens of H's live holders.
+local function hold_tokens(H)
+	local list = {}
+	for i, r in ipairs(H.live) do
+		list[i] = r.token
+	end
+	return list
+end
+
+-- Put record r (new, or changed) among H's live holders, or take token's
+-- away (r nil); hold_write() writes what changed.
+local function hold_set(H, token, r)
+	for i, o in ipairs(H.live) do
+		if o.token == token then
+			table.remove(H.live, i)
+			break
+		end
+	end
+	if r then
+		r.token = token
+		H.live[#H.live + 1] = r
+	else
+		H.dead[#H.dead + 1] = token
+	end
+	H.put[token] = r or false
+	H.kind = H.live[1] and H.live[1].k
+	H.limit = H.kind and limit_of(H.kind)
+end
+
+-- A record as it is kept: its fields, not its token (the field's name).
+-- (The fence as a string, its digits all there: cjson and tostring write
+-- a number with 14.)
+local function fence_text(f)
+	return type(f) == 'number' and string.format('%.0f', f) or tostring(f)
+end
+local function encoded(r)
+	return cjson.encode({k = r.k, e = r.e, f = fence_text(r.f), t = r.t,
+		l = r.l, a = r.a, h = r.h, p = r.p, n = r.n, c = r.c, v = r.v})
+end
+
+-- Write back what H's changes left (see hold_set): the records put, the
+-- ended and taken away ones gone, and the key's expiry at the latest live
+-- end (the key gone with its last holder).  Whether anyone still holds
+-- it.
+local function hold_write(H, now)
+	local latest, dels, sets = 0, {}, {}
+	for _, r in ipairs(H.live) do
+		latest = math.max(latest, r.e)
+		if H.put[r.token] then
+			sets[#sets + 1] = r.token
+			sets[#sets + 1] = encoded(r)
+		end
+	end
+	if latest <= now then
+		redis.call('DEL', H.lock)
+		H.live, H.latest = {}, 0
 		return false
 	end
-	redis.call('PEXPIRE', lock, ends - now)
-	redis.call('PEXPIRE', hk, ends - now)
+	for _, tok in ipairs(H.dead) do
+		dels[#dels + 1] = tok
+	end
+	if #dels > 0 then
+		redis.call('HDEL', H.lock, unpack(dels))
+	end
+	if #sets > 0 then
+		redis.call('HSET', H.lock, unpack(sets))
+	end
+	if latest ~= H.latest or H.latest == 0 then
+		redis.call('PEXPIRE', H.lock, latest - now)
+	end
+	table.sort(H.live, function(a, b)
+		return a.e < b.e or (a.e == b.e and a.token < b.token)
+	end)
+	H.latest, H.dead, H.put = latest, {}, {}
 	return true
 end
 
--- What holds lock now (cur: its value): nil (free), or the kind 'x' (a
--- plain holder, the token cur), SHARED, or 'limit' with its limit; and,
--- for a marked lock, its live holders and their ends.  With prune set,
--- holders whose time has ended are dropped, and a mark left without
--- holders goes: the name is free.
-local function judge(lock, cur, now, prune)
-	if not cur then
-		return nil
-	end
-	local limit = limit_of(lock, cur)
-	if cur ~= SHARED and not limit then
-		return 'x', 0, {}, {}
-	end
-	local live, ends = live_holders(lock, now, prune)
-	if #live == 0 then
-		if prune then
-			redis.call('DEL', lock, lock .. ':holders')
-		end
-		return nil
-	end
-	return cur == SHARED and SHARED or 'limit', limit or 0, live, ends
+-- What a waiter is shown of holder r: {host, pid, command, acquired_ms}.
+local function who(r)
+	return {r.h or false, r.p or false, r.c or false, r.t or false}
 end
 
 -- A waiter's place in the one order of waiting: the server-clock
@@ -389,32 +462,20 @@ local function wake_each(wake, tokens)
 	end
 end
 
--- A marked lock's live holders: {limit, {{token, host, pid, user,
--- command, acquired_ms, ttl_ms, fence, pttl_ms}, ...}}, limit 0 for a
--- shared lock; {} for a plain one or a free name.  With drop set, they
--- are all deleted, the mark with them.
-local function holders(lock, now, drop)
-	local cur = redis.call('GET', lock)
-	local limit = limit_of(lock, cur)
-	if cur ~= SHARED and not limit then
+-- H's live holders, as status shows several: {limit, {{token, host, pid,
+-- user, command, acquired_ms, ttl_ms, fence, pttl_ms}, ...}}, limit 0 for
+-- a shared lock; {} for a plain one or a free name.
+local function holder_list(H, now)
+	if not H.kind or H.kind == 'x' then
 		return {}
 	end
-	local live, ends = live_holders(lock, now, false)
 	local list = {}
-	for i, tok in ipairs(live) do
-		local hk = lock .. ':holder:' .. tok
-		local h = redis.call('HMGET', hk, 'host', 'pid', 'user',
-			'command', 'acquired_ms', 'ttl_ms', 'fence')
-		list[#list + 1] = {tok, h[1], h[2], h[3], h[4], h[5], h[6],
-			h[7], ends[i] - now}
-		if drop then
-			redis.call('DEL', hk)
-		end
+	for _, r in ipairs(H.live) do
+		list[#list + 1] = {r.token, r.h or false, r.p or false,
+			r.n or false, r.c or false, r.t or false, r.l or false,
+			fence_text(r.f), r.e - now}
 	end
-	if drop then
-		redis.call('DEL', lock, lock .. ':holders')
-	end
-	return {limit or 0, list}
+	return {H.limit, list}
 end
 
 -- History: the stream LOCK:log, one entry an event, keeping the newest
@@ -432,10 +493,16 @@ end
 -- on one event in STREAM_LOOK (by the entry's millisecond), which costs
 -- the others nothing.
 local STREAM_SLACK, STREAM_LOOK = 100, 8
-local function record(lock, len, ttl, event, fields)
+-- more_ms: the expiry set reaches that much further (an acquire's, by its
+-- hold's TTL: its release, if it comes within that TTL, need not set it
+-- again); covered: the server-clock ms until which the expiry already
+-- reaches ttl_ms past an event (the record's v, see the top of this
+-- file): an event no later leaves the expiry as it is.  Whether the
+-- event was written and the expiry set.
+local function record(lock, len, ttl, event, fields, more_ms, covered)
 	len = tonumber(len) or 0
 	if len <= 0 then
-		return
+		return false
 	end
 	local key = lock .. ':log'
 	-- Best effort, and last: a stream that rlock did not write (another
@@ -443,16 +510,21 @@ local function record(lock, len, ttl, event, fields)
 	local id = redis.pcall('XADD', key, 'MAXLEN', '~', len, '*', 'e',
 		event, unpack(fields))
 	if type(id) ~= 'string' then
-		return
+		return false
 	end
-	redis.pcall('PEXPIRE', key, tonumber(ttl))
 	local ms = tonumber(string.match(id, '^(%d+)-')) or 0
+	if not (tonumber(covered) and ms <= tonumber(covered)) and
+	    type(redis.pcall('PEXPIRE', key, tonumber(ttl) +
+	    (tonumber(more_ms) or 0))) ~= 'number' then
+		return false
+	end
 	if ms % STREAM_LOOK == 0 then
 		local n = redis.pcall('XLEN', key)
 		if type(n) == 'number' and n > len + STREAM_SLACK then
 			redis.pcall('XTRIM', key, 'MAXLEN', len)
 		end
 	end
+	return true
 end
 
 -- A run's id in the history: its token, hashed (tokens are never shown).
@@ -470,14 +542,16 @@ end
 -- never implies one.  Nothing of the history is read here: an acquire's
 -- look-up of the newest event was a call on the common path, for an event
 -- that the stream implies anyway.
+-- The history's expiry then reaches hold_ms past ttl: whether it was
+-- written so (the record's v is then its time plus hold_ms).
 local function record_acquired(lock, len, ttl, who, fence, waited, token,
-    kind)
+    kind, hold_ms)
 	if (tonumber(len) or 0) <= 0 then
-		return
+		return false
 	end
-	record(lock, len, ttl, 'acquired', {'h', who[1], 'p', who[2], 'u',
-		who[3], 'c', who[4], 'f', fence, 'w', waited, 'r', run_id(token),
-		'k', kind})
+	return record(lock, len, ttl, 'acquired', {'h', who[1], 'p', who[2],
+		'u', who[3], 'c', who[4], 'f', fence, 'w', waited, 'r',
+		run_id(token), 'k', kind}, hold_ms)
 end
 
 -- ------------------------------------------------------------ schedule
@@ -637,50 +711,34 @@ local function grant_ms(e, now)
 	return math.max(1, math.min(e.u - now, 60000))
 end
 
--- The metadata and the hash of a grant to waiter e, and the history.
--- (A plain lock's hash went with the release; a marked lock's holder
--- has its own.)
-local function grant_info(K, hist, info, e, fence, now, lease, kind)
-	redis.call('DEL', info)
-	redis.call('HSET', info, 'token', e.token, 'fence', fence,
-		'acquired_ms', now, 'host', e.h, 'pid', e.p, 'user', e.n,
-		'command', e.c, 'ttl_ms', lease, 'a', 'g')
-	redis.call('PEXPIRE', info, lease)
-	record_acquired(K[1], hist[1], hist[2], {e.h, e.p, e.n, e.c}, fence,
-		now - e.s, e.token, kind)
-	redis.call('HDEL', K[5], e.token)
-	redis.call('ZREM', K[6], e.token)
-	wake_each(K[4], {e.token})
-end
-
--- Give the free name to writer e.
--- (The fence first: its INCR is the one call that a key rlock did not
+-- Let waiters (list) in as holders of kind k, together, with H the
+-- lock's holders: each a record of its own, marked as not yet claimed
+-- (a = 'g'), a fence each, an 'acquired' each in the history, and each
+-- woken on its own list, its entry and place gone.
+-- (The fences first: INCR is the one call that a key rlock did not
 -- write can fail, and then the script stops before the lock is touched.)
-local function grant_writer(K, hist, e, now, t)
-	local lease = grant_ms(e, now)
-	local fence = new_fence(K[3], t, 0, fence_keep(lease, hist[1],
-		hist[2]))
-	redis.call('SET', K[1], e.token, 'PX', lease)
-	grant_info(K, hist, K[2], e, fence, now, lease, '')
-end
-
--- Let waiters in as holders of a marked lock (mark: 'shared' or
--- 'limit:N'), together.
-local function grant_marked(K, hist, list, now, t, mark)
-	local hk, fences = K[1] .. ':holders', {}
+local function grant(K, hist, H, list, k, now, t)
+	local fences = {}
 	for i, e in ipairs(list) do
 		fences[i] = new_fence(K[3], t, 0,
 			fence_keep(grant_ms(e, now), hist[1], hist[2]))
 	end
-	-- The lock's own state first, then each holder's.
-	redis.call('SET', K[1], mark, 'KEEPTTL')
 	for i, e in ipairs(list) do
 		local lease = grant_ms(e, now)
-		redis.call('ZADD', hk, now + lease, e.token)
-		grant_info(K, hist, K[1] .. ':holder:' .. e.token, e, fences[i],
-			now, lease, mark)
+		hold_set(H, e.token, {k = k, e = now + lease, f = fences[i],
+			t = now, l = lease, a = 'g', h = e.h, p = e.p, n = e.n,
+			c = e.c})
 	end
-	fit(K[1], now)
+	hold_write(H, now)
+	for i, e in ipairs(list) do
+		record_acquired(K[1], hist[1], hist[2], {e.h, e.p, e.n, e.c},
+			fences[i], now - e.s, e.token, kind_shown(k))
+		redis.call('HDEL', K[5], e.token)
+		redis.call('ZREM', K[6], e.token)
+	end
+	for _, e in ipairs(list) do
+		wake_one(K[4] .. ':' .. e.token)
+	end
 end
 
 -- Can a grant take a fence?  A fence key that rlock did not write (a
@@ -693,9 +751,9 @@ local function fence_usable(fkey)
 end
 
 -- Hand the room a release just freed to whoever's turn it is (see above);
--- was: the kind of the hold that ended ('x', SHARED, or a limit mark).
--- Whether anyone got it.
-local function hand_over(K, hist, was)
+-- H: the lock's holders as the release left them; was: the kind of the
+-- hold that ended ('x', 's', or 'l:N').  Whether anyone got it.
+local function hand_over(K, hist, H, was)
 	-- Nobody waits (the common release): nothing more to read.
 	if redis.call('EXISTS', K[5]) == 0 or not fence_usable(K[3]) then
 		return false
@@ -705,11 +763,16 @@ local function hand_over(K, hist, was)
 	if #list == 0 then
 		return false
 	end
-	local kind, limit, live = judge(K[1], redis.call('GET', K[1]), now,
-		true)
+	local live = {}
+	for _, r in ipairs(H.live) do
+		if r.e > now then
+			live[#live + 1] = r
+		end
+	end
+	local kind = live[1] and live[1].k
 	local first = list[1]
 	-- The other kind's turn, when it waits.
-	local turn = was == 'x' and 's' or was == SHARED and 'x' or nil
+	local turn = was == 'x' and 's' or was == 's' and 'x' or nil
 	for _, e in ipairs(list) do
 		if e.k == turn then
 			first = e
@@ -717,21 +780,18 @@ local function hand_over(K, hist, was)
 		end
 	end
 	local want, room = first.k, 0
-	if kind == 'limit' then
-		want, room = 'l:' .. limit, limit - #live
+	if kind and kind ~= 'x' and kind ~= 's' then
+		want, room = kind, limit_of(kind) - #live
 	elseif kind then
 		-- Still held (readers left): nobody's turn yet.
 		return false
 	elseif want == 'x' then
-		grant_writer(K, hist, first, now, t)
+		grant(K, hist, H, {first}, 'x', now, t)
 		return true
 	elseif want == 's' then
 		room = #list
 	else
-		room = tonumber(string.match(want, '^l:(%d%d?%d?%d?%d?)$')) or 0
-		if room < 1 or room > LIMIT_MAX then
-			return false
-		end
+		room = limit_of(want) or 0
 	end
 	-- Every waiting reader; or, with --limit N, the oldest and those
 	-- asking the same right behind it, up to the room: nobody is passed
@@ -748,7 +808,6 @@ local function hand_over(K, hist, was)
 	if #batch == 0 then
 		return false
 	end
-	grant_marked(K, hist, batch, now, t, want == 's' and SHARED or
-		'limit:' .. string.sub(want, 3))
+	grant(K, hist, H, batch, want, now, t)
 	return true
 end

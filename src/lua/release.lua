@@ -53,21 +53,19 @@ local K = {KEYS[1], KEYS[2], KEYS[5], KEYS[3], KEYS[4], KEYS[6]}
 local hist = {ARGV[3], ARGV[4]}
 local direct = ARGV[8] == '1'
 local run = ARGV[9] or ''
-local now = clock()
-local cur = redis.call('GET', KEYS[1])
--- What this script may write, checked before it writes (see lib.lua):
--- when somebody waits, the waiters, the line and the holders' set (a
--- hand-over may let readers in); nobody in the common release, which
--- asks one EXISTS.  The hold's hash and the schedule are read first
--- instead, before any write, and a marked lock's set is first written by
--- judge()'s prune: a key of another type stops the script there (run()).
--- (A hand-over's grant deletes the hash it writes first.)
-local limit = limit_of(KEYS[1], cur)
-local nobody = redis.call('EXISTS', KEYS[4], KEYS[6]) == 0
-if not nobody then
-	expect({KEYS[4], 'hash', KEYS[6], 'zset', KEYS[1] .. ':holders',
-		'zset'})
+-- The holders, read first: a key of another type stops the script
+-- before any write (run()).  A lone record is judged without the clock
+-- (see hold_read() in lib.lua): the common release asks no TIME.
+local H = hold_read(KEYS[1], nil)
+local now = H.now
+local function clock_now()
+	now = now or clock()
+	return now
 end
+-- What this script may write, checked before it writes (see lib.lua):
+-- when somebody waits, the waiters and the line; nobody in the common
+-- release, which asks one EXISTS.
+local nobody = expect_waiting(KEYS[4], KEYS[6])
 -- The schedule's start, if it is this run's to end (a release: the
 -- token's, still running) or to take back (a give-back: the run's).
 local sched = ARGV[12] == '1' and schedule(KEYS[9])
@@ -75,40 +73,14 @@ if sched and not ((run ~= '' and sched.a == run) or (run == '' and
     sched.r == run_id(token) and sched.x == '')) then
 	sched = nil
 end
--- The hold's metadata: the history's 'released', and the run that took
--- it (a).  (HMGET: a user that may not HGET can still give back.)
-local FIELDS = {'host', 'pid', 'user', 'command', 'fence', 'acquired_ms',
-	'a'}
-local h
-if cur == token then
-	h = redis.call('HMGET', KEYS[2], unpack(FIELDS))
-elseif cur == SHARED or limit then
-	h = redis.call('HMGET', KEYS[1] .. ':holder:' .. token,
-		unpack(FIELDS))
-end
-local kind, _, live, ends = judge(KEYS[1], cur, now, true)
-
--- The hash of the token's hold, if it has one; a marked lock's other live
--- holders, the latest end among them, and the token's own end.
-local info, others, latest, mine_end = nil, {}, now, now
-if kind == 'x' and cur == token then
-	info = KEYS[2]
-elseif kind == SHARED or kind == 'limit' then
-	for i, tok in ipairs(live) do
-		if tok == token then
-			info = KEYS[1] .. ':holder:' .. token
-			mine_end = ends[i]
-		else
-			others[#others + 1] = tok
-			latest = math.max(latest, ends[i])
-		end
-	end
-end
--- A give-back leaves what the run did not take.  (A hold that names no
--- run was left by an acquire that stopped half-way, a command the server
--- refused it after its first write: the run giving back is that one.)
-if info and run ~= '' and h[7] and h[7] ~= run and h[7] ~= 'g' then
-	info = nil
+-- The token's hold, if it has one.  A give-back leaves what the run did
+-- not take.  (A hold that names no run was left by an acquire that
+-- stopped half-way, a command the server refused it after its first
+-- write: the run giving back is that one.)
+local kind = H.kind
+local mine = hold_find(H, token)
+if mine and run ~= '' and mine.a and mine.a ~= run and mine.a ~= 'g' then
+	mine = nil
 end
 -- The caller's entry and place go, unless it will try again (quorum).
 if not nobody and not (run ~= '' and ARGV[10] == '1') then
@@ -123,15 +95,15 @@ end
 if sched and run ~= '' then
 	schedule_undo(KEYS[9], sched)
 	sched = nil
-elseif sched and ARGV[2] ~= '' and (info or ARGV[11] ~= '1') then
-	redis.call('HSET', KEYS[9], 'x', info and ARGV[2] or 'lost')
-	sched.x = info and ARGV[2] or 'lost'
+elseif sched and ARGV[2] ~= '' and (mine or ARGV[11] ~= '1') then
+	redis.call('HSET', KEYS[9], 'x', mine and ARGV[2] or 'lost')
+	sched.x = mine and ARGV[2] or 'lost'
 end
 
 local function settled()
 	return KEYS[1] .. ':settled:' .. run_id(token)
 end
-if not info then
+if not mine then
 	if ARGV[2] ~= '' and run == '' and ARGV[11] ~= '1' and
 	    tonumber(ARGV[3]) > 0 and
 	    redis.call('DEL', settled()) == 0 then
@@ -142,34 +114,29 @@ if not info then
 	return 0
 end
 
--- The history's 'released', read before the hash goes.
-local ev
-if tonumber(ARGV[3]) > 0 then
-	local since = tonumber(h[6])
-	ev = {'h', h[1] or '', 'p', h[2] or '', 'u', h[3] or '', 'c',
-		h[4] or '', 'f', h[5] or '', 'd', since and now - since or '',
-		'x', ARGV[2], 'r', run_id(token), 'k', kind == 'x' and '' or cur}
-end
-if kind == 'x' then
-	redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-else
-	-- The mark and the set end with the latest holder left, exactly
-	-- (see fit() in lib.lua): sooner, if this hold's end was the
-	-- latest; none left, they go.
-	if #others == 0 then
-		redis.call('DEL', KEYS[1], KEYS[1] .. ':holders', info)
+-- The hold ends: the last holder's key goes (a plain lock's wake list
+-- with it); others' records stay, the key's expiry at the latest of
+-- them.
+local others = #H.live - 1
+if others == 0 then
+	if kind == 'x' then
+		redis.call('DEL', KEYS[1], KEYS[3])
 	else
-		redis.call('ZREM', KEYS[1] .. ':holders', token)
-		redis.call('DEL', info)
-		if mine_end > latest then
-			redis.call('PEXPIRE', KEYS[1], latest - now)
-			redis.call('PEXPIRE', KEYS[1] .. ':holders',
-				latest - now)
-		end
+		redis.call('DEL', KEYS[1])
 	end
+	H.live = {}
+else
+	hold_set(H, token, nil)
+	hold_write(H, clock_now())
 end
-if ev then
-	record(KEYS[1], ARGV[3], ARGV[4], 'released', ev)
+-- The history's 'released' (how long it was held: from its acquire
+-- time t to the event's own), after the deletions; its expiry set unless
+-- the acquire's already reaches past this event (v).
+if tonumber(ARGV[3]) > 0 then
+	record(KEYS[1], ARGV[3], ARGV[4], 'released', {'h', mine.h or '',
+		'p', mine.p or '', 'u', mine.n or '', 'c', mine.c or '', 'f',
+		fence_text(mine.f), 't', mine.t or '', 'x', ARGV[2], 'r',
+		run_id(token), 'k', kind_shown(kind)}, 0, mine.v)
 	-- (Best effort, like the history: after the deletions.)
 	if ARGV[11] == '1' then
 		redis.pcall('SET', settled(), '1', 'PX', tonumber(ARGV[4]))
@@ -177,14 +144,15 @@ if ev then
 end
 -- Readers left: nobody else can get in yet, but a reader waiting to
 -- upgrade that is now the only one left can: woken (its own list).
-if kind == SHARED and #others > 0 then
-	if #others == 1 and not nobody and upgrader(KEYS[4], now, others) then
-		wake_each(KEYS[3], others)
+if kind == 's' and others > 0 then
+	if others == 1 and not nobody and upgrader(KEYS[4], clock_now(),
+	    hold_tokens(H)) then
+		wake_each(KEYS[3], hold_tokens(H))
 	end
 	return 1
 end
 -- The period's run counted: whoever waits for it with --every is refused.
-if sched and schedule_closed(sched, sched.p, now) then
+if sched and schedule_closed(sched, sched.p, clock_now()) then
 	if not nobody then
 		local tokens = {}
 		for _, e in ipairs(waiting(KEYS[4], now)) do
@@ -195,8 +163,7 @@ if sched and schedule_closed(sched, sched.p, now) then
 	end
 	return 1
 end
-if direct and not nobody and hand_over(K, hist, kind == 'x' and 'x' or
-    cur) then
+if direct and not nobody and hand_over(K, hist, H, kind) then
 	return 1
 end
 -- Nobody was handed it: wake whoever may now get in (the writers waiting
@@ -209,8 +176,8 @@ end
 if nobody then
 	return 1
 end
-if kind == SHARED then
-	wake_each(KEYS[3], writers(KEYS[4], now, token))
+if kind == 's' then
+	wake_each(KEYS[3], writers(KEYS[4], clock_now(), token))
 end
 wake_one(KEYS[3])
 return 1

@@ -198,34 +198,30 @@ class Replay:
     # needs to judge its reply (the holds' fences, a live holder).
     def state(self):
         K, T = self.keys, self.tok
-        cmds = [("TIME",), ("GET", self.lock),
-                ("ZRANGE", self.lock + ":holders", 0, -1, "WITHSCORES"),
-                ("HGETALL", K["waiters"]), ("ZRANGE", K["queue"], 0, -1),
-                ("HMGET", K["info"], "a", "fence")]
-        cmds += [("HMGET", "%s:holder:%s" % (self.lock, t), "a", "fence")
-                 for t in T]
+        cmds = [("TIME",), ("HGETALL", self.lock),
+                ("HGETALL", K["waiters"]), ("ZRANGE", K["queue"], 0, -1)]
         rep = self.r.pipe(cmds)
         for x in rep:
             if isinstance(x, RuntimeError):
                 raise x
-        tm, cur, hz, wh, q, info = rep[:6]
-        hh = rep[6:]
+        tm, hall, wh, q = rep
         now = int(tm[0]) * 1000 + int(tm[1]) // 1000
-        score = {hz[i]: float(hz[i + 1]) for i in range(0, len(hz), 2)}
+        # The lock's one record: a field per holder (lib.lua).
+        rec = {}
+        for i in range(0, len(hall), 2):
+            rec[hall[i]] = json.loads(hall[i + 1])
         st = {"hk": [0] * 3, "ha": [0] * 3, "wk": [0] * 3, "wf": [0] * 3,
-              "wo": [0] * 3, "fence": [None] * 3, "now": now, "cur": cur}
-        marked = cur == "shared" or (cur or "").startswith("limit:")
+              "wo": [0] * 3, "fence": [None] * 3, "now": now,
+              "rec": rec}
         for c, t in enumerate(T):
-            a = None
-            if cur == t:
-                st["hk"][c] = X
-                a, st["fence"][c] = info
-            elif marked and score.get(t, 0) > now:
-                st["hk"][c] = S if cur == "shared" else L
-                a, st["fence"][c] = hh[c]
-            if st["hk"][c]:
-                st["ha"][c] = (A_G if a == "g" else
-                               A_RUN if a == self.run[c] else A_OLD)
+            r = rec.get(t)
+            if r is None or float(r["e"]) <= now:
+                continue
+            st["hk"][c] = {"x": X, "s": S}.get(r["k"], L)
+            st["fence"][c] = r["f"]
+            a = r.get("a")
+            st["ha"][c] = (A_G if a == "g" else
+                           A_RUN if a == self.run[c] else A_OLD)
         places = []
         for i in range(0, len(wh), 2):
             if wh[i] not in T:
@@ -273,21 +269,19 @@ class Replay:
                             [self.tok[c], TTL, TTL]])[0]
 
     # env: a hold of c expires (its TTL, or a grant's lease, has passed):
-    # a plain hold's keys go as an expiry takes them; a marked one's score
-    # passes, its hash goes, and the mark with the set once no holder is
-    # left live (fit() keeps them to the latest holder's end).
+    # its record's end passes; the key goes with its last live holder, as
+    # its expiry (hold_write() in lib.lua keeps it at the latest end)
+    # takes it.
     def expire(self, c):
         st, t = self.pre, self.tok[c]
-        if st["hk"][c] == X:
+        if not st["hk"][c]:
+            return
+        if not any(st["hk"][d] for d in range(3) if d != c):
             self.r.call("PEXPIREAT", self.lock, 1)
-            self.r.call("PEXPIREAT", self.keys["info"], 1)
-        elif st["hk"][c] in (S, L):
-            hk = self.lock + ":holders"
-            self.r.call("ZADD", hk, "XX", st["now"] - 1, t)
-            self.r.call("PEXPIREAT", "%s:holder:%s" % (self.lock, t), 1)
-            if not any(st["hk"][d] for d in range(3) if d != c):
-                self.r.call("PEXPIREAT", self.lock, 1)
-                self.r.call("PEXPIREAT", hk, 1)
+            return
+        r = dict(st["rec"][t])
+        r["e"] = st["now"] - 1
+        self.r.call("HSET", self.lock, t, json.dumps(r))
 
     # env: c's waiter lease lapses: its entry's u passes; then (lapse
     # "status", the default) status runs, inspect.lua, which drops every

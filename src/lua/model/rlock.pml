@@ -144,6 +144,11 @@
 #define BIT(i)	(1 << (i))
 #define POP(m)	(((m) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1))
 
+/* A server's state.  hk..hu: the token's record in the lock key, a hash
+ * with a field per holder (lib.lua's hold_read/hold_write): its kind (k),
+ * run (a), fence (f); its end (e) is hr, as the model keeps time.  Under
+ * the new rules that record is all that says who holds a name, in every
+ * mode; mk and mpin are the old rules' mark, kept in step with holders. */
 typedef Srv {
 	byte	hk[NC];		/* the token's hold: its kind (0: none) */
 	byte	ha[NC];		/* its a */
