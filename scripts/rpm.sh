@@ -205,7 +205,7 @@ done
 url=unix://$sock
 export RLOCK_CONFIG="$root/etc/rlock.conf"
 token=$($run "$root/usr/bin/rlock" -u "$url" acquire rpm-check)
-[ "$(redis-cli -s "$sock" GET "rlock:{rpm-check}")" = "$token" ] ||
+[ "$(redis-cli -s "$sock" HKEYS "rlock:{rpm-check}")" = "$token" ] ||
 	{ echo "rpm.sh: acquire did not take the lock" >&2; exit 1; }
 $run "$root/usr/bin/rlock" -u "$url" release --token "$token" rpm-check
 [ "$(redis-cli -s "$sock" EXISTS "rlock:{rpm-check}")" = 0 ] ||

@@ -125,7 +125,7 @@ nodes_with_token() {
 	local nodes=("$@")
 	((${#nodes[@]})) || nodes=($(seq 1 "$QUORUM_N"))
 	for i in "${nodes[@]}"; do
-		[[ "$(qcli "$i" GET "rlock:{$name}")" == "$tok" ]] && n=$((n + 1))
+		[[ "$(qcli "$i" HKEYS "rlock:{$name}")" == "$tok" ]] && n=$((n + 1))
 	done
 	echo "$n"
 }
@@ -145,7 +145,7 @@ assert_quorum_token() {
 	((n >= QUORUM_N / 2 + 1)) || fail "$name holds the token on $n of $QUORUM_N servers"
 	for ((i = 1; i <= QUORUM_N; i++)); do
 		local v
-		v=$(qcli "$i" GET "rlock:{$name}")
+		v=$(qcli "$i" HKEYS "rlock:{$name}")
 		[[ -z "$v" || "$v" == "$tok" ]] || fail "server $i holds another token for $name: $v"
 	done
 }
