@@ -217,6 +217,17 @@ if kind == 's' and want == 'x' then
 	mine, kind = nil, nil
 end
 local k = kind == 'x' and 'x' or want
+-- (A new hold's fence counter is read before the first write: a key that
+-- rlock did not write stops the script there.)
+local seen = not mine and expect_fence(KEYS[2])
+-- The period's start, first: a write the server refuses (memory) then
+-- stops the script before the lock is taken.  (A hand-over's grant that
+-- this run claims starts it too; not a later attempt of the run that
+-- recorded it: a quorum's, trying again.)
+if every > 0 and k == 'x' and not (sched and sched.a == ARGV[16]) then
+	schedule_start(KEYS[9], sched, every, now, {ARGV[3], ARGV[4]},
+		token, ARGV[16], ARGV[19] == '1', ARGV[14])
+end
 local fence
 if mine then
 	-- Its hold again: its fence and acquire time kept; a hand-over's
@@ -229,15 +240,6 @@ if mine then
 	mine.l, mine.e = ttl, now + ttl
 	hold_set(H, token, mine)
 else
-	-- (The fence's counter read before the first write: a key that
-	-- rlock did not write stops the script there.)
-	local seen = expect_fence(KEYS[2])
-	-- The period's start, first: a write the server refuses (memory)
-	-- then stops the script before the lock is taken.
-	if every > 0 and k == 'x' and not (sched and sched.a == ARGV[16]) then
-		schedule_start(KEYS[9], sched, every, now, {ARGV[3], ARGV[4]},
-			token, ARGV[16], ARGV[19] == '1', ARGV[14])
-	end
 	fence = new_fence(KEYS[2], t, ARGV[15],
 		fence_keep(ttl, ARGV[13], ARGV[14]), seen)
 	-- Recorded in the history: how long it waited is by the server's
