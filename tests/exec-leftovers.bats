@@ -24,7 +24,7 @@ trap "" TERM
 echo $$ > left.pid
 i=0
 while [ $i -lt 200 ] && [ ! -e go ]; do sleep 0.1; i=$((i + 1)); done
-if [ "$(redis-cli -p "$REDIS_PORT" GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ]; then
+if [ "$(redis-cli -p "$REDIS_PORT" HKEYS "$RLOCK_KEY")" = "$RLOCK_TOKEN" ]; then
 	echo held > stamp
 else
 	echo free > stamp

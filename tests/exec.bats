@@ -205,7 +205,7 @@ args_script() {
 }
 
 @test "exec: RLOCK_TOKEN equals the value stored at the key while the command runs" {
-	run --separate-stderr rlock exec job -- sh -c 'echo "$RLOCK_TOKEN"; redis-cli -p "$REDIS_PORT" GET "$RLOCK_KEY"'
+	run --separate-stderr rlock exec job -- sh -c 'echo "$RLOCK_TOKEN"; redis-cli -p "$REDIS_PORT" HKEYS "$RLOCK_KEY"'
 	assert_success
 	assert_equal "${#lines[@]}" 2
 	[[ "${lines[0]}" =~ $UUID_RE ]] || fail "RLOCK_TOKEN is not a UUID: '${lines[0]}'"
@@ -213,7 +213,7 @@ args_script() {
 }
 
 @test "exec: --token sets the token the child sees and the key holds" {
-	run --separate-stderr rlock exec --token my-tok-1 job -- sh -c 'echo "$RLOCK_TOKEN"; redis-cli -p "$REDIS_PORT" GET "$RLOCK_KEY"'
+	run --separate-stderr rlock exec --token my-tok-1 job -- sh -c 'echo "$RLOCK_TOKEN"; redis-cli -p "$REDIS_PORT" HKEYS "$RLOCK_KEY"'
 	assert_success
 	assert_equal "$output" "$(printf 'my-tok-1\nmy-tok-1')"
 }

@@ -144,7 +144,7 @@ while time.time() < deadline:
 	rlock acquire -t 2500ms job >/dev/null
 	f0=$(rcli GET 'rlock:{job}:fence')
 	make_script cmd.sh 'echo "$RLOCK_FENCE" > fence
-[ "$(redis-cli -p "$REDIS_PORT" GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && echo held > held' >/dev/null
+[ "$(redis-cli -p "$REDIS_PORT" HKEYS "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && echo held > held' >/dev/null
 	run --separate-stderr env REDIS_PORT="$REDIS_PORT" \
 		"$RLOCK" -v exec -t 1s -w 10s job -- ./cmd.sh
 	assert_success

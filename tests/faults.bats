@@ -97,7 +97,7 @@ lost_line_ms() {
 	start_proxy P "$REDIS_PORT"
 	proxy P delay 300
 	make_script holder.sh 'sleep 5
-redis-cli -p "$REDIS_PORT" GET "$RLOCK_KEY" > held
+redis-cli -p "$REDIS_PORT" HKEYS "$RLOCK_KEY" > held
 echo "$RLOCK_TOKEN" > token' >/dev/null
 	run --separate-stderr rlock -v -u "$P_URL" exec -t 3s job -- ./holder.sh
 	assert_equal "$status" 0
@@ -116,7 +116,7 @@ echo "$RLOCK_TOKEN" > token' >/dev/null
 	start_proxy P "$REDIS_PORT"
 	make_script holder.sh 'echo ready > ready
 sleep 4
-redis-cli -p "$REDIS_PORT" GET "$RLOCK_KEY" > held
+redis-cli -p "$REDIS_PORT" HKEYS "$RLOCK_KEY" > held
 echo "$RLOCK_TOKEN" > token' >/dev/null
 	bg_start R "$RLOCK" -v -u "$P_URL" exec -t 2s job -- ./holder.sh
 	wait_file ready 10000 || fail "the command did not start: $(cat R.err)"
@@ -225,7 +225,7 @@ start_proxied_quorum() {
 sleep 4
 n=0
 for p in "$Q1_PORT" "$Q2_PORT" "$Q3_PORT"; do
-	[ "$(redis-cli -p "$p" GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && n=$((n + 1))
+	[ "$(redis-cli -p "$p" HKEYS "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && n=$((n + 1))
 done
 echo $n > held' >/dev/null
 	bg_start R "$RLOCK" "${QP_ARGS[@]}" --timeout 500ms exec -t 2s job -- ./holder.sh
@@ -251,7 +251,7 @@ echo $n > held' >/dev/null
 sleep 4
 n=0
 for p in "$Q1_PORT" "$Q2_PORT" "$Q3_PORT"; do
-	[ "$(redis-cli -p "$p" GET "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && n=$((n + 1))
+	[ "$(redis-cli -p "$p" HKEYS "$RLOCK_KEY")" = "$RLOCK_TOKEN" ] && n=$((n + 1))
 done
 echo $n > held' >/dev/null
 	bg_start R "$RLOCK" "${QP_ARGS[@]}" -v exec -t 2s job -- ./holder.sh
