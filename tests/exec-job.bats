@@ -226,7 +226,7 @@ suspend_ticker() {
 	[[ ! -e got ]] || fail "the command ran a TERM handler after losing its lock"
 	grep -q "lock 'job' was lost.*suspended" R.err || fail "no loss line: $(cat R.err)"
 	# The other holder keeps the lock.
-	assert_equal "$(rcli GET "$(lock_key job)")" "$OTHER_TOKEN"
+	assert_equal "$(rcli HKEYS "$(lock_key job)")" "$OTHER_TOKEN"
 }
 
 # ---------------------------------------------------------------------------
@@ -408,7 +408,7 @@ fg_goes_on() {
 	assert_equal "$(cat status)" exit:75
 	assert_equal "$(ticks)" "$n"
 	grep -q "lock 'job' was lost" rlock.err || fail "no loss line: $(cat rlock.err)"
-	assert_equal "$(rcli GET "$(lock_key job)")" "$OTHER_TOKEN"
+	assert_equal "$(rcli HKEYS "$(lock_key job)")" "$OTHER_TOKEN"
 }
 
 @test "exec-job: Ctrl-Z while the command has the terminal; fg gives it back, and it reads again" {

@@ -212,13 +212,13 @@ exit 0' >/dev/null
 
 @test "exec-loss: a lock taken over during a quick command is found at release: one line naming the lock, exit 75" {
 	run --separate-stderr rlock exec -t 10s job -- \
-		sh -c 'redis-cli -p "$REDIS_PORT" SET "$RLOCK_KEY" other PX 5000 >/dev/null; exit 0'
+		sh -c 'redis-cli -p "$REDIS_PORT" EVAL "$FAKE_HOLD" 1 "$RLOCK_KEY" other 5000 >/dev/null; exit 0'
 	assert_equal "$status" 75
 	assert_one_error_line
 	[[ "$stderr" == "rlock: lock 'job' was lost before its release"* ]] ||
 		fail "unexpected stderr: $stderr"
 	# The other holder keeps what it has.
-	assert_equal "$(rcli GET "$(lock_key job)")" other
+	assert_equal "$(rcli HKEYS "$(lock_key job)")" other
 }
 
 @test "exec-loss: a loss found at release keeps a failing command's own status, and still says so" {
@@ -242,7 +242,7 @@ exit 0' >/dev/null
 
 @test "exec-loss: --min-hold with the lock taken over leaves the new holder alone and exits 75" {
 	run --separate-stderr rlock exec --min-hold 5s job -- \
-		sh -c 'redis-cli -p "$REDIS_PORT" SET "$RLOCK_KEY" other PX 30000 >/dev/null; exit 0'
+		sh -c 'redis-cli -p "$REDIS_PORT" EVAL "$FAKE_HOLD" 1 "$RLOCK_KEY" other 30000 >/dev/null; exit 0'
 	assert_equal "$status" 75
 	assert_one_error_line
 	[[ "$stderr" == *"'job' was lost"* ]] || fail "unexpected stderr: $stderr"

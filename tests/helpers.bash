@@ -329,6 +329,7 @@ FAKE_HOLD="local t = redis.call('TIME')
 		e = ms > 0 and now + ms or 99999999999999, f = '1', t = now, l = ms}))
 	if ms > 0 then redis.call('PEXPIRE', KEYS[1], ms) end
 	return 1"
+export FAKE_HOLD	# for commands run under rlock, that steal its lock
 lock_token() {
 	_rcli_any HKEYS "$1" | head -n 1
 }

@@ -270,11 +270,11 @@ $RUN_ON"
 $RUN_ON"
 	bg_start S "$BATS_TEST_TMPDIR/s.sh"
 	wait_file ready 10000 || fail "no lock: $(cat s.sh.err)"
-	rcli SET "$(lock_key "$N")" someone-else PX 60000 >/dev/null
+	rcli EVAL "$FAKE_HOLD" 1 "$(lock_key "$N")" someone-else 60000 >/dev/null
 	wait_file got 3000 || fail "the owner got no SIGTERM within the TTL"
 	bg_wait "$S" 10000
 	wait_no_keeper 1000
-	assert_equal "$(rcli GET "$(lock_key "$N")")" someone-else
+	assert_equal "$(rcli HKEYS "$(lock_key "$N")")" someone-else
 }
 
 @test "hold: --on-lost ignore sends nothing; a frozen server gets the owner --on-lost's signal before the TTL runs out" {
@@ -418,7 +418,7 @@ $RUN_ON"
 	local i
 	for ((i = 0; i < 3; i++)); do
 		sleep 1
-		assert_equal "$(rcli GET "$(lock_key "$N")")" "$(cat token)"
+		assert_equal "$(rcli HKEYS "$(lock_key "$N")")" "$(cat token)"
 	done
 	[[ -n "$(keeper_pids)" ]] || fail "the keeper is gone"
 	touch stop
@@ -538,7 +538,7 @@ kept_then_freed() {
 	bg_start S "$BATS_TEST_TMPDIR/s.sh"
 	wait_file exec-pid 10000 || fail "no exec: $(cat s.sh.err)"
 	assert_equal "$(cat exec-pid)" "$(cat ready)"
-	assert_equal "$(rcli GET "$(lock_key "$N")")" "$(cat token)"
+	assert_equal "$(rcli HKEYS "$(lock_key "$N")")" "$(cat token)"
 	touch stop
 	bg_wait "$S" 10000
 	wait_key_gone 1000 >/dev/null || fail "the lock outlived the exec'd program"
