@@ -59,8 +59,8 @@ find_slot(const struct lock_status *st, const char *token)
 }
 
 /*
- * The holders of a semaphore or a shared lock, from element 14 of an
- * inspect reply, each once: a holder another server listed already gets
+ * The holders of a semaphore or a shared lock, from an inspect reply's
+ * holders, each once: a holder another server listed already gets
  * its vote.  Returns how many of them r lists.
  */
 static int
@@ -72,38 +72,42 @@ add_slots(const struct redis_reply *r, struct lock_status *st)
 	size_t				 i;
 	int				 listed = 0;
 
-	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 14 ||
-	    (s = r->element[13])->type != REDIS_T_ARRAY || s->elements < 2 ||
-	    (list = s->element[1])->type != REDIS_T_ARRAY)
+	if (r == NULL || r->type != REDIS_T_ARRAY ||
+	    r->elements <= STATUS_HOLDERS ||
+	    (s = r->element[STATUS_HOLDERS])->type != REDIS_T_ARRAY ||
+	    s->elements < HOLDERS__COUNT ||
+	    (list = s->element[HOLDERS_LIST])->type != REDIS_T_ARRAY)
 		return 0;
-	st->limit = (int)lock_clamp(lock_to_ll(s->element[0]), 0, INT_MAX);
+	st->limit = (int)lock_clamp(lock_to_ll(s->element[HOLDERS_LIMIT]), 0,
+	    INT_MAX);
 	st->shared = st->limit == 0;
 	for (i = 0; i < list->elements; i++) {
 		if (list->element[i]->type != REDIS_T_ARRAY ||
-		    list->element[i]->elements < 9 ||
-		    list->element[i]->element[0]->type != REDIS_T_STRING)
+		    list->element[i]->elements < HOLDER__COUNT ||
+		    list->element[i]->element[HOLDER_TOKEN]->type !=
+		    REDIS_T_STRING)
 			continue;
 		f = list->element[i]->element;
 		listed++;
-		if ((ls = find_slot(st, f[0]->str)) != NULL) {
+		if ((ls = find_slot(st, f[HOLDER_TOKEN]->str)) != NULL) {
 			ls->votes++;
 			continue;
 		}
 		st->slots = xrealloc(st->slots, (st->nslots + 1) *
 		    sizeof *st->slots);
 		ls = &st->slots[st->nslots++];
-		ls->token = xstrdup(f[0]->str);
+		ls->token = xstrdup(f[HOLDER_TOKEN]->str);
 		ls->votes = 1;
-		ls->host = dup_str(f[1]);
-		ls->pid = lock_to_ll(f[2]);
-		ls->user = dup_str(f[3]);
-		ls->command = dup_command(f[4]);
-		ls->acquired_ms = lock_clamp(lock_to_ll(f[5]), 0,
+		ls->host = dup_str(f[HOLDER_HOST]);
+		ls->pid = lock_to_ll(f[HOLDER_PID]);
+		ls->user = dup_str(f[HOLDER_USER]);
+		ls->command = dup_command(f[HOLDER_COMMAND]);
+		ls->acquired_ms = lock_clamp(lock_to_ll(f[HOLDER_ACQUIRED_MS]),
+		    0, LOCK_REPLY_MAX_TIME);
+		ls->ttl_ms = lock_clamp(lock_to_ll(f[HOLDER_TTL_MS]), 0,
 		    LOCK_REPLY_MAX_TIME);
-		ls->ttl_ms = lock_clamp(lock_to_ll(f[6]), 0,
-		    LOCK_REPLY_MAX_TIME);
-		ls->fence = lock_to_ll(f[7]);
-		ls->pttl_ms = lock_clamp(lock_to_ll(f[8]), -2,
+		ls->fence = lock_to_ll(f[HOLDER_FENCE]);
+		ls->pttl_ms = lock_clamp(lock_to_ll(f[HOLDER_PTTL_MS]), -2,
 		    LOCK_REPLY_MAX_TIME);
 	}
 	return listed;
@@ -165,33 +169,37 @@ add_waiters(const struct redis_reply *r, struct lock_status *st,
 	size_t				 i;
 	int				 k, seen;
 
-	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 13 ||
-	    (w = r->element[12])->type != REDIS_T_ARRAY)
+	if (r == NULL || r->type != REDIS_T_ARRAY ||
+	    r->elements <= STATUS_WAITERS ||
+	    (w = r->element[STATUS_WAITERS])->type != REDIS_T_ARRAY)
 		return;
 	for (i = 0; i < w->elements; i++) {
 		if (w->element[i]->type != REDIS_T_ARRAY ||
-		    w->element[i]->elements < 6 ||
-		    w->element[i]->element[0]->type != REDIS_T_STRING)
+		    w->element[i]->elements < WAITER__COUNT ||
+		    w->element[i]->element[WAITER_TOKEN]->type !=
+		    REDIS_T_STRING)
 			continue;
 		f = w->element[i]->element;
-		if ((holder != NULL && strcmp(f[0]->str, holder) == 0) ||
-		    find_slot(st, f[0]->str) != NULL)
+		if ((holder != NULL &&
+		    strcmp(f[WAITER_TOKEN]->str, holder) == 0) ||
+		    find_slot(st, f[WAITER_TOKEN]->str) != NULL)
 			continue;
 		for (seen = 0, k = 0; k < st->nwaiters && !seen; k++)
-			seen = strcmp(st->waiters[k].token, f[0]->str) == 0;
+			seen = strcmp(st->waiters[k].token,
+			    f[WAITER_TOKEN]->str) == 0;
 		if (seen)
 			continue;
 		st->waiters = xrealloc(st->waiters, (st->nwaiters + 1) *
 		    sizeof *st->waiters);
 		lw = &st->waiters[st->nwaiters++];
-		lw->token = xstrdup(f[0]->str);
-		lw->host = dup_str(f[1]);
-		lw->pid = lock_to_ll(f[2]);
-		lw->user = dup_str(f[3]);
-		lw->command = dup_command(f[4]);
-		lw->waiting_ms = lock_clamp(lock_to_ll(f[5]), 0,
+		lw->token = xstrdup(f[WAITER_TOKEN]->str);
+		lw->host = dup_str(f[WAITER_HOST]);
+		lw->pid = lock_to_ll(f[WAITER_PID]);
+		lw->user = dup_str(f[WAITER_USER]);
+		lw->command = dup_command(f[WAITER_COMMAND]);
+		lw->waiting_ms = lock_clamp(lock_to_ll(f[WAITER_WAITING_MS]), 0,
 		    LOCK_REPLY_MAX_TIME);
-		lw->place = w->element[i]->elements >= 7 ? lock_to_ll(f[6]) : 0;
+		lw->place = lock_to_ll(f[WAITER_PLACE]);
 	}
 }
 
@@ -203,9 +211,10 @@ static int
 status_shape(const struct redis_reply *r, void *arg)
 {
 	(void)arg;
-	return lock_int_at(r, 0, 0, 1) && lock_int_at(r, 1, -2, LLONG_MAX) &&
-	    lock_int_at(r, 2, LLONG_MIN, LLONG_MAX) &&
-	    lock_int_at(r, 3, LLONG_MIN, LLONG_MAX);
+	return lock_int_at(r, STATUS_HELD, 0, 1) &&
+	    lock_int_at(r, STATUS_PTTL_MS, -2, LLONG_MAX) &&
+	    lock_int_at(r, STATUS_LAST_FENCE, LLONG_MIN, LLONG_MAX) &&
+	    lock_int_at(r, STATUS_NOW_MS, LLONG_MIN, LLONG_MAX);
 }
 
 /* inspect.lua, for *(size_t *)arg locks: a status or an error each. */
@@ -229,23 +238,26 @@ lock_reply_status(const struct redis_reply *r, struct lock_status *st)
 {
 	struct redis_reply	*const *el = r->element;
 
-	if (r->elements < 4)
+	if (r->elements < STATUS__COUNT)
 		return;
 	/* Bounded: status subtracts one time from another. */
-	st->held = lock_to_ll(el[0]) == 1;
-	st->pttl_ms = lock_clamp(lock_to_ll(el[1]), -2, LOCK_REPLY_MAX_TIME);
-	st->last_fence = lock_to_ll(el[2]);
-	st->now_ms = lock_clamp(lock_to_ll(el[3]), 0, LOCK_REPLY_MAX_TIME);
-	if (!st->held || r->elements < 11)
-		return;
-	st->host = dup_str(el[4]);
-	st->pid = lock_to_ll(el[5]);
-	st->user = dup_str(el[6]);
-	st->command = dup_command(el[7]);
-	st->acquired_ms = lock_clamp(lock_to_ll(el[8]), 0,
+	st->held = lock_to_ll(el[STATUS_HELD]) == 1;
+	st->pttl_ms = lock_clamp(lock_to_ll(el[STATUS_PTTL_MS]), -2,
 	    LOCK_REPLY_MAX_TIME);
-	st->ttl_ms = lock_clamp(lock_to_ll(el[9]), 0, LOCK_REPLY_MAX_TIME);
-	st->fence = lock_to_ll(el[10]);
+	st->last_fence = lock_to_ll(el[STATUS_LAST_FENCE]);
+	st->now_ms = lock_clamp(lock_to_ll(el[STATUS_NOW_MS]), 0,
+	    LOCK_REPLY_MAX_TIME);
+	if (!st->held)
+		return;
+	st->host = dup_str(el[STATUS_HOST]);
+	st->pid = lock_to_ll(el[STATUS_PID]);
+	st->user = dup_str(el[STATUS_USER]);
+	st->command = dup_command(el[STATUS_COMMAND]);
+	st->acquired_ms = lock_clamp(lock_to_ll(el[STATUS_ACQUIRED_MS]), 0,
+	    LOCK_REPLY_MAX_TIME);
+	st->ttl_ms = lock_clamp(lock_to_ll(el[STATUS_TTL_MS]), 0,
+	    LOCK_REPLY_MAX_TIME);
+	st->fence = lock_to_ll(el[STATUS_FENCE]);
 }
 
 static void	lock_status_clear_holder(struct lock_status *);
@@ -260,31 +272,32 @@ add_schedule(const struct redis_reply *r, struct lock_status *st)
 {
 	const struct redis_reply	*e;
 
-	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 15 ||
-	    st->damage != NULL)
+	if (r == NULL || r->type != REDIS_T_ARRAY ||
+	    r->elements < STATUS__COUNT || st->damage != NULL)
 		return;
-	e = r->element[14];
-	if (e->type != REDIS_T_ARRAY || e->elements < 5 ||
-	    !lock_int_at(e, 0, 1, LOCK_REPLY_MAX_TIME) ||
-	    !lock_int_at(e, 1, 0, LOCK_REPLY_MAX_TIME) ||
-	    e->element[1]->integer <= st->last_start_ms)
+	e = r->element[STATUS_SCHEDULE];
+	if (e->type != REDIS_T_ARRAY || e->elements < SCHEDULE__COUNT ||
+	    !lock_int_at(e, SCHEDULE_PERIOD_MS, 1, LOCK_REPLY_MAX_TIME) ||
+	    !lock_int_at(e, SCHEDULE_LAST_START_MS, 0, LOCK_REPLY_MAX_TIME) ||
+	    e->element[SCHEDULE_LAST_START_MS]->integer <= st->last_start_ms)
 		return;
 	free(st->last_host);
 	free(st->last_outcome);
-	st->every_ms = e->element[0]->integer;
-	st->last_start_ms = e->element[1]->integer;
-	st->last_host = dup_str(e->element[2]);
-	st->last_pid = lock_to_ll(e->element[3]);
-	st->last_outcome = dup_str(e->element[4]);
+	st->every_ms = e->element[SCHEDULE_PERIOD_MS]->integer;
+	st->last_start_ms = e->element[SCHEDULE_LAST_START_MS]->integer;
+	st->last_host = dup_str(e->element[SCHEDULE_HOST]);
+	st->last_pid = lock_to_ll(e->element[SCHEDULE_PID]);
+	st->last_outcome = dup_str(e->element[SCHEDULE_OUTCOME]);
 }
 
 static const char *
 token_of(const struct redis_reply *r)
 {
-	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 12 ||
-	    r->element[11]->type != REDIS_T_STRING)
+	if (r == NULL || r->type != REDIS_T_ARRAY ||
+	    r->elements < STATUS__COUNT ||
+	    r->element[STATUS_TOKEN]->type != REDIS_T_STRING)
 		return NULL;
-	return r->element[11]->str;
+	return r->element[STATUS_TOKEN]->str;
 }
 
 /*
@@ -365,17 +378,19 @@ status_merge(struct lock *l, struct redis_reply **rep, struct lock_status *st)
 				st->nodes[i].state = NODE_OTHER;
 			st->nholding += st->nodes[i].state == NODE_HOLDS;
 			if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY &&
-			    rep[i]->elements >= 3 &&
-			    lock_to_ll(rep[i]->element[2]) > st->last_fence)
-				st->last_fence = lock_to_ll(rep[i]->element[2]);
+			    rep[i]->elements > STATUS_LAST_FENCE &&
+			    lock_to_ll(rep[i]->element[STATUS_LAST_FENCE]) >
+			    st->last_fence)
+				st->last_fence = lock_to_ll(
+				    rep[i]->element[STATUS_LAST_FENCE]);
 		}
 	}
 	free(listed);
 }
 
 /*
- * The damaged keys force.lua removed (its reply's 15th element, {key,
- * what}, ...), from every server, a line each: "KEY (WHAT)"; NULL if none.
+ * The damaged keys force.lua removed (its reply's removed, {key, what},
+ * ...), from every server, a line each: "KEY (WHAT)"; NULL if none.
  */
 static char *
 removed_keys(struct redis_reply **rep, int n)
@@ -389,8 +404,9 @@ removed_keys(struct redis_reply **rep, int n)
 	buf_init(&b);
 	for (i = 0; i < n; i++) {
 		if (rep[i] == NULL || rep[i]->type != REDIS_T_ARRAY ||
-		    rep[i]->elements < 15 ||
-		    (list = rep[i]->element[14])->type != REDIS_T_ARRAY)
+		    rep[i]->elements < STATUS__COUNT ||
+		    (list = rep[i]->element[STATUS_REMOVED])->type !=
+		    REDIS_T_ARRAY)
 			continue;
 		for (j = 0; j < list->elements; j++) {
 			k = list->element[j];
@@ -471,26 +487,21 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[6], *args[5];
+	const char		 *args[FORCE__COUNT];
 	char			  pid[24];
 	int			  ok;
 
 	/* Who forces it, for the history. */
 	lock_history_args(l, &h);
 	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
-	args[0] = lock_or_empty(l->meta.host);
-	args[1] = pid;
-	args[2] = lock_or_empty(l->meta.user);
-	args[3] = h.len;
-	args[4] = h.ttl;
-	keys[0] = l->key;
-	keys[1] = l->info_key;
-	keys[2] = l->fence_key;
-	keys[3] = l->wake_key;
-	keys[4] = l->log_key;
-	keys[5] = l->none_key;	/* see "Every key" in lib.lua */
+	args[FORCE_HOST] = lock_or_empty(l->meta.host);
+	args[FORCE_PID] = pid;
+	args[FORCE_USER] = lock_or_empty(l->meta.user);
+	args[FORCE_HISTORY_LEN] = h.len;
+	args[FORCE_HISTORY_TTL_MS] = h.ttl;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	ok = quorum_script(l->q, NULL, &script_force, 6, keys, 5, args, rep, e);
+	ok = quorum_script(l->q, NULL, &script_force, KEY__COUNT, lock_keys(l),
+	    FORCE__COUNT, args, rep, e);
 	ok = quorum_check(l->q, rep, status_shape, NULL, "the force script",
 	    ok, e);
 	status_merge(l, rep, st);
@@ -500,27 +511,26 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 	return ok < quorum_majority(l->q) ? -1 : 0;
 }
 
-/* The keys inspect.lua takes for locks l[0..n): six a lock (to free). */
+/*
+ * The keys inspect.lua takes for locks l[0..n): KEY__COUNT a lock, in the
+ * contract's order (to free).
+ */
 static const char **
 inspect_keys(const struct lock *l, size_t n)
 {
 	const char	**keys;
 	size_t		  j;
 
-	keys = xcalloc(6 * n, sizeof *keys);
-	for (j = 0; j < n; j++) {
-		keys[6 * j] = l[j].key;
-		keys[6 * j + 1] = l[j].info_key;
-		keys[6 * j + 2] = l[j].fence_key;
-		keys[6 * j + 3] = l[j].waiters_key;
-		keys[6 * j + 4] = l[j].queue_key;
-		keys[6 * j + 5] = l[j].every_key;
-	}
+	keys = xcalloc(KEY__COUNT * n, sizeof *keys);
+	for (j = 0; j < n; j++)
+		memcpy(keys + KEY__COUNT * j, lock_keys(&l[j]),
+		    KEY__COUNT * sizeof *keys);
 	return keys;
 }
 
 /*
- * Inspect n locks in one script call on each server (keys[6 * j ...] are
+ * Inspect n locks in one script call on each server (keys[KEY__COUNT * j
+ * ...] are
  * lock j's).  0 with st[0..n) filled; -1 with e filled, st untouched.
  * *crossslot is set when a Cluster refused keys of several slots.
  */
@@ -537,8 +547,8 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 	keys = inspect_keys(l, n);
 	rep = xcalloc(q, sizeof *rep);
 	one = xcalloc(q, sizeof *one);
-	ok = quorum_script(l[0].q, NULL, &script_inspect, (int)(6 * n), keys, 0,
-	    NULL, rep, e);
+	ok = quorum_script(l[0].q, NULL, &script_inspect,
+	    (int)(KEY__COUNT * n), keys, 0, NULL, rep, e);
 	ok = quorum_check(l[0].q, rep, batch_shape, &n, "the inspect script",
 	    ok, e);
 	/* A server's last error stays after a success: only failures count. */
@@ -582,8 +592,8 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 	int			  nm, k, rc = 0;
 
 	keys = inspect_keys(l, n);
-	nm = quorum_cluster_script(l[0].q, &script_inspect, (int)(6 * n), keys,
-	    0, NULL, &rep, e);
+	nm = quorum_cluster_script(l[0].q, &script_inspect,
+	    (int)(KEY__COUNT * n), keys, 0, NULL, &rep, e);
 	free(keys);
 	if (nm == -1)
 		return -1;

@@ -106,18 +106,14 @@ void
 lock_init(struct lock *l, struct quorum *q, const char *prefix,
     const char *name, const char *token)
 {
+	static const char *const suffix[KEY__COUNT] = KEY_SUFFIXES;
+	int			 k;
+
 	memset(l, 0, sizeof *l);
+	for (k = 0; k < KEY__COUNT; k++)
+		xasprintf(&l->keys[k], "%s{%s}%s", prefix, name, suffix[k]);
 	l->q = q;
 	l->name = name;
-	xasprintf(&l->key, "%s{%s}", prefix, name);
-	xasprintf(&l->fence_key, "%s{%s}:fence", prefix, name);
-	xasprintf(&l->info_key, "%s{%s}:info", prefix, name);
-	xasprintf(&l->wake_key, "%s{%s}:wake", prefix, name);
-	xasprintf(&l->waiters_key, "%s{%s}:waiters", prefix, name);
-	xasprintf(&l->queue_key, "%s{%s}:queue", prefix, name);
-	xasprintf(&l->log_key, "%s{%s}:log", prefix, name);
-	xasprintf(&l->none_key, "%s{%s}:none", prefix, name);
-	xasprintf(&l->every_key, "%s{%s}:every", prefix, name);
 	if (token != NULL)
 		snprintf(l->token, sizeof l->token, "%s", token);
 	/* A --fifo waiter's own wake list: the head is woken by name. */
@@ -127,16 +123,33 @@ lock_init(struct lock *l, struct quorum *q, const char *prefix,
 void
 lock_free(struct lock *l)
 {
-	free(l->key);
-	free(l->fence_key);
-	free(l->info_key);
-	free(l->wake_key);
-	free(l->waiters_key);
-	free(l->queue_key);
-	free(l->log_key);
-	free(l->none_key);
-	free(l->every_key);
+	int	k;
+
+	for (k = 0; k < KEY__COUNT; k++)
+		free(l->keys[k]);
 	free(l->own_wake_key);
+}
+
+/*
+ * The lock's keys as a script takes them: KEY__COUNT, in the contract's
+ * order.  The names of struct lock's union agree with it, checked here.
+ */
+#define KEY_AT(f, k)	_Static_assert(offsetof(struct lock, f) == \
+	offsetof(struct lock, keys) + (k) * sizeof(char *), \
+	"struct lock's " #f " is not the contract's key " #k)
+KEY_AT(key, KEY_LOCK);
+KEY_AT(fence_key, KEY_FENCE);
+KEY_AT(wake_key, KEY_WAKE);
+KEY_AT(waiters_key, KEY_WAITERS);
+KEY_AT(queue_key, KEY_QUEUE);
+KEY_AT(log_key, KEY_LOG);
+KEY_AT(every_key, KEY_EVERY);
+KEY_AT(none_key, KEY_NONE);
+
+const char **
+lock_keys(const struct lock *l)
+{
+	return (const char **)(uintptr_t)l->keys;
 }
 
 static unsigned
@@ -172,10 +185,10 @@ lock_clamp(long long v, long long min, long long max)
 }
 
 /*
- * acquire.lua: {1, fence, ttl} granted, {0, pttl, holder...} busy (a PTTL
- * of -1 or -2 included), {-1, limit} held with another --limit, {-2,
- * started_ms, host, pid, now_ms} refused by --every, {-3, host, pid} an
- * upgrade refused: another reader's waits.
+ * acquire.lua: one of the replies acquire_held (code 1), acquire_busy (0;
+ * a PTTL of -1 or -2 included), acquire_mix (-1: held with another
+ * --limit), acquire_every (-2: refused by --every), acquire_upgrade (-3:
+ * another reader's upgrade waits): see src/lua/contract.
  */
 static int
 acquire_shape(const struct redis_reply *r, void *arg)
@@ -183,27 +196,34 @@ acquire_shape(const struct redis_reply *r, void *arg)
 	(void)arg;
 	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -3, 1))
 		return 0;
-	if (r->element[0]->integer == -3)
-		return r->elements >= 3;
-	if (r->element[0]->integer == -2)
-		return r->elements >= 5 && lock_int_at(r, 1, 0,
-		    LOCK_REPLY_MAX_TIME) && lock_int_at(r, 4, 0,
-		    LOCK_REPLY_MAX_TIME);
-	if (r->element[0]->integer == 0)
-		return lock_int_at(r, 1, -2, LLONG_MAX);
-	return lock_int_at(r, 1, 0, LLONG_MAX);
+	switch (r->element[0]->integer) {
+	case -3:
+		return r->elements >= ACQUIRE_UPGRADE__COUNT;
+	case -2:
+		return r->elements >= ACQUIRE_SKIPPED__COUNT &&
+		    lock_int_at(r, ACQUIRE_SKIPPED_STARTED_MS, 0,
+		    LOCK_REPLY_MAX_TIME) && lock_int_at(r, ACQUIRE_SKIPPED_NOW_MS,
+		    0, LOCK_REPLY_MAX_TIME);
+	case -1:
+		return lock_int_at(r, ACQUIRE_MIX_LIMIT, 0, LLONG_MAX);
+	case 0:
+		return r->elements >= ACQUIRE_BUSY__COUNT &&
+		    lock_int_at(r, ACQUIRE_BUSY_PTTL_MS, -2, LLONG_MAX);
+	default:
+		return lock_int_at(r, ACQUIRE_HELD_FENCE, 0, LLONG_MAX);
+	}
 }
 
-/* extend.lua: {0} not the holder, {1, fence, ttl} extended. */
+/* extend.lua: code 0 not the holder, 1 extended (src/lua/contract). */
 static int
 extend_shape(const struct redis_reply *r, void *arg)
 {
 	(void)arg;
-	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, 0, 1))
+	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, EXTENDED_CODE, 0, 1))
 		return 0;
-	return r->element[0]->integer == 0 ||
-	    (lock_int_at(r, 1, 0, LLONG_MAX) &&
-	    lock_int_at(r, 2, 1, LOCK_REPLY_MAX_TTL));
+	return r->element[EXTENDED_CODE]->integer == 0 ||
+	    (lock_int_at(r, EXTENDED_FENCE, 0, LLONG_MAX) &&
+	    lock_int_at(r, EXTENDED_TTL_MS, 1, LOCK_REPLY_MAX_TTL));
 }
 
 /* release.lua and fence.lua: 1 done, 0 not. */
@@ -215,15 +235,23 @@ flag_shape(const struct redis_reply *r, void *arg)
 	    r->integer == 1);
 }
 
-/* Is r the array {1, fence, ttl} that acquire and extend answer with? */
+/*
+ * Is r acquire's acquire_held or extend's code 1 (one shape: code, fence,
+ * ttl_ms)?  The fence raises *fence.
+ */
+_Static_assert((int)ACQUIRE_HELD_FENCE == (int)EXTENDED_FENCE &&
+    (int)ACQUIRE_HELD_TTL_MS == (int)EXTENDED_TTL_MS &&
+    (int)ACQUIRE_HELD_CODE == (int)EXTENDED_CODE,
+    "acquire_held and extended must have one shape (src/lua/contract)");
 int
 lock_reply_granted(const struct redis_reply *r, long long *fence)
 {
 	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 1 ||
-	    r->element[0]->integer != 1)
+	    r->element[ACQUIRE_HELD_CODE]->integer != 1)
 		return 0;
-	if (r->elements >= 2 && r->element[1]->integer > *fence)
-		*fence = r->element[1]->integer;
+	if (r->elements > ACQUIRE_HELD_FENCE &&
+	    r->element[ACQUIRE_HELD_FENCE]->integer > *fence)
+		*fence = r->element[ACQUIRE_HELD_FENCE]->integer;
 	return 1;
 }
 
@@ -278,7 +306,7 @@ static void
 align_fences(struct lock *l, int *won, const long long *fences, long long f)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[3], *args[2];
+	const char		 *args[FENCE__COUNT];
 	char			  fs[24];
 	struct err		  e;
 	int			  i, *low, any = 0;
@@ -287,16 +315,13 @@ align_fences(struct lock *l, int *won, const long long *fences, long long f)
 	for (i = 0; i < l->q->n; i++)
 		any |= low[i] = won[i] && fences[i] < f;
 	if (any) {
-		keys[0] = l->fence_key;
-		keys[1] = l->info_key;
-		keys[2] = l->key;
 		snprintf(fs, sizeof fs, "%lld", f);
-		args[0] = l->token;
-		args[1] = fs;
+		args[FENCE_TOKEN] = l->token;
+		args[FENCE_FENCE] = fs;
 		rep = xcalloc(l->q->n, sizeof *rep);
 		quorum_check(l->q, rep, flag_shape, NULL, "the fence script",
-		    quorum_script(l->q, low, &script_fence, 3, keys, 2, args,
-		    rep, &e), &e);
+		    quorum_script(l->q, low, &script_fence, KEY__COUNT,
+		    lock_keys(l), FENCE__COUNT, args, rep, &e), &e);
 		for (i = 0; i < l->q->n; i++)
 			if (low[i] && (rep[i] == NULL ||
 			    rep[i]->type != REDIS_T_INTEGER ||
@@ -346,18 +371,22 @@ note_holder(struct lock *l, const struct redis_reply *r)
 
 	memset(h, 0, sizeof *h);
 	h->seen_at = now_mono_ms();
-	h->pttl_ms = lock_clamp(el[1]->integer, -2, LOCK_REPLY_MAX_TTL);
+	h->pttl_ms = lock_clamp(el[ACQUIRE_BUSY_PTTL_MS]->integer, -2,
+	    LOCK_REPLY_MAX_TTL);
 	h->held_ms = -1;
-	if (r->elements < 7)
+	if (r->elements < ACQUIRE_BUSY__COUNT)
 		return;
-	if (el[2]->type == REDIS_T_STRING)
-		snprintf(h->host, sizeof h->host, "%s", el[2]->str);
-	h->pid = lock_to_ll(el[3]);
-	if (el[4]->type == REDIS_T_STRING)
-		url_mask(el[4]->str, h->command, sizeof h->command);
-	if (lock_to_ll(el[5]) > 0)
-		h->held_ms = lock_clamp(lock_to_ll(el[6]), 0,
-		    LOCK_REPLY_MAX_TIME) - lock_clamp(lock_to_ll(el[5]), 0,
+	if (el[ACQUIRE_BUSY_HOST]->type == REDIS_T_STRING)
+		snprintf(h->host, sizeof h->host, "%s",
+		    el[ACQUIRE_BUSY_HOST]->str);
+	h->pid = lock_to_ll(el[ACQUIRE_BUSY_PID]);
+	if (el[ACQUIRE_BUSY_COMMAND]->type == REDIS_T_STRING)
+		url_mask(el[ACQUIRE_BUSY_COMMAND]->str, h->command,
+		    sizeof h->command);
+	if (lock_to_ll(el[ACQUIRE_BUSY_ACQUIRED_MS]) > 0)
+		h->held_ms = lock_clamp(lock_to_ll(el[ACQUIRE_BUSY_NOW_MS]), 0,
+		    LOCK_REPLY_MAX_TIME) -
+		    lock_clamp(lock_to_ll(el[ACQUIRE_BUSY_ACQUIRED_MS]), 0,
 		    LOCK_REPLY_MAX_TIME);
 }
 
@@ -422,7 +451,7 @@ lock_history_args(const struct lock *l, struct history_args *h)
 
 /* The keys and arguments of acquire.lua, and the text they point into. */
 struct acquire_args {
-	const char		*keys[9], *args[19];
+	const char		*args[ACQUIRE__COUNT];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
 	char			 every[24];
 	char			 floor[24];
@@ -433,15 +462,6 @@ static void
 acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
     struct acquire_args *a)
 {
-	a->keys[0] = l->key;
-	a->keys[1] = l->fence_key;
-	a->keys[2] = l->info_key;
-	a->keys[3] = l->wake_key;
-	a->keys[4] = l->waiters_key;
-	a->keys[5] = l->queue_key;
-	a->keys[6] = l->log_key;	/* see "Every key" in lib.lua */
-	a->keys[7] = l->none_key;	/* ditto */
-	a->keys[8] = l->every_key;
 	snprintf(a->ttl, sizeof a->ttl, "%lld", (long long)ttl_ms);
 	snprintf(a->pid, sizeof a->pid, "%lld", m->pid);
 	/* One that will wait is listed for its lease; 0: not listed. */
@@ -452,23 +472,23 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	/* A first answer has waited for nothing, however long it took. */
 	snprintf(a->waited, sizeof a->waited, "%lld", !l->was_busy ? 0LL :
 	    (long long)(now_mono_ms() - l->wait_start));
-	a->args[0] = l->token;
-	a->args[1] = a->ttl;
-	a->args[2] = m->host;
-	a->args[3] = a->pid;
-	a->args[4] = m->user;
-	a->args[5] = m->command;
-	a->args[6] = a->slack;
-	a->args[7] = a->waited;
-	a->args[8] = l->fifo && l->wait_ms != 0 ? "1" : "0";
+	a->args[ACQUIRE_TOKEN] = l->token;
+	a->args[ACQUIRE_TTL_MS] = a->ttl;
+	a->args[ACQUIRE_HOST] = m->host;
+	a->args[ACQUIRE_PID] = a->pid;
+	a->args[ACQUIRE_USER] = m->user;
+	a->args[ACQUIRE_COMMAND] = m->command;
+	a->args[ACQUIRE_SLACK_MS] = a->slack;
+	a->args[ACQUIRE_WAITED_MS] = a->waited;
+	a->args[ACQUIRE_FIFO] = l->fifo && l->wait_ms != 0 ? "1" : "0";
 	snprintf(a->limit, sizeof a->limit, "%d", l->limit > 1 ? l->limit : 1);
-	a->args[9] = a->limit;
+	a->args[ACQUIRE_LIMIT] = a->limit;
 	/* Listed by an earlier attempt: the grant takes it off the list. */
-	a->args[10] = l->listed ? "1" : "0";
-	a->args[11] = l->shared ? "1" : "0";
+	a->args[ACQUIRE_LISTED] = l->listed ? "1" : "0";
+	a->args[ACQUIRE_SHARED] = l->shared ? "1" : "0";
 	lock_history_args(l, &a->h);
-	a->args[12] = a->h.len;
-	a->args[13] = a->h.ttl;
+	a->args[ACQUIRE_HISTORY_LEN] = a->h.len;
+	a->args[ACQUIRE_HISTORY_TTL_MS] = a->h.ttl;
 	/*
 	 * A quorum's servers each hand out their own fence; proposing one
 	 * floor to all of them, a second ahead of our clock (theirs are
@@ -477,13 +497,13 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	 */
 	snprintf(a->floor, sizeof a->floor, "%lld", l->q->n > 1 ?
 	    (long long)(now_wall_ms() + FENCE_LEAD_MS) * 1000 : 0LL);
-	a->args[14] = a->floor;
-	a->args[15] = l->run;
+	a->args[ACQUIRE_FENCE_FLOOR_US] = a->floor;
+	a->args[ACQUIRE_RUN] = l->run;
 	/* A quorum's winner stays listed where it won: see acquire.lua. */
-	a->args[16] = l->q->n > 1 ? "1" : "0";
+	a->args[ACQUIRE_KEEP_LISTED] = l->q->n > 1 ? "1" : "0";
 	snprintf(a->every, sizeof a->every, "%lld", (long long)l->every_ms);
-	a->args[17] = a->every;
-	a->args[18] = l->retry_failed ? "1" : "0";
+	a->args[ACQUIRE_EVERY] = a->every;
+	a->args[ACQUIRE_RETRY] = l->retry_failed ? "1" : "0";
 }
 
 /*
@@ -509,7 +529,7 @@ kind_text(char *buf, size_t len, long long limit)
 }
 
 /*
- * {-1, limit}: the lock is held with another --limit (a plain lock is 1,
+ * acquire_mix: the lock is held with another --limit (a plain lock is 1,
  * a shared one 0).  Nothing was taken; it is a usage error, said once.
  */
 static int
@@ -517,10 +537,11 @@ mixed_limit(const struct lock *l, const struct redis_reply *r, struct err *e)
 {
 	char		was[32], now[32];
 
-	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 2 ||
-	    r->element[0]->integer != -1)
+	if (r == NULL || r->type != REDIS_T_ARRAY ||
+	    r->elements < ACQUIRE_MIX__COUNT ||
+	    r->element[ACQUIRE_MIX_CODE]->integer != -1)
 		return 0;
-	kind_text(was, sizeof was, r->element[1]->integer);
+	kind_text(was, sizeof was, r->element[ACQUIRE_MIX_LIMIT]->integer);
 	kind_text(now, sizeof now, l->shared ? 0 : l->limit > 1 ? l->limit : 1);
 	err_set(e, ERR_USAGE, "%s is held with %s, and this asks with %s; "
 	    "%s", l->name, was, now, strcmp(was, "--shared") == 0 ||
@@ -531,7 +552,7 @@ mixed_limit(const struct lock *l, const struct redis_reply *r, struct err *e)
 }
 
 /*
- * {-3, host, pid}: the caller reads NAME and asked to upgrade while
+ * acquire_upgrade: the caller reads NAME and asked to upgrade while
  * another reader's upgrade waits, which only the end of this reader's
  * shared hold can let in (as fcntl(2) answers EDEADLK).  Nothing was
  * taken; the caller stays a reader.
@@ -542,13 +563,15 @@ upgrade_refused(const struct lock *l, const struct redis_reply *r,
 {
 	char	who[160] = "";
 
-	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements < 3 ||
-	    r->element[0]->integer != -3)
+	if (r == NULL || r->type != REDIS_T_ARRAY ||
+	    r->elements < ACQUIRE_UPGRADE__COUNT ||
+	    r->element[ACQUIRE_UPGRADE_CODE]->integer != -3)
 		return 0;
-	if (r->element[1]->type == REDIS_T_STRING &&
-	    r->element[2]->type == REDIS_T_STRING)
+	if (r->element[ACQUIRE_UPGRADE_HOST]->type == REDIS_T_STRING &&
+	    r->element[ACQUIRE_UPGRADE_PID]->type == REDIS_T_STRING)
 		snprintf(who, sizeof who, " (%.100s, pid %.20s)",
-		    r->element[1]->str, r->element[2]->str);
+		    r->element[ACQUIRE_UPGRADE_HOST]->str,
+		    r->element[ACQUIRE_UPGRADE_PID]->str);
 	err_set(e, ERR_DEADLOCK, "cannot upgrade %s: another reader%s is "
 	    "already waiting to upgrade, and each would wait for the other; "
 	    "release this shared hold (rlock release --token) and acquire "
@@ -562,16 +585,18 @@ note_started(struct lock *l, const struct redis_reply *r)
 {
 	struct redis_reply	*const *el = r->element;
 
-	if (l->refused && el[1]->integer <= l->started_ms)
+	if (l->refused && el[ACQUIRE_SKIPPED_STARTED_MS]->integer <=
+	    l->started_ms)
 		return;		/* the newest start, of all the servers' */
 	l->refused = 1;
-	l->started_ms = el[1]->integer;
-	l->started_ago_ms = el[4]->integer - el[1]->integer;
+	l->started_ms = el[ACQUIRE_SKIPPED_STARTED_MS]->integer;
+	l->started_ago_ms = el[ACQUIRE_SKIPPED_NOW_MS]->integer -
+	    el[ACQUIRE_SKIPPED_STARTED_MS]->integer;
 	l->started_host[0] = '\0';
-	if (el[2]->type == REDIS_T_STRING)
+	if (el[ACQUIRE_SKIPPED_HOST]->type == REDIS_T_STRING)
 		snprintf(l->started_host, sizeof l->started_host, "%s",
-		    el[2]->str);
-	l->started_pid = lock_to_ll(el[3]);
+		    el[ACQUIRE_SKIPPED_HOST]->str);
+	l->started_pid = lock_to_ll(el[ACQUIRE_SKIPPED_PID]);
 }
 
 /*
@@ -603,11 +628,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->tried = 1;
 	if (wait_ms >= 0)
 		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
-		    wait_ms, settled_grant, NULL, &script_acquire, 9, a.keys, 19,
+		    wait_ms, settled_grant, NULL, &script_acquire, KEY__COUNT, lock_keys(l), ACQUIRE__COUNT,
 		    a.args, rep, e);
 	else
 		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-		    &script_acquire, 9, a.keys, 19, a.args, rep, e);
+		    &script_acquire, KEY__COUNT, lock_keys(l), ACQUIRE__COUNT, a.args, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
 	/* Servers given up unanswered (blocked): busy, not failed. */
@@ -634,15 +659,18 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 			l->listed = 0;
 			return -1;
 		}
-		if (rep[i] != NULL && rep[i]->element[0]->integer == -2) {
+		if (rep[i] != NULL &&
+		    rep[i]->element[ACQUIRE_SKIPPED_CODE]->integer == -2) {
 			note_started(l, rep[i]);
 			refusals++;
 		}
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
-		else if (rep[i] != NULL && rep[i]->element[0]->integer == 0 &&
-		    rep[i]->element[1]->integer > *pttl_ms) {
-			*pttl_ms = lock_clamp(rep[i]->element[1]->integer, -2,
+		else if (rep[i] != NULL &&
+		    rep[i]->element[ACQUIRE_BUSY_CODE]->integer == 0 &&
+		    rep[i]->element[ACQUIRE_BUSY_PTTL_MS]->integer > *pttl_ms) {
+			*pttl_ms = lock_clamp(
+			    rep[i]->element[ACQUIRE_BUSY_PTTL_MS]->integer, -2,
 			    LOCK_REPLY_MAX_TTL);
 			note_holder(l, rep[i]);
 		}
@@ -1075,45 +1103,36 @@ release_script(struct lock *l, const char *outcome, int give_back,
 {
 	struct redis_reply	**rep;
 	struct history_args	  h;
-	const char		 *keys[9], *args[12];
+	const char		 *args[RELEASE__COUNT];
 	char			  pid[24];
 	unsigned		  gone = 0, yes = 0;
 	int			  i, ok, released = 0, skipped = 0, *ask;
 
-	keys[0] = l->key;
-	keys[1] = l->info_key;
-	keys[2] = l->wake_key;
-	keys[3] = l->waiters_key;
-	keys[4] = l->fence_key;
-	keys[5] = l->queue_key;
-	keys[6] = l->log_key;
-	keys[7] = l->none_key;	/* see "Every key" in lib.lua */
-	keys[8] = l->every_key;
 	lock_history_args(l, &h);
 	if (!keep_listed)
 		l->listed = 0;	/* the script takes us off the list too */
 	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
-	args[0] = l->token;
-	args[1] = outcome != NULL ? outcome : "";
-	args[2] = h.len;
-	args[3] = h.ttl;
-	args[4] = lock_or_empty(l->meta.host);
-	args[5] = pid;
-	args[6] = lock_or_empty(l->meta.user);
+	args[RELEASE_TOKEN] = l->token;
+	args[RELEASE_OUTCOME] = outcome != NULL ? outcome : "";
+	args[RELEASE_HISTORY_LEN] = h.len;
+	args[RELEASE_HISTORY_TTL_MS] = h.ttl;
+	args[RELEASE_HOST] = lock_or_empty(l->meta.host);
+	args[RELEASE_PID] = pid;
+	args[RELEASE_USER] = lock_or_empty(l->meta.user);
 	/*
 	 * The script hands the lock to the next waiter itself: with one
 	 * server only, for several would each choose on their own.
 	 */
-	args[7] = l->q->n == 1 ? "1" : "0";
-	args[8] = give_back ? l->run : "";
-	args[9] = keep_listed ? "1" : "0";
-	args[10] = settling ? "1" : "0";
+	args[RELEASE_HAND_OVER] = l->q->n == 1 ? "1" : "0";
+	args[RELEASE_RUN] = give_back ? l->run : "";
+	args[RELEASE_KEEP_LISTED] = keep_listed ? "1" : "0";
+	args[RELEASE_SETTLING] = settling ? "1" : "0";
 	/*
 	 * Whether the run may have a schedule to end (exec --every; a
 	 * release that cannot know, every_ms < 0): the common release reads
 	 * none.
 	 */
-	args[11] = l->every_ms != 0 ? "1" : "0";
+	args[RELEASE_EVERY] = l->every_ms != 0 ? "1" : "0";
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * Every server that can be reached, each within its own --timeout:
@@ -1131,8 +1150,8 @@ release_script(struct lock *l, const char *outcome, int give_back,
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, 9, keys, 12, args, rep,
-	    e);
+	ok = quorum_script(l->q, ask, &script_release, KEY__COUNT,
+	    lock_keys(l), RELEASE__COUNT, args, rep, e);
 	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
 	    ok, e) + skipped;
 	free(ask);
@@ -1166,7 +1185,7 @@ lock_note(struct lock *l, const char *event, const char *why,
 	struct redis_reply	**rep;
 	struct history_args	  h;
 	struct err		  e;
-	const char		 *keys[2], *args[20];
+	const char		 *args[NOTE__COUNT + 16];
 	char			  pid[24], fence[24], held[24];
 	/* The entry's fields: the numbers are written below. */
 	const char		 *fields[] = {
@@ -1184,8 +1203,6 @@ lock_note(struct lock *l, const char *event, const char *why,
 	snprintf(fence, sizeof fence, "%lld", l->fence);
 	snprintf(held, sizeof held, "%lld",
 	    (long long)(now_mono_ms() - l->taken_at));
-	keys[0] = l->key;
-	keys[1] = l->log_key;
 	args[n++] = event;
 	args[n++] = h.len;
 	args[n++] = h.ttl;
@@ -1199,7 +1216,8 @@ lock_note(struct lock *l, const char *event, const char *why,
 	 */
 	quorum_limit(l->q, now_mono_ms() + NOTE_MAX_MS);
 	quorum_retry_now(l->q);
-	quorum_script(l->q, NULL, &script_note, 2, keys, n, args, rep, &e);
+	quorum_script(l->q, NULL, &script_note, KEY__COUNT, lock_keys(l), n, args,
+	    rep, &e);
 	quorum_limit(l->q, 0);
 	quorum_free_replies(l->q, rep);
 	free(rep);
@@ -1209,36 +1227,34 @@ int
 lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[3], *args[3];
+	const char		 *args[EXTEND__COUNT];
 	char			  ttl[24], fallback[24];
 	long long		  fence = 0, new_ttl = 0;
 	int64_t			  start;
 	unsigned		  gone = 0;
 	int			  i, ok, got, *won, n = l->q->n;
 
-	keys[0] = l->key;
-	keys[1] = l->info_key;
-	keys[2] = l->none_key;	/* see "Every key" in lib.lua */
 	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
 	snprintf(fallback, sizeof fallback, "%lld",
 	    (long long)(l->ttl_ms > 0 ? l->ttl_ms : LOCK_DEFAULT_TTL_MS));
-	args[0] = l->token;
-	args[1] = ttl;
-	args[2] = fallback;
+	args[EXTEND_TOKEN] = l->token;
+	args[EXTEND_TTL_MS] = ttl;
+	args[EXTEND_FALLBACK_TTL_MS] = fallback;
 	rep = xcalloc(n, sizeof *rep);
 	won = xcalloc(n, sizeof *won);
 	start = now_mono_ms();
 	ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-	    &script_extend, 3, keys, 3, args, rep, e);
+	    &script_extend, KEY__COUNT, lock_keys(l), EXTEND__COUNT, args,
+	    rep, e);
 	ok = quorum_check(l->q, rep, extend_shape, NULL, "the extend script",
 	    ok, e);
 	for (i = 0; i < n; i++) {
 		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY &&
-		    rep[i]->element[0]->integer == 0)
+		    rep[i]->element[EXTENDED_CODE]->integer == 0)
 			gone |= 1u << i;	/* see extend_shape */
 		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
 			continue;
-		new_ttl = rep[i]->element[2]->integer;	/* see extend_shape */
+		new_ttl = rep[i]->element[EXTENDED_TTL_MS]->integer; /* extend_shape */
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);
@@ -1362,17 +1378,19 @@ token_holds(const struct redis_reply *r, const char *token)
 	size_t				 i, len = strlen(token);
 
 	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements != 1 ||
-	    (r = r->element[0])->type != REDIS_T_ARRAY || r->elements < 12)
+	    (r = r->element[0])->type != REDIS_T_ARRAY ||
+	    r->elements < STATUS__COUNT)
 		return -1;
-	if (reply_is(r->element[11], token, len))
+	if (reply_is(r->element[STATUS_TOKEN], token, len))
 		return 1;
-	if (r->elements < 14 || (s = r->element[13])->type != REDIS_T_ARRAY ||
-	    s->elements < 2 || (list = s->element[1])->type != REDIS_T_ARRAY)
+	if ((s = r->element[STATUS_HOLDERS])->type != REDIS_T_ARRAY ||
+	    s->elements < HOLDERS__COUNT ||
+	    (list = s->element[HOLDERS_LIST])->type != REDIS_T_ARRAY)
 		return 0;
 	for (i = 0; i < list->elements; i++) {
 		h = list->element[i];
-		if (h->type == REDIS_T_ARRAY && h->elements > 0 &&
-		    reply_is(h->element[0], token, len))
+		if (h->type == REDIS_T_ARRAY && h->elements > HOLDER_TOKEN &&
+		    reply_is(h->element[HOLDER_TOKEN], token, len))
 			return 1;
 	}
 	return 0;
@@ -1382,17 +1400,11 @@ int
 lock_holds(struct lock *l, struct err *e)
 {
 	struct redis_reply	**rep;
-	const char		 *keys[6];
 	int			  i, yes = 0, no = 0;
 
-	keys[0] = l->key;
-	keys[1] = l->info_key;
-	keys[2] = l->fence_key;
-	keys[3] = l->waiters_key;
-	keys[4] = l->queue_key;
-	keys[5] = l->every_key;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	quorum_script(l->q, NULL, &script_inspect, 6, keys, 0, NULL, rep, e);
+	quorum_script(l->q, NULL, &script_inspect, KEY__COUNT, lock_keys(l), 0, NULL,
+	    rep, e);
 	for (i = 0; i < l->q->n; i++)
 		switch (token_holds(rep[i], l->token)) {
 		case 1:

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract.h"
 #include "err.h"
 #include "quorum.h"
 
@@ -44,18 +45,30 @@ struct lock;
 typedef void (*lock_wait_fn)(const struct lock *, const struct lock_holder *,
     int64_t waited_ms, int64_t left_ms);
 
+struct lock;
+const char	**lock_keys(const struct lock *);
+
 struct lock {
 	struct quorum	*q;
 	const char	*name;
-	char		*key;		/* PREFIX{NAME}: the token */
-	char		*fence_key;	/* PREFIX{NAME}:fence: the counter */
-	char		*info_key;	/* PREFIX{NAME}:info: holder metadata */
-	char		*wake_key;	/* PREFIX{NAME}:wake: release wakes waiters */
-	char		*waiters_key;	/* PREFIX{NAME}:waiters: who waits */
-	char		*queue_key;	/* PREFIX{NAME}:queue: --fifo's order */
-	char		*log_key;	/* PREFIX{NAME}:log: the history */
-	char		*none_key;	/* PREFIX{NAME}:none: never written */
-	char		*every_key;	/* PREFIX{NAME}:every: --every's schedule */
+	/*
+	 * The lock's keys (rlock-protocol(7)), as every script takes them:
+	 * keys[] in the contract's order (src/lua/contract), or by name
+	 * (lock_init checks that the two agree).
+	 */
+	union {
+		char	*keys[KEY__COUNT];
+		struct {
+			char	*key;		/* PREFIX{NAME}: the holders */
+			char	*fence_key;	/* :fence: the counter */
+			char	*wake_key;	/* :wake: release wakes waiters */
+			char	*waiters_key;	/* :waiters: who waits */
+			char	*queue_key;	/* :queue: --fifo's order */
+			char	*log_key;	/* :log: the history */
+			char	*every_key;	/* :every: --every's schedule */
+			char	*none_key;	/* :none: never written */
+		};
+	};
 	char		*own_wake_key;	/* PREFIX{NAME}:wake:TOKEN */
 	char		 token[TOKEN_MAX + 1];
 

@@ -88,7 +88,7 @@ steps_of() {
 sabotage() {
 	local d="$BATS_TEST_TMPDIR/lua"
 	mkdir -p "$d"
-	cp "$LUA"/*.lua "$LUA"/embed.awk "$d/"
+	cp "$LUA"/*.lua "$LUA"/embed.awk "$LUA"/contract "$LUA"/contract.awk "$d/"
 	grep -qF "$1" "$d/acquire.lua" || return 1
 	FROM=$1 TO=$2 /usr/bin/python3 -c '
 import os, sys
@@ -103,8 +103,8 @@ open(p, "w").write(s.replace(os.environ["FROM"], os.environ["TO"], 1))
 @test "conformance: an acquire.lua without the --fifo deference is caught, at the step that shows it" {
 	need_spin
 	local d
-	d=$(sabotage "if ARGV[9] == '1' and not mine and not nobody then" \
-	    "if false and ARGV[9] == '1' and not mine and not nobody then")
+	d=$(sabotage "if A.fifo == '1' and not mine and not nobody then" \
+	    "if false and A.fifo == '1' and not mine and not nobody then")
 	run conform --lua "$d" --config fifo --seeds 1-10
 	assert_failure 1
 	# the configuration, its seed, the step, the trace line, what each said
@@ -120,8 +120,8 @@ open(p, "w").write(s.replace(os.environ["FROM"], os.environ["TO"], 1))
 @test "conformance: an acquire.lua that lets a second reader's upgrade wait instead of refusing it is caught" {
 	need_spin
 	local d
-	d=$(sabotage "local up = mine and not nobody and upgrader(KEYS[5], now," \
-	    "local up = false and upgrader(KEYS[5], now,")
+	d=$(sabotage "local up = mine and not nobody and upgrader(K.waiters, now," \
+	    "local up = false and upgrader(K.waiters, now,")
 	run conform --lua "$d" --config uplive --seeds 1-30
 	assert_failure 1
 	assert_output --regexp "^MISMATCH uplive seed [0-9]+, step [0-9]+ .*acquire of c[0-9]: the model says upgrade refused, the script busy"

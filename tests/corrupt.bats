@@ -299,16 +299,14 @@ list(p(sys.stdin.read()))' <<<"$output"
 
 @test "corrupt: release --force removes whatever a lock's keys hold, and says what" {
 	rcli SET 'rlock:{f}' x >/dev/null
-	rcli SET 'rlock:{f}:info' x >/dev/null
 	rcli SET 'rlock:{f}:waiters' x >/dev/null
 	rcli HSET 'rlock:{f}:log' a b >/dev/null
 	run --separate-stderr rlock release --force f
 	assert_success
 	assert_line 'removed rlock:{f} (a string, not a hash)'
-	assert_line 'removed rlock:{f}:info (a string, not a hash)'
 	assert_line 'removed rlock:{f}:waiters (a string, not a hash)'
 	assert_line 'removed rlock:{f}:log (a hash, not a stream)'
-	assert_equal "$(rcli EXISTS 'rlock:{f}' 'rlock:{f}:info' 'rlock:{f}:waiters')" 0
+	assert_equal "$(rcli EXISTS 'rlock:{f}' 'rlock:{f}:waiters')" 0
 	run rlock exec -n f -- true
 	assert_success
 }

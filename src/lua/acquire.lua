@@ -1,24 +1,22 @@
 -- acquire: take the lock for a token, if the one rule of lib.lua (see
 -- judge()) lets it in beside those who hold it.
--- KEYS: lock, fence, info, wake, waiters, queue, log, none, every.  ARGV:
--- token, ttl_ms,
--- host, pid, user, command, slack_ms, waited_ms, fifo, limit, listed
--- (whether an earlier attempt listed the caller among the waiters),
--- shared, history_len, history_ttl_ms (see record() in lib.lua),
--- fence_floor_us (see new_fence() in lib.lua), run (the acquire's run id,
--- the same for each of its attempts), keep_listed ('1': a quorum's
--- attempt, whose waiter entry stays when it wins here, see below), every
--- (exec --every: the period in ms, '0' without), retry ('1':
--- --retry-failed).
--- Returns {1, fence, ttl_ms} when the token now holds the lock, {0, pttl_ms,
--- host, pid, command, acquired_ms, now_ms} when it may not (the holder, for
--- a waiter to show; pttl_ms is when to look again), {-1, limit} when the
--- name is held in a way that this ask cannot mix with (nothing changes),
--- {-2, started_ms, host, pid, now_ms} when --every refuses the start (the
--- period's run started then, there: see schedule_closed() in lib.lua),
--- {-3, host, pid} when the caller, a reader, asks to upgrade while
--- another reader's upgrade is pending (that reader's host and pid;
--- nothing changes but the caller's own waiter entry, which goes).
+-- KEYS (K), ARGV (A) and the replies (R_ACQUIRE_...): src/lua/contract.
+-- Its arguments: slack_ms (the lease a caller that will wait is listed
+-- for; '0': it will not wait), listed (whether an earlier attempt listed
+-- it), history_len and history_ttl_ms (see record() in lib.lua),
+-- fence_floor_us (see new_fence()), run (the acquire's run id, the same
+-- for each of its attempts), keep_listed ('1': a quorum's attempt, whose
+-- waiter entry stays when it wins here, see below), every (exec --every:
+-- the period in ms, '0' without), retry ('1': --retry-failed).
+-- It answers acquire_held when the token now holds the lock,
+-- acquire_busy when it may not (the holder, for a waiter to show; pttl_ms
+-- is when to look again), acquire_mix when the name is held in a way this
+-- ask cannot mix with (nothing changes), acquire_skipped when --every
+-- refuses the start (the period's run started then, there: see
+-- schedule_closed() in lib.lua), acquire_upgrade when the caller, a
+-- reader, asks to upgrade while another reader's upgrade is pending (that
+-- reader's host and pid; nothing changes but the caller's own waiter
+-- entry, which goes).
 --
 -- The rule, judged on the live holders only:
 --  - a free name: any kind of holder takes it;
@@ -56,20 +54,20 @@
 -- event is still its holder's 'acquired' was never released: the readers
 -- show that run's 'expired' (see record_acquired() in lib.lua).
 if redis.replicate_commands then redis.replicate_commands() end
-local limit = tonumber(ARGV[10]) or 1
-local shared = ARGV[12] == '1'
-local token, ttl = ARGV[1], tonumber(ARGV[2])
+local limit = tonumber(A.limit) or 1
+local shared = A.shared == '1'
+local token, ttl = A.token, tonumber(A.ttl_ms)
 local now, t = clock()
 local want = shared and 's' or limit > 1 and 'l:' .. limit or 'x'
-local H = hold_read(KEYS[1], now)
+local H = hold_read(K.lock, now)
 local kind, mine = H.kind, hold_find(H, token)
 -- Whether nobody waits: the waiters and the line absent (and so of no
 -- other type, before this script writes them).  Not asked of a plain ask
 -- on a free name that no earlier attempt listed, nor --fifo: it takes the
 -- name whoever waits (as SET NX would), and has no entry to read.
 local nobody = true
-if kind or want ~= 'x' or ARGV[11] == '1' or ARGV[9] == '1' then
-	nobody = expect_waiting(KEYS[5], KEYS[6])
+if kind or want ~= 'x' or A.listed == '1' or A.fifo == '1' then
+	nobody = expect_waiting(K.waiters, K.queue)
 end
 -- The caller's own entry, if an earlier attempt listed it, and its place:
 -- the entry's while its lease lasts, else now (it comes after everyone
@@ -78,7 +76,7 @@ end
 -- attempt's time (s) stays, for how long it has waited.
 local own
 if not nobody then
-	local ok, e = pcall(cjson.decode, redis.call('HGET', KEYS[5], token) or
+	local ok, e = pcall(cjson.decode, redis.call('HGET', K.waiters, token) or
 		'')
 	if ok and type(e) == 'table' and tonumber(e.s) then
 		own = e
@@ -89,30 +87,31 @@ local place = own and (tonumber(own.u) or 0) > now and place_of(own) or
 
 -- Held in a way this ask does not mix with: a usage error, no change.
 if kind and kind ~= 'x' and kind ~= 's' and want ~= kind then
-	return {-1, H.limit}
+	return reply(R_ACQUIRE_MIX, {code = -1, limit = H.limit})
 elseif kind == 's' and limit > 1 then
-	return {-1, 0}
+	return reply(R_ACQUIRE_MIX, {code = -1, limit = 0})
 elseif kind == 'x' and limit > 1 then
-	return {-1, 1}
+	return reply(R_ACQUIRE_MIX, {code = -1, limit = 1})
 end
 
 -- --every: a start that the period's run keeps out is refused, whatever
 -- holds the name, and no longer waits.  (Not a later attempt of the run
 -- that recorded the start: a quorum's, trying again.  A hand-over's grant
 -- that the caller finds here, it gives back.)
-local every = tonumber(ARGV[18]) or 0
+local every = tonumber(A.every) or 0
 local sched
 if every > 0 then
-	expect({KEYS[9], 'hash'})
-	sched = schedule(KEYS[9])
-	if sched and sched.a ~= ARGV[16] and schedule_closed(sched, every,
+	expect({K.every, 'hash'})
+	sched = schedule(K.every)
+	if sched and sched.a ~= A.run and schedule_closed(sched, every,
 	    now) then
-		if ARGV[11] == '1' then
-			redis.call('HDEL', KEYS[5], token)
-			redis.call('ZREM', KEYS[6], token)
+		if A.listed == '1' then
+			redis.call('HDEL', K.waiters, token)
+			redis.call('ZREM', K.queue, token)
 		end
-		return {-2, tonumber(sched.s), sched.h or false,
-			sched.i or false, now}
+		return reply(R_ACQUIRE_SKIPPED, {code = -2,
+			started_ms = tonumber(sched.s), host = sched.h,
+			pid = sched.i, now_ms = now})
 	end
 end
 
@@ -120,7 +119,7 @@ end
 -- wait) and say who holds it (h, see who() in lib.lua) and when to look
 -- again (pttl).
 local function busy(pttl, h)
-	local due = tonumber(ARGV[7])
+	local due = tonumber(A.slack_ms)
 	if due > 0 then
 		-- Its first attempt's time and place, kept: set by the server
 		-- when it was listed, never moved (a first attempt that came
@@ -128,22 +127,23 @@ local function busy(pttl, h)
 		-- next attempt, by the client's count, came before waiters
 		-- that the --fifo line had placed before it, and each deferred
 		-- to the other for ever).
-		redis.call('HSET', KEYS[5], token, cjson.encode({u = now + due,
+		redis.call('HSET', K.waiters, token, cjson.encode({u = now + due,
 			s = own and tonumber(own.s) or now,
-			o = string.format('%.0f', place), h = ARGV[3],
-			p = ARGV[4], n = ARGV[5], c = ARGV[6], k = want}))
+			o = string.format('%.0f', place), h = A.host,
+			p = A.pid, n = A.user, c = A.command, k = want}))
 		-- Both keys outlive every entry: never shorten them.
-		if redis.call('PTTL', KEYS[5]) < due + 10000 then
-			redis.call('PEXPIRE', KEYS[5], due + 10000)
+		if redis.call('PTTL', K.waiters) < due + 10000 then
+			redis.call('PEXPIRE', K.waiters, due + 10000)
 		end
-		if ARGV[9] == '1' then
-			redis.call('ZADD', KEYS[6], place, token)
-			if redis.call('PTTL', KEYS[6]) < due + 10000 then
-				redis.call('PEXPIRE', KEYS[6], due + 10000)
+		if A.fifo == '1' then
+			redis.call('ZADD', K.queue, place, token)
+			if redis.call('PTTL', K.queue) < due + 10000 then
+				redis.call('PEXPIRE', K.queue, due + 10000)
 			end
 		end
 	end
-	return {0, pttl, h[1], h[2], h[3], h[4], now}
+	return reply(R_ACQUIRE_BUSY, {code = 0, pttl_ms = pttl, host = h[1],
+		pid = h[2], command = h[3], acquired_ms = h[4], now_ms = now})
 end
 local NOBODY = {false, false, false, false}
 
@@ -151,7 +151,7 @@ local NOBODY = {false, false, false, false}
 if kind == 'x' and not mine then
 	return busy(H.latest - now, who(H.live[1]))
 elseif kind == 's' and want == 's' and not mine and not nobody then
-	local w = writers(KEYS[5], now, token)
+	local w = writers(K.waiters, now, token)
 	if #w > 0 then
 		return busy(H.latest - now, who(H.live[1]))
 	end
@@ -160,15 +160,16 @@ elseif kind == 's' and want == 'x' then
 		if r.token ~= token then
 			-- A reader's upgrade while another's waits: refused.
 			-- (Who it is, read before the entry goes.)
-			local up = mine and not nobody and upgrader(KEYS[5], now,
+			local up = mine and not nobody and upgrader(K.waiters, now,
 				hold_tokens(H), token)
 			if up then
 				local u = hold_find(H, up)
 				if own then
-					redis.call('HDEL', KEYS[5], token)
-					redis.call('ZREM', KEYS[6], token)
+					redis.call('HDEL', K.waiters, token)
+					redis.call('ZREM', K.queue, token)
 				end
-				return {-3, u.h or false, u.p or false}
+				return reply(R_ACQUIRE_UPGRADE, {code = -3,
+					host = u.h, pid = u.p})
 			end
 			return busy(H.latest - now, who(r))
 		end
@@ -182,21 +183,21 @@ elseif not kind and want == 's' and not nobody then
 	-- Free, but a writer placed before it waits: its turn; wake it by
 	-- name.  (Not one placed after: a --fifo writer lets this reader
 	-- go first, and each would wait for the other.)
-	local w, due = writers(KEYS[5], now, token, place)
+	local w, due = writers(K.waiters, now, token, place)
 	if #w > 0 then
-		wake_each(KEYS[4], w)
+		wake_each(K.wake, w)
 		return busy(due, NOBODY)
 	end
 end
 
 -- A --fifo caller lets every waiter that came before it go first.
-if ARGV[9] == '1' and not mine and not nobody then
-	for _, e in ipairs(waiting(KEYS[5], now)) do
+if A.fifo == '1' and not mine and not nobody then
+	for _, e in ipairs(waiting(K.waiters, now)) do
 		if e.token ~= token and before(e.q, e.token, place, token) then
 			if not kind then
 				-- Free, but its turn: wake it, and look again
 				-- when its place would lapse.
-				wake_each(KEYS[4], {e.token})
+				wake_each(K.wake, {e.token})
 				return busy(e.u - now, NOBODY)
 			end
 			return busy(H.latest - now, NOBODY)
@@ -219,14 +220,14 @@ end
 local k = kind == 'x' and 'x' or want
 -- (A new hold's fence counter is read before the first write: a key that
 -- rlock did not write stops the script there.)
-local seen = not mine and expect_fence(KEYS[2])
+local seen = not mine and expect_fence(K.fence)
 -- The period's start, first: a write the server refuses (memory) then
 -- stops the script before the lock is taken.  (A hand-over's grant that
 -- this run claims starts it too; not a later attempt of the run that
 -- recorded it: a quorum's, trying again.)
-if every > 0 and k == 'x' and not (sched and sched.a == ARGV[16]) then
-	schedule_start(KEYS[9], sched, every, now, {ARGV[3], ARGV[4]},
-		token, ARGV[16], ARGV[19] == '1', ARGV[14])
+if every > 0 and k == 'x' and not (sched and sched.a == A.run) then
+	schedule_start(K.every, sched, every, now, {A.host, A.pid}, token,
+		A.run, A.retry == '1', A.history_ttl_ms)
 end
 local fence
 if mine then
@@ -234,43 +235,43 @@ if mine then
 	-- grant claimed by this run.
 	fence = tonumber(mine.f)
 	if mine.a == 'g' then
-		mine.a = ARGV[16]
+		mine.a = A.run
 	end
-	mine.h, mine.p, mine.n, mine.c = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+	mine.h, mine.p, mine.n, mine.c = A.host, A.pid, A.user, A.command
 	mine.l, mine.e = ttl, now + ttl
 	hold_set(H, token, mine)
 else
-	fence = new_fence(KEYS[2], t, ARGV[15],
-		fence_keep(ttl, ARGV[13], ARGV[14]), seen)
+	fence = new_fence(K.fence, t, A.fence_floor_us,
+		fence_keep(ttl, A.history_len, A.history_ttl_ms), seen)
 	-- Recorded in the history: how long it waited is by the server's
 	-- clock, from its waiter entry when it has one (the waited_ms
 	-- argument was taken when the request was sent, before its BLPOP).
-	local waited = ARGV[8]
+	local waited = A.waited_ms
 	if own then
 		waited = math.max(now - tonumber(own.s), tonumber(waited))
 	end
-	local v = record_acquired(KEYS[1], ARGV[13], ARGV[14], {ARGV[3],
-		ARGV[4], ARGV[5], ARGV[6]}, fence, waited, token,
-		kind_shown(k), math.min(ttl, tonumber(ARGV[14]))) and
-		now + math.min(ttl, tonumber(ARGV[14])) or nil
+	local v = record_acquired(K.lock, A.history_len, A.history_ttl_ms,
+		{A.host, A.pid, A.user, A.command}, fence, waited, token,
+		kind_shown(k), math.min(ttl, tonumber(A.history_ttl_ms))) and
+		now + math.min(ttl, tonumber(A.history_ttl_ms)) or nil
 	hold_set(H, token, {k = k, e = now + ttl, f = fence, t = now,
-		l = ttl, a = upgraded or ARGV[16], h = ARGV[3], p = ARGV[4],
-		n = ARGV[5], c = ARGV[6], v = v})
+		l = ttl, a = upgraded or A.run, h = A.host, p = A.pid,
+		n = A.user, c = A.command, v = v})
 	-- A plain lock's waiters block on the wake list: a fresh hold
 	-- starts with it empty.  (With nobody listed, a release pushed
 	-- none: one left by waiters gone since costs a waiter to come an
 	-- attempt, not this call on every acquire.)
 	if k == 'x' and not nobody then
-		redis.call('DEL', KEYS[4])
+		redis.call('DEL', K.wake)
 	end
 end
 hold_write(H, now)
-if ARGV[11] == '1' and ARGV[17] ~= '1' then
-	redis.call('HDEL', KEYS[5], token)
-	redis.call('ZREM', KEYS[6], token)
+if A.listed == '1' and A.keep_listed ~= '1' then
+	redis.call('HDEL', K.waiters, token)
+	redis.call('ZREM', K.queue, token)
 end
 -- Another waiting reader may come in too: pass the wake on.
-if k == 's' and not nobody and redis.call('EXISTS', KEYS[5]) == 1 then
-	wake_one(KEYS[4])
+if k == 's' and not nobody and redis.call('EXISTS', K.waiters) == 1 then
+	wake_one(K.wake)
 end
-return {1, fence, ttl}
+return reply(R_ACQUIRE_HELD, {code = 1, fence = fence, ttl_ms = ttl})

@@ -1,18 +1,55 @@
 # embed.awk: one src/lua/NAME.lua script, as the server will see it: the
 # helpers of lib.lua (the first file), then the script's own body (the
-# second) as the function main, run by lib.lua's run(main), which turns
-# any error into one reply the client can put in words.
+# last) as the function main, run by lib.lua's run(main), which turns any
+# error into one reply the client can put in words.  With -v map=FILE
+# (contract.awk's mode=map), each contract name in the text is put in
+# place of by what it stands for (K.lock by KEYS[1], ...): the names are
+# the source's, the places are what is sent.
 # mode=body prints the script without its comment lines (-- ...), which is
 # what is sent and hashed; mode=c prints it as a C struct script, with
 # -v name=NAME -v sha=SHA1-OF-BODY.
-FILENAME != ARGV[1] && !opened { opened = 1; emit("local function main()") }
+BEGIN {
+	while (map != "" && (getline line < map) > 0) {
+		t = index(line, "\t")
+		# Dotted names first: R_X.field before R_X.
+		if (index(substr(line, 1, t - 1), "."))
+			from[++nmap] = substr(line, 1, t - 1)
+		else
+			later[++nlater] = substr(line, 1, t - 1)
+		to[substr(line, 1, t - 1)] = substr(line, t + 1)
+	}
+	for (i = 1; i <= nlater; i++)
+		from[++nmap] = later[i]
+}
+FILENAME == ARGV[ARGC - 1] && !opened { opened = 1; emit("local function main()") }
 /^[ \t]*--/ { next }
-{ emit($0) }
+{ emit(names($0)) }
 END {
 	emit("end")
 	emit("return run(main)")
 	if (mode == "c")
 		printf "struct script script_%s = {\n\t.name = \"%s\",\n\t.sha = \"%s\",\n\t.body =\n%s};\n\n", name, name, sha, body
+}
+# s with each contract name (a whole word: no letter, digit, _ or . on
+# its left, no letter, digit or _ on its right) in place.
+function names(s,	i, n, out, at, before, after) {
+	for (i = 1; i <= nmap; i++) {
+		n = from[i]
+		if (index(s, n) == 0)
+			continue
+		out = ""
+		while ((at = index(s, n)) > 0) {
+			before = at > 1 ? substr(s, at - 1, 1) : ""
+			after = substr(s, at + length(n), 1)
+			if (before ~ /[A-Za-z0-9_.]/ || after ~ /[A-Za-z0-9_]/) {
+				out = out substr(s, 1, at + length(n) - 1)
+			} else
+				out = out substr(s, 1, at - 1) to[n]
+			s = substr(s, at + length(n))
+		}
+		s = out s
+	}
+	return s
 }
 function emit(line) {
 	if (mode == "body") {

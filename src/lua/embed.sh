@@ -1,6 +1,7 @@
 #!/bin/sh
 # embed.sh AWK EMBED.AWK LIB.lua FILE.lua...: write the C source of the
-# scripts, each one LIB.lua's helpers followed by FILE.lua, with each
+# scripts, each LIB.lua's helpers then FILE.lua, with the contract's names
+# (contract.awk, from the contract beside LIB.lua) put in place, each
 # body's SHA1 computed here, at build time, for EVALSHA: the binary then
 # needs no hashing code (and no crypto library) to call them.
 set -eu
@@ -9,11 +10,18 @@ shift 3
 echo "/* Generated from src/lua by embed.sh: do not edit. */"
 echo "#include \"scripts.h\""
 echo
+dir=$(dirname "$lib")
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
 names=
 for f in "$@"; do
 	name=$(basename "$f" .lua)
-	sha=$("$awk" -v mode=body -f "$prog" "$lib" "$f" | sha1sum | cut -c1-40)
-	"$awk" -v mode=c -v name="$name" -v sha="$sha" -f "$prog" "$lib" "$f"
+	"$awk" -v mode=map -v script="$name" -f "$dir/contract.awk" \
+	    "$dir/contract" >"$tmp"
+	sha=$("$awk" -v mode=body -v map="$tmp" -f "$prog" "$lib" "$f" |
+	    sha1sum | cut -c1-40)
+	"$awk" -v mode=c -v map="$tmp" -v name="$name" -v sha="$sha" \
+	    -f "$prog" "$lib" "$f"
 	names="$names $name"
 done
 echo "struct script *scripts_all[] = {"

@@ -96,6 +96,20 @@ local function shown(v)
 		end))
 end
 
+-- A reply of the contract's shape (R_NAME: its fields' places) from v, its
+-- fields by name: a field v lacks is false (nil would end the list).
+local function reply(shape, v)
+	local r = {}
+	for name, i in pairs(shape) do
+		if v[name] == nil then
+			r[i] = false
+		else
+			r[i] = v[name]
+		end
+	end
+	return r
+end
+
 -- A kind's limit: 1 for a plain hold ('x'), 0 for a reader's ('s'), N
 -- for --limit N's ('l:N'); nil for a kind rlock does not write.  A limit
 -- outside 1 to LIMIT_MAX (--limit's own bound) is damage, never a count
@@ -471,11 +485,11 @@ local function holder_list(H, now)
 	end
 	local list = {}
 	for _, r in ipairs(H.live) do
-		list[#list + 1] = {r.token, r.h or false, r.p or false,
-			r.n or false, r.c or false, r.t or false, r.l or false,
-			fence_text(r.f), r.e - now}
+		list[#list + 1] = reply(R_HOLDER, {token = r.token, host = r.h,
+			pid = r.p, user = r.n, command = r.c, acquired_ms = r.t,
+			ttl_ms = r.l, fence = fence_text(r.f), pttl_ms = r.e - now})
 	end
-	return {H.limit, list}
+	return reply(R_HOLDERS, {limit = H.limit, list = list})
 end
 
 -- History: the stream LOCK:log, one entry an event, keeping the newest
@@ -650,7 +664,7 @@ end
 -- claimed (a = 'g'): the waiter's next attempt, which its wake (its own
 -- list) sets off at once, finds it holds the lock and extends it to its
 -- own TTL; a waiter that died meanwhile keeps it no longer than its lease.
--- K: {lock, info, fence, wake, waiters, queue}; hist: {len, ttl}.
+-- hist: {len, ttl}.
 
 -- A waiter's kind, from its entry: 'x' exclusive, 's' shared, 'l:N'.
 local function kind_of(e)
@@ -717,10 +731,10 @@ end
 -- woken on its own list, its entry and place gone.
 -- (The fences first: INCR is the one call that a key rlock did not
 -- write can fail, and then the script stops before the lock is touched.)
-local function grant(K, hist, H, list, k, now, t)
+local function grant(hist, H, list, k, now, t)
 	local fences = {}
 	for i, e in ipairs(list) do
-		fences[i] = new_fence(K[3], t, 0,
+		fences[i] = new_fence(K.fence, t, 0,
 			fence_keep(grant_ms(e, now), hist[1], hist[2]))
 	end
 	for i, e in ipairs(list) do
@@ -731,13 +745,13 @@ local function grant(K, hist, H, list, k, now, t)
 	end
 	hold_write(H, now)
 	for i, e in ipairs(list) do
-		record_acquired(K[1], hist[1], hist[2], {e.h, e.p, e.n, e.c},
+		record_acquired(K.lock, hist[1], hist[2], {e.h, e.p, e.n, e.c},
 			fences[i], now - e.s, e.token, kind_shown(k))
-		redis.call('HDEL', K[5], e.token)
-		redis.call('ZREM', K[6], e.token)
+		redis.call('HDEL', K.waiters, e.token)
+		redis.call('ZREM', K.queue, e.token)
 	end
 	for _, e in ipairs(list) do
-		wake_one(K[4] .. ':' .. e.token)
+		wake_one(K.wake .. ':' .. e.token)
 	end
 end
 
@@ -753,13 +767,13 @@ end
 -- Hand the room a release just freed to whoever's turn it is (see above);
 -- H: the lock's holders as the release left them; was: the kind of the
 -- hold that ended ('x', 's', or 'l:N').  Whether anyone got it.
-local function hand_over(K, hist, H, was)
+local function hand_over(hist, H, was)
 	-- Nobody waits (the common release): nothing more to read.
-	if redis.call('EXISTS', K[5]) == 0 or not fence_usable(K[3]) then
+	if redis.call('EXISTS', K.waiters) == 0 or not fence_usable(K.fence) then
 		return false
 	end
 	local now, t = clock()
-	local list = waiting(K[5], now)
+	local list = waiting(K.waiters, now)
 	if #list == 0 then
 		return false
 	end
@@ -786,7 +800,7 @@ local function hand_over(K, hist, H, was)
 		-- Still held (readers left): nobody's turn yet.
 		return false
 	elseif want == 'x' then
-		grant(K, hist, H, {first}, 'x', now, t)
+		grant(hist, H, {first}, 'x', now, t)
 		return true
 	elseif want == 's' then
 		room = #list
@@ -808,6 +822,6 @@ local function hand_over(K, hist, H, was)
 	if #batch == 0 then
 		return false
 	end
-	grant(K, hist, H, batch, want, now, t)
+	grant(hist, H, batch, want, now, t)
 	return true
 end

@@ -1,5 +1,6 @@
 -- log: locks' histories, newest first (see record() in lib.lua).
--- KEYS: the history streams.  ARGV: count, since_ms (0: all).  Returns
+-- KEYS: the history streams (not a lock's keys).  ARGV (A): count,
+-- since_ms (0: all), see src/lua/contract.  Returns
 -- {now_ms, {entries of the first key, ...}}, each {{id, {field, value,
 -- ...}}, ...}, or false for a key another Cluster node serves (see
 -- quorum_cluster_script in quorum.c), or an error reply for a key that is
@@ -9,8 +10,8 @@
 -- which the client leaves out): the event that the oldest one follows,
 -- from which the client tells a lock that expired (see history.c).
 local now = clock()
-local since = tonumber(ARGV[2])
-local count = tonumber(ARGV[1])
+local since = tonumber(A.since_ms)
+local count = tonumber(A.count)
 local oldest = since > 0 and tostring(now - since) or '-'
 local out = {}
 for i = 1, #KEYS do

@@ -1,17 +1,17 @@
 -- release: end the token's hold, if it has one, and give the room to the
--- next waiter or wake one.  KEYS: lock, info, wake, waiters, fence, queue,
--- log, none, every.  ARGV: token, outcome (exec's "exit:N", "signal:NAME" or
+-- next waiter or wake one.  KEYS (K) and ARGV (A): src/lua/contract.
+-- Its arguments: outcome (exec's "exit:N", "signal:NAME" or
 -- "max-runtime", "release" for the release command, "" for a give-back),
--- history_len, history_ttl_ms, the caller's host, pid and user,
--- hand_over ('1': one server; see hand_over() in lib.lua: with several,
--- each would choose on its own), run ('' for a release; else a give-back
--- of that acquire run), keep_listed ('1': a quorum's give-back between two
--- attempts of the run, which keeps its waiter entry), settling ('1': a
--- release sent again after one whose reply was lost, which, finding the
--- hold gone, records no loss: the first one, late, may have ended it),
--- every ('1': the run may have a schedule to end or take back, an exec
--- --every's, or one this release cannot know of: rlock release, which a
--- dead exec's guard runs; '0': none, and the schedule is not read).
+-- the caller's host, pid and user, hand_over ('1': one server; see
+-- hand_over() in lib.lua: with several, each would choose on its own),
+-- run ('' for a release; else a give-back of that acquire run),
+-- keep_listed ('1': a quorum's give-back between two attempts of the run,
+-- which keeps its waiter entry), settling ('1': a release sent again
+-- after one whose reply was lost, which, finding the hold gone, records
+-- no loss: the first one, late, may have ended it), every ('1': the run
+-- may have a schedule to end or take back, an exec --every's, or one this
+-- release cannot know of: rlock release, which a dead exec's guard runs;
+-- '0': none, and the schedule is not read).
 -- Returns 1 when a hold ended, else 0.
 -- The other way round, the settling copy ends the hold and the first,
 -- late, finds it gone (another may hold it by then): that copy must not
@@ -48,15 +48,14 @@
 -- Under memory pressure (maxmemory reached, noeviction) the server
 -- refuses a script's writes that need memory until it has written
 -- something: the deletions come first, and the history after them.
-local token = ARGV[1]
-local K = {KEYS[1], KEYS[2], KEYS[5], KEYS[3], KEYS[4], KEYS[6]}
-local hist = {ARGV[3], ARGV[4]}
-local direct = ARGV[8] == '1'
-local run = ARGV[9] or ''
+local token = A.token
+local hist = {A.history_len, A.history_ttl_ms}
+local direct = A.hand_over == '1'
+local run = A.run or ''
 -- The holders, read first: a key of another type stops the script
 -- before any write (run()).  A lone record is judged without the clock
 -- (see hold_read() in lib.lua): the common release asks no TIME.
-local H = hold_read(KEYS[1], nil)
+local H = hold_read(K.lock, nil)
 local now = H.now
 local function clock_now()
 	now = now or clock()
@@ -65,10 +64,10 @@ end
 -- What this script may write, checked before it writes (see lib.lua):
 -- when somebody waits, the waiters and the line; nobody in the common
 -- release, which asks one EXISTS.
-local nobody = expect_waiting(KEYS[4], KEYS[6])
+local nobody = expect_waiting(K.waiters, K.queue)
 -- The schedule's start, if it is this run's to end (a release: the
 -- token's, still running) or to take back (a give-back: the run's).
-local sched = ARGV[12] == '1' and schedule(KEYS[9])
+local sched = A.every == '1' and schedule(K.every)
 if sched and not ((run ~= '' and sched.a == run) or (run == '' and
     sched.r == run_id(token) and sched.x == '')) then
 	sched = nil
@@ -83,9 +82,9 @@ if mine and run ~= '' and mine.a and mine.a ~= run and mine.a ~= 'g' then
 	mine = nil
 end
 -- The caller's entry and place go, unless it will try again (quorum).
-if not nobody and not (run ~= '' and ARGV[10] == '1') then
-	redis.call('HDEL', KEYS[4], token)
-	redis.call('ZREM', KEYS[6], token)
+if not nobody and not (run ~= '' and A.keep_listed == '1') then
+	redis.call('HDEL', K.waiters, token)
+	redis.call('ZREM', K.queue, token)
 end
 
 -- The run's start in the schedule: taken back (a give-back), or ended
@@ -93,22 +92,22 @@ end
 -- nothing: the first, late, may have ended it; a start left running
 -- whose lock is gone is taken for a failed run anyway).
 if sched and run ~= '' then
-	schedule_undo(KEYS[9], sched)
+	schedule_undo(K.every, sched)
 	sched = nil
-elseif sched and ARGV[2] ~= '' and (mine or ARGV[11] ~= '1') then
-	redis.call('HSET', KEYS[9], 'x', mine and ARGV[2] or 'lost')
-	sched.x = mine and ARGV[2] or 'lost'
+elseif sched and A.outcome ~= '' and (mine or A.settling ~= '1') then
+	redis.call('HSET', K.every, 'x', mine and A.outcome or 'lost')
+	sched.x = mine and A.outcome or 'lost'
 end
 
 local function settled()
-	return KEYS[1] .. ':settled:' .. run_id(token)
+	return K.lock .. ':settled:' .. run_id(token)
 end
 if not mine then
-	if ARGV[2] ~= '' and run == '' and ARGV[11] ~= '1' and
-	    tonumber(ARGV[3]) > 0 and
+	if A.outcome ~= '' and run == '' and A.settling ~= '1' and
+	    tonumber(A.history_len) > 0 and
 	    redis.call('DEL', settled()) == 0 then
-		record(KEYS[1], ARGV[3], ARGV[4], 'lost', {'h', ARGV[5], 'p',
-			ARGV[6], 'u', ARGV[7], 'x', ARGV[2], 'y',
+		record(K.lock, A.history_len, A.history_ttl_ms, 'lost', {'h', A.host, 'p',
+			A.pid, 'u', A.user, 'x', A.outcome, 'y',
 			"gone or another's at release", 'r', run_id(token)})
 	end
 	return 0
@@ -120,9 +119,9 @@ end
 local others = #H.live - 1
 if others == 0 then
 	if kind == 'x' then
-		redis.call('DEL', KEYS[1], KEYS[3])
+		redis.call('DEL', K.lock, K.wake)
 	else
-		redis.call('DEL', KEYS[1])
+		redis.call('DEL', K.lock)
 	end
 	H.live = {}
 else
@@ -132,22 +131,22 @@ end
 -- The history's 'released' (how long it was held: from its acquire
 -- time t to the event's own), after the deletions; its expiry set unless
 -- the acquire's already reaches past this event (v).
-if tonumber(ARGV[3]) > 0 then
-	record(KEYS[1], ARGV[3], ARGV[4], 'released', {'h', mine.h or '',
+if tonumber(A.history_len) > 0 then
+	record(K.lock, A.history_len, A.history_ttl_ms, 'released', {'h', mine.h or '',
 		'p', mine.p or '', 'u', mine.n or '', 'c', mine.c or '', 'f',
-		fence_text(mine.f), 't', mine.t or '', 'x', ARGV[2], 'r',
+		fence_text(mine.f), 't', mine.t or '', 'x', A.outcome, 'r',
 		run_id(token), 'k', kind_shown(kind)}, 0, mine.v)
 	-- (Best effort, like the history: after the deletions.)
-	if ARGV[11] == '1' then
-		redis.pcall('SET', settled(), '1', 'PX', tonumber(ARGV[4]))
+	if A.settling == '1' then
+		redis.pcall('SET', settled(), '1', 'PX', tonumber(A.history_ttl_ms))
 	end
 end
 -- Readers left: nobody else can get in yet, but a reader waiting to
 -- upgrade that is now the only one left can: woken (its own list).
 if kind == 's' and others > 0 then
-	if others == 1 and not nobody and upgrader(KEYS[4], clock_now(),
+	if others == 1 and not nobody and upgrader(K.waiters, clock_now(),
 	    hold_tokens(H)) then
-		wake_each(KEYS[3], hold_tokens(H))
+		wake_each(K.wake, hold_tokens(H))
 	end
 	return 1
 end
@@ -155,15 +154,15 @@ end
 if sched and schedule_closed(sched, sched.p, clock_now()) then
 	if not nobody then
 		local tokens = {}
-		for _, e in ipairs(waiting(KEYS[4], now)) do
+		for _, e in ipairs(waiting(K.waiters, now)) do
 			tokens[#tokens + 1] = e.token
 		end
-		wake_each(KEYS[3], tokens)
-		wake_one(KEYS[3])
+		wake_each(K.wake, tokens)
+		wake_one(K.wake)
 	end
 	return 1
 end
-if direct and not nobody and hand_over(K, hist, H, kind) then
+if direct and not nobody and hand_over(hist, H, kind) then
 	return 1
 end
 -- Nobody was handed it: wake whoever may now get in (the writers waiting
@@ -177,7 +176,7 @@ if nobody then
 	return 1
 end
 if kind == 's' then
-	wake_each(KEYS[3], writers(KEYS[4], clock_now(), token))
+	wake_each(K.wake, writers(K.waiters, clock_now(), token))
 end
-wake_one(KEYS[3])
+wake_one(K.wake)
 return 1

@@ -25,6 +25,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -132,11 +133,22 @@ class Redis:
 # ------------------------------------------------------------- scripts
 
 def script_text(luadir, name):
-    """The script as the client sends it (embed.awk, mode=body)."""
-    return subprocess.run(
-        ["awk", "-v", "mode=body", "-f", os.path.join(luadir, "embed.awk"),
-         os.path.join(luadir, "lib.lua"), os.path.join(luadir, name + ".lua")],
+    """The script as the client sends it (embed.sh: lib.lua, the script,
+    the contract's names put in place; embed.awk, mode=body)."""
+    names = subprocess.run(
+        ["awk", "-v", "mode=map", "-v", "script=" + name,
+         "-f", os.path.join(luadir, "contract.awk"),
+         os.path.join(luadir, "contract")],
         check=True, capture_output=True, text=True).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".map") as t:
+        t.write(names)
+        t.flush()
+        return subprocess.run(
+            ["awk", "-v", "mode=body", "-v", "map=" + t.name, "-f",
+             os.path.join(luadir, "embed.awk"),
+             os.path.join(luadir, "lib.lua"),
+             os.path.join(luadir, name + ".lua")],
+            check=True, capture_output=True, text=True).stdout
 
 
 # ------------------------------------------------------------- traces
@@ -186,8 +198,13 @@ class Replay:
         k = "rlock:{%s}" % name
         self.lock = k
         self.keys = {x: "%s:%s" % (k, x) for x in
-                     ("fence", "info", "wake", "waiters", "queue", "log",
-                      "none", "every")}
+                     ("fence", "wake", "waiters", "queue", "log", "every",
+                      "none")}
+        # Every script's KEYS, in the contract's one order
+        # (src/lua/contract).
+        self.all = [k] + [self.keys[x] for x in
+                          ("fence", "wake", "waiters", "queue", "log",
+                           "every", "none")]
         self.tok = ["conform-%s-c%d" % (name, c) for c in range(3)]
         self.run = ["", "", ""]
         self.runs = 0
@@ -243,29 +260,27 @@ class Replay:
 
     def acquire(self, c, k, fifo, wt):
         K = self.keys
-        keys = [self.lock, K["fence"], K["info"], K["wake"], K["waiters"],
-                K["queue"], K["log"], K["none"], K["every"]]
+        keys = self.all
         args = [self.tok[c], TTL, "conform", "c%d" % c, "u", "cmd",
                 SLACK if wt else "0", "0",
                 "1" if fifo and wt else "0", "2" if k == L else "1",
                 "1" if self.listed[c] else "0", "1" if k == S else "0",
                 HIST_LEN, HIST_TTL, "0", self.run[c], "0", "0", "0"]
-        return self.r.pipe([["EVALSHA", self.shas["acquire"], 9] + keys +
+        return self.r.pipe([["EVALSHA", self.shas["acquire"], len(keys)] + keys +
                             args])[0]
 
     def release(self, c, give_back, keep):
         K = self.keys
-        keys = [self.lock, K["info"], K["wake"], K["waiters"], K["fence"],
-                K["queue"], K["log"], K["none"], K["every"]]
+        keys = self.all
         args = [self.tok[c], "" if give_back else "release", HIST_LEN,
                 HIST_TTL, "conform", "c%d" % c, "u", "1",
                 self.run[c] if give_back else "", "1" if keep else "0", "0"]
-        return self.r.pipe([["EVALSHA", self.shas["release"], 9] + keys +
+        return self.r.pipe([["EVALSHA", self.shas["release"], len(keys)] + keys +
                             args])[0]
 
     def extend(self, c):
-        keys = [self.lock, self.keys["info"], self.keys["none"]]
-        return self.r.pipe([["EVALSHA", self.shas["extend"], 3] + keys +
+        keys = self.all
+        return self.r.pipe([["EVALSHA", self.shas["extend"], len(keys)] + keys +
                             [self.tok[c], TTL, TTL]])[0]
 
     # env: a hold of c expires (its TTL, or a grant's lease, has passed):
@@ -300,9 +315,8 @@ class Replay:
         self.r.call("HSET", self.keys["waiters"], t, json.dumps(e))
         if self.lapse_mode == "status":
             K = self.keys
-            r = self.r.call("EVALSHA", self.shas["inspect"], 6, self.lock,
-                            K["info"], K["fence"], K["waiters"], K["queue"],
-                            K["every"])
+            r = self.r.call("EVALSHA", self.shas["inspect"], len(self.all),
+                            *self.all)
             if not isinstance(r, list) or not isinstance(r[0], list):
                 raise Mismatch("status (inspect.lua) failed: %r" % (r,))
 
