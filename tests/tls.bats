@@ -227,12 +227,19 @@ teardown() {
 	assert_output --partial "job: free"
 }
 
-@test "tls: exec with a 1s TTL keeps the lock through a 2.5s command by extending over TLS" {
-	bg_start EX "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" exec -t 1s job -- sleep 2.5
-	# 1.8 s in, a lock that was never extended would have expired.
-	sleep 1.8
+@test "tls: exec with a 2s TTL keeps the lock through a 6s command by extending over TLS" {
+	bg_start EX "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" exec -t 2s job -- sleep 6
+	# Once it is held (on a loaded machine the start alone may take a
+	# second), 3 s on: a lock never extended would have expired.
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ $(tcli TLS EXISTS 'rlock:{job}') == 1 ]] && break
+		sleep 0.02
+	done
+	((i < 500)) || fail "exec never took the lock: $(cat "$BATS_TEST_TMPDIR/EX.err")"
+	sleep 3
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 1
-	bg_wait "$EX" 15000 || fail "exec did not finish within 15s"
+	bg_wait "$EX" 30000 || fail "exec did not finish within 30s"
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/EX.err")" ""
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
@@ -586,7 +593,9 @@ openssl_default_paths() {
 		rm -rf "$XDG_RUNTIME_DIR/rlock" # a first run: the CAs are loaded
 		set=(-u SSL_CERT_FILE)
 		[[ $file == unset ]] || set=("SSL_CERT_FILE=$file")
+		# (LeakSanitizer cannot work under ptrace.)
 		run --separate-stderr env "${set[@]}" SSL_CERT_DIR="$BATS_TEST_TMPDIR/certs" \
+			ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 			timeout 60 strace -f -qq -e trace=open,openat \
 			-o "$BATS_TEST_TMPDIR/strace.out" "$RLOCK" -u "$IP_URL" status job
 		assert_equal "$status" 1 # a free lock: verified, connected
