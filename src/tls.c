@@ -69,6 +69,12 @@ load(void)
 		    "TLS", OpenSSL_version(OPENSSL_VERSION));
 }
 
+/* The static build enters OpenSSL's error strings at start, as usual. */
+static void
+need_strings(void)
+{
+}
+
 const char *
 tls_library(void)
 {
@@ -207,6 +213,52 @@ TLS_FUNCTIONS(DECLARE)
 
 static pthread_once_t	load_once = PTHREAD_ONCE_INIT;
 static char		load_error[256];
+static void		*libssl;
+
+/*
+ * OpenSSL enters the text of every error it has (some 1,500 strings, in
+ * a hash table) the first time anything touches its error queue: a
+ * seventh of a resumed rediss:// run's instructions, for text that only
+ * a failure's message reads.  It is skipped at start (NOT_STRINGS) and
+ * entered by ssl_reason, before the first message that needs it, with the
+ * loaders OpenSSL 3 keeps for it (those a library lacks are skipped).
+ * Errors of the libraries not listed (the provider's, the key decoders')
+ * keep their codes but no text: "TLS error" in a message.
+ */
+#define NO_STRINGS	(OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | \
+			 OPENSSL_INIT_NO_LOAD_SSL_STRINGS)
+static pthread_once_t	strings_once = PTHREAD_ONCE_INIT;
+
+static void
+load_strings(void)
+{
+	static const char *const loaders[] = {
+		"ERR_load_ERR_strings", "ERR_load_SSL_strings",
+		"ERR_load_X509_strings", "ERR_load_X509V3_strings",
+		"ERR_load_PEM_strings", "ERR_load_ASN1_strings",
+		"ERR_load_EVP_strings", "ERR_load_BIO_strings",
+		"ERR_load_CRYPTO_strings", "ERR_load_OBJ_strings",
+		"ERR_load_RSA_strings", "ERR_load_EC_strings",
+		"ERR_load_DH_strings", "ERR_load_DSA_strings",
+		"ERR_load_BN_strings", "ERR_load_BUF_strings",
+		"ERR_load_CONF_strings", "ERR_load_RAND_strings",
+		"ERR_load_KDF_strings", "ERR_load_OSSL_STORE_strings",
+		"ERR_load_PKCS12_strings", "ERR_load_UI_strings",
+	};
+	int	(*fn)(void);
+	size_t	 i;
+
+	for (i = 0; i < sizeof loaders / sizeof loaders[0]; i++)
+		if ((*(void **)&fn = dlsym(libssl, loaders[i])) != NULL)
+			fn();
+}
+
+static void
+need_strings(void)
+{
+	if (libssl != NULL)
+		pthread_once(&strings_once, load_strings);
+}
 
 static void
 load(void)
@@ -226,12 +278,15 @@ load(void)
 	}
 	TLS_FUNCTIONS(LOAD)
 #undef LOAD
+	libssl = h;
 	/*
 	 * OpenSSL's own clean-up at exit frees, one by one, everything it
 	 * set up: a twentieth of a rediss:// run, for memory the kernel
-	 * takes back at once anyway.  See INIT_OPTS for the rest.
+	 * takes back at once anyway.  See INIT_OPTS and NO_STRINGS for the
+	 * rest.
 	 */
-	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS, NULL) != 1)
+	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS | NO_STRINGS,
+	    NULL) != 1)
 		snprintf(load_error, sizeof load_error, "cannot set up %s for "
 		    "TLS", LIBSSL);
 }
@@ -267,8 +322,10 @@ static int
 ssl_reason(char *buf, size_t len)
 {
 	unsigned long	code = ERR_peek_last_error();
-	const char	*r = code ? ERR_reason_error_string(code) : NULL;
+	const char	*r;
 
+	need_strings();
+	r = code ? ERR_reason_error_string(code) : NULL;
 	snprintf(buf, len, "%s", r != NULL ? r : "TLS error");
 	ERR_clear_error();
 	return ERR_GET_REASON(code);
