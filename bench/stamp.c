@@ -22,9 +22,16 @@
  *                               per run and the rounds done to DIR/rounds.
  *                               Stops after the round in which SECS have
  *                               passed.  Exits 1 if any run failed (each is
- *                               named on stderr), 0 otherwise.
+ *                               named on stderr), 0 otherwise.  A NAME
+ *                               ending in "-cold" runs without the
+ *                               directory $STAMP_COLD_DIR (rlock's TLS
+ *                               sessions: every run a first run): it is
+ *                               moved aside before, what the run left is
+ *                               removed and it is put back after, untimed,
+ *                               so that the other commands keep theirs.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -123,6 +130,48 @@ run_once(char **argv, long long *wall, long long *cpu)
 
 #define MAXCMDS 32
 
+/* Remove dir and its files (it has no subdirectories). */
+static void
+remove_dir(const char *dir)
+{
+	struct dirent *d;
+	DIR *dp;
+
+	if ((dp = opendir(dir)) == NULL)
+		return;
+	while ((d = readdir(dp)) != NULL)
+		if (strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0)
+			unlinkat(dirfd(dp), d->d_name, 0);
+	closedir(dp);
+	rmdir(dir);
+}
+
+/* Before (on 1) and after (on 0) a cold run: $STAMP_COLD_DIR aside. */
+static void
+cold(int before)
+{
+	const char *dir = getenv("STAMP_COLD_DIR");
+	char aside[4096];
+
+	if (dir == NULL || dir[0] == '\0')
+		return;
+	snprintf(aside, sizeof aside, "%s.stamp-warm", dir);
+	if (before) {
+		rename(dir, aside);
+		return;
+	}
+	remove_dir(dir);
+	rename(aside, dir);
+}
+
+static int
+is_cold(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n >= 5 && strcmp(name + n - 5, "-cold") == 0;
+}
+
 static int
 rounds_run(int argc, char **argv)
 {
@@ -158,7 +207,11 @@ rounds_run(int argc, char **argv)
 	for (r = -warm; r < rounds && now_ns() < deadline; r++) {
 		for (j = 0; j < n; j++) {
 			i = (int)(((r % n) + n + j) % n);
+			if (is_cold(name[i]))
+				cold(1);
 			rc = run_once(cmd[i], &wall, &cpu);
+			if (is_cold(name[i]))
+				cold(0);
 			if (rc != 0) {
 				fprintf(stderr, "stamp rounds: %s, round %lld: %s %d\n",
 				    name[i], r, rc < 0 ? "not started" : "exit", rc);

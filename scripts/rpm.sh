@@ -76,8 +76,7 @@ cp completions/_rlock completions/rlock.fish examples/rlock.conf README.md \
     "$files/"
 mkdir -p "$files/schema"
 cp doc/schema/*.json "$files/schema/"
-sed -n '/^License: ISC$/,$p' debian/copyright | sed '1d; s/^ //; s/^\.$//' \
-    >"$files/LICENSE"
+cp LICENSE "$files/LICENSE"
 
 cat >"$work/rlock.spec" <<EOF
 Name:		rlock

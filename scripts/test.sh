@@ -86,16 +86,18 @@ finish distcheck "$distcheck"
 # and the man page lint; the guard that shares rlock's memory (compiled
 # out under ASan, which exec's its guard instead), and the nine breaks the
 # guard and the protocol close; memcheck (valgrind.bats); the completion
-# scripts; the static binaries; the fault checker's fixed seeds (chaos:
+# scripts; the static binaries; the benchmark harness's time bound (bench:
+# the tarball has no bench/); the fault checker's fixed seeds (chaos:
 # minutes of real time, little CPU); the compatibility subset, which the
 # matrix below runs against every other server.  The model of the
 # protocol (model.bats) runs in the background, from the start.
 plain_tests="tests/guard-window.bats tests/breaks.bats tests/valgrind.bats
-	tests/completions.bats tests/static.bats tests/chaos.bats tests/compat.bats"
+	tests/completions.bats tests/static.bats tests/chaos.bats tests/compat.bats
+	tests/bench.bats"
 # The bats files in Makefile.am's order (longest first), then any other.
 san_tests=$({ sed -n '/^BATS_TESTS = /,/^$/s/^[[:space:]]*\(tests\/[^ ]*\.bats\).*/\1/p' Makefile.am
 	ls tests/*.bats; } | awk '!seen[$0]++' |
-	grep -v '/\(completions\|static\|compat\|model\|chaos\|valgrind\|breaks\)\.bats$' |
+	grep -v '/\(completions\|static\|compat\|model\|chaos\|valgrind\|breaks\|bench\)\.bats$' |
 	tr '\n' ' ')
 begin suite "under ASan+UBSan, $tjobs files at a time; the shipped build's own files beside it"
 rm -rf .sanitize sanitize.log && mkdir .sanitize &&

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -68,6 +69,12 @@ load(void)
 		    "TLS", OpenSSL_version(OPENSSL_VERSION));
 }
 
+/* The static build enters OpenSSL's error strings at start, as usual. */
+static void
+need_strings(void)
+{
+}
+
 const char *
 tls_library(void)
 {
@@ -75,36 +82,22 @@ tls_library(void)
 }
 
 /*
- * Where distributions keep their CA bundle.  The OpenSSL built in looks
- * in /etc/ssl (the hashed certs directory of Debian and Alpine, and
- * Alpine's /etc/ssl/cert.pem); a host whose store is elsewhere (Fedora,
- * RHEL, openSUSE) still verifies servers, with the first bundle here that
- * exists.  SSL_CERT_FILE and SSL_CERT_DIR, when set, are OpenSSL's to
- * honour alone.
+ * Where distributions keep their CAs, for the OpenSSL built in, which
+ * looks in /etc/ssl (the hashed certs directory of Debian, Ubuntu, Alpine
+ * and openSUSE, and Alpine's /etc/ssl/cert.pem): a host whose store is
+ * elsewhere still verifies servers, with the first directory here that is
+ * hashed, else the first bundle that exists (see load_system_ca).
  */
+static const char *const ca_dirs[] = {
+	"/etc/ssl/certs",
+	"/etc/pki/ca-trust/extracted/pem/directory-hash",
+};
 static const char *const ca_bundles[] = {
 	"/etc/ssl/certs/ca-certificates.crt",
 	"/etc/pki/tls/certs/ca-bundle.crt",
 	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
 	"/etc/ssl/ca-bundle.pem",
 };
-
-static int
-set_default_ca(SSL_CTX *ctx)
-{
-	size_t	i;
-
-	if (SSL_CTX_set_default_verify_paths(ctx) != 1)
-		return 0;
-	if (getenv("SSL_CERT_FILE") != NULL || getenv("SSL_CERT_DIR") != NULL ||
-	    access(X509_get_default_cert_file(), R_OK) == 0)
-		return 1;
-	for (i = 0; i < sizeof ca_bundles / sizeof ca_bundles[0]; i++)
-		if (access(ca_bundles[i], R_OK) == 0)
-			return SSL_CTX_load_verify_locations(ctx, ca_bundles[i],
-			    NULL);
-	return 1;
-}
 #else
 /*
  * libssl and libcrypto are loaded when the first rediss:// connection is
@@ -130,7 +123,6 @@ set_default_ca(SSL_CTX *ctx)
 	X(SSL_CTX_set_cert_verify_callback)				\
 	X(SSL_CTX_set_default_passwd_cb)				\
 	X(SSL_CTX_set_default_passwd_cb_userdata)			\
-	X(SSL_CTX_set_default_verify_paths)				\
 	X(SSL_CTX_set_verify) X(SSL_CTX_use_PrivateKey_file)		\
 	X(SSL_CTX_use_certificate_chain_file) X(SSL_SESSION_free)	\
 	X(SSL_SESSION_get0_peer) X(SSL_SESSION_get_time)			\
@@ -175,8 +167,6 @@ TLS_FUNCTIONS(DECLARE)
 #define SSL_CTX_set_default_passwd_cb	(*p_SSL_CTX_set_default_passwd_cb)
 #define SSL_CTX_set_default_passwd_cb_userdata \
 					(*p_SSL_CTX_set_default_passwd_cb_userdata)
-#define SSL_CTX_set_default_verify_paths \
-					(*p_SSL_CTX_set_default_verify_paths)
 #define SSL_CTX_set_verify		(*p_SSL_CTX_set_verify)
 #define SSL_CTX_use_PrivateKey_file	(*p_SSL_CTX_use_PrivateKey_file)
 #define SSL_CTX_use_certificate_chain_file \
@@ -223,6 +213,52 @@ TLS_FUNCTIONS(DECLARE)
 
 static pthread_once_t	load_once = PTHREAD_ONCE_INIT;
 static char		load_error[256];
+static void		*libssl;
+
+/*
+ * OpenSSL enters the text of every error it has (some 1,500 strings, in
+ * a hash table) the first time anything touches its error queue: a
+ * seventh of a resumed rediss:// run's instructions, for text that only
+ * a failure's message reads.  It is skipped at start (NOT_STRINGS) and
+ * entered by ssl_reason, before the first message that needs it, with the
+ * loaders OpenSSL 3 keeps for it (those a library lacks are skipped).
+ * Errors of the libraries not listed (the provider's, the key decoders')
+ * keep their codes but no text: "TLS error" in a message.
+ */
+#define NO_STRINGS	(OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | \
+			 OPENSSL_INIT_NO_LOAD_SSL_STRINGS)
+static pthread_once_t	strings_once = PTHREAD_ONCE_INIT;
+
+static void
+load_strings(void)
+{
+	static const char *const loaders[] = {
+		"ERR_load_ERR_strings", "ERR_load_SSL_strings",
+		"ERR_load_X509_strings", "ERR_load_X509V3_strings",
+		"ERR_load_PEM_strings", "ERR_load_ASN1_strings",
+		"ERR_load_EVP_strings", "ERR_load_BIO_strings",
+		"ERR_load_CRYPTO_strings", "ERR_load_OBJ_strings",
+		"ERR_load_RSA_strings", "ERR_load_EC_strings",
+		"ERR_load_DH_strings", "ERR_load_DSA_strings",
+		"ERR_load_BN_strings", "ERR_load_BUF_strings",
+		"ERR_load_CONF_strings", "ERR_load_RAND_strings",
+		"ERR_load_KDF_strings", "ERR_load_OSSL_STORE_strings",
+		"ERR_load_PKCS12_strings", "ERR_load_UI_strings",
+	};
+	int	(*fn)(void);
+	size_t	 i;
+
+	for (i = 0; i < sizeof loaders / sizeof loaders[0]; i++)
+		if ((*(void **)&fn = dlsym(libssl, loaders[i])) != NULL)
+			fn();
+}
+
+static void
+need_strings(void)
+{
+	if (libssl != NULL)
+		pthread_once(&strings_once, load_strings);
+}
 
 static void
 load(void)
@@ -242,17 +278,19 @@ load(void)
 	}
 	TLS_FUNCTIONS(LOAD)
 #undef LOAD
+	libssl = h;
 	/*
 	 * OpenSSL's own clean-up at exit frees, one by one, everything it
 	 * set up: a twentieth of a rediss:// run, for memory the kernel
-	 * takes back at once anyway.  See INIT_OPTS for the rest.
+	 * takes back at once anyway.  See INIT_OPTS and NO_STRINGS for the
+	 * rest.
 	 */
-	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS, NULL) != 1)
+	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS | NO_STRINGS,
+	    NULL) != 1)
 		snprintf(load_error, sizeof load_error, "cannot set up %s for "
 		    "TLS", LIBSSL);
 }
 
-#define set_default_ca	SSL_CTX_set_default_verify_paths
 #endif /* RLOCK_STATIC_TLS */
 
 struct tls {
@@ -284,8 +322,10 @@ static int
 ssl_reason(char *buf, size_t len)
 {
 	unsigned long	code = ERR_peek_last_error();
-	const char	*r = code ? ERR_reason_error_string(code) : NULL;
+	const char	*r;
 
+	need_strings();
+	r = code ? ERR_reason_error_string(code) : NULL;
 	snprintf(buf, len, "%s", r != NULL ? r : "TLS error");
 	ERR_clear_error();
 	return ERR_GET_REASON(code);
@@ -425,6 +465,124 @@ tls_free(struct tls *t)
 	free(t);
 }
 
+/* A name `openssl rehash` gives a certificate: HASH.N, HASH 8 hex digits. */
+static int
+is_hash_name(const char *s)
+{
+	int	i;
+
+	for (i = 0; i < 8; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	if (s[8] != '.' || s[9] < '0' || s[9] > '9')
+		return 0;
+	for (i = 10; s[i] != '\0'; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+/*
+ * Whether dir is a hashed CA directory: one certificate in it, at least,
+ * named by its subject's hash.  The first such name ends the look (the
+ * links are half of Debian's /etc/ssl/certs): one getdents, not a read.
+ */
+static int
+hashed_dir(const char *dir)
+{
+	struct dirent	*d;
+	DIR		*dp;
+	int		 found = 0;
+
+	if (dir == NULL || (dp = opendir(dir)) == NULL)
+		return 0;
+	while (!found && (d = readdir(dp)) != NULL)
+		found = is_hash_name(d->d_name);
+	closedir(dp);
+	return found;
+}
+
+/* Whether a and b name the same file (through links or not). */
+static int
+same_file(const char *a, const char *b)
+{
+	struct stat	sa, sb;
+
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
+	    sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Add a file or a directory of CAs; one that is not there adds none. */
+static void
+add_ca(SSL_CTX *ctx, const char *file, const char *dir)
+{
+	if (SSL_CTX_load_verify_locations(ctx, file, dir) != 1)
+		ERR_clear_error();
+}
+
+/*
+ * The system's CAs, as SSL_CTX_set_default_verify_paths names them (a
+ * bundle, SSL_CERT_FILE or the default file, and a directory, SSL_CERT_DIR
+ * or the default one) but without reading the bundle when its hashed
+ * directory is there: OpenSSL parses a bundle whole, every certificate of
+ * it (Debian's 144: a first run of status executed 259 million
+ * instructions instead of 22, about 65 ms more),
+ * where a hashed directory is looked up by the issuer's name and reads the
+ * one file the chain needs.  The distributions make the two from the same
+ * certificates (update-ca-certificates, update-ca-trust), so either is the
+ * same trust.  SSL_CERT_FILE, when set, is read as OpenSSL would (the
+ * user named that file), unless it is the default bundle itself (as
+ * environments that set it for every tool have it).  No certificate that
+ * OpenSSL would trust is lost: without a hashed directory the bundle is
+ * read as before.
+ */
+static void
+load_system_ca(SSL_CTX *ctx)
+{
+	const char	*file = getenv("SSL_CERT_FILE");
+	const char	*dir = getenv("SSL_CERT_DIR");
+	const char	*sysdir = X509_get_default_cert_dir();
+	int		 hashed = hashed_dir(sysdir);
+#ifdef RLOCK_STATIC_TLS
+	size_t		 i;
+#endif
+
+	if (file != NULL && (file[0] == '\0' ||
+	    (hashed && same_file(file, X509_get_default_cert_file()))))
+		file = NULL;
+	if (dir != NULL && dir[0] == '\0')
+		dir = NULL;
+	/* The directory: SSL_CERT_DIR's, or the default one. */
+	add_ca(ctx, NULL, dir != NULL ? dir : sysdir);
+	/* The bundle: SSL_CERT_FILE, or the default, through its directory. */
+	if (file != NULL) {
+		add_ca(ctx, file, NULL);
+		return;
+	}
+	if (hashed) {
+		if (dir != NULL)
+			add_ca(ctx, NULL, sysdir);
+		return;
+	}
+	if (access(X509_get_default_cert_file(), R_OK) == 0 || dir != NULL) {
+		add_ca(ctx, X509_get_default_cert_file(), NULL);
+		return;
+	}
+#ifdef RLOCK_STATIC_TLS
+	/* Not where the OpenSSL built in looks: where the distributions do. */
+	for (i = 0; i < sizeof ca_dirs / sizeof ca_dirs[0]; i++)
+		if (hashed_dir(ca_dirs[i])) {
+			add_ca(ctx, NULL, ca_dirs[i]);
+			return;
+		}
+	for (i = 0; i < sizeof ca_bundles / sizeof ca_bundles[0]; i++)
+		if (access(ca_bundles[i], R_OK) == 0) {
+			add_ca(ctx, ca_bundles[i], NULL);
+			return;
+		}
+#endif
+}
+
 /* The CAs the server's chain must lead to: --tls-ca or the system's. */
 static int
 load_ca(SSL_CTX *ctx, const struct tls_opts *o, struct err *e)
@@ -438,12 +596,8 @@ load_ca(SSL_CTX *ctx, const struct tls_opts *o, struct err *e)
 			    o->ca, why);
 			return -1;
 		}
-	} else if (set_default_ca(ctx) != 1) {
-		ssl_reason(why, sizeof why);
-		err_set(e, ERR_SOFTWARE, "cannot load the system CA store: %s",
-		    why);
-		return -1;
-	}
+	} else
+		load_system_ca(ctx);
 	return 0;
 }
 
@@ -515,25 +669,21 @@ pem_encrypted(const char *path)
 	return strstr(buf, "ENCRYPTED") != NULL;
 }
 
-static SSL_CTX *
-make_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
+/* Set up t->ctx (made by tls_new) for o: 0, or -1 with e filled. */
+static int
+setup_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 {
 	const char	*key = o->key != NULL ? o->key : o->cert;
-	SSL_CTX		*ctx;
+	SSL_CTX		*ctx = t->ctx;
 	char		 why[160];
 
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		ssl_reason(why, sizeof why);
-		err_set(e, ERR_SOFTWARE, "cannot set up TLS: %s", why);
-		return NULL;
-	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	if (t->offered)
 		SSL_CTX_set_cert_verify_callback(ctx, verify_lazily, t);
 	else if (load_ca(ctx, o, e) == -1)
-		goto fail;
+		return -1;
 	else
 		t->ca_loaded = 1;
 	if (t->key[0] != '\0') {
@@ -548,7 +698,7 @@ make_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 		ssl_reason(why, sizeof why);
 		err_set(e, ERR_USAGE, "cannot use --tls-cert %s: %s", o->cert,
 		    why);
-		goto fail;
+		return -1;
 	}
 	if (key != NULL) {
 		if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
@@ -559,20 +709,17 @@ make_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 				    "pkey -in KEY -out NEW writes it so)");
 			err_set(e, ERR_USAGE, "cannot use --tls-key %s: %s",
 			    key, why);
-			goto fail;
+			return -1;
 		}
 		if (SSL_CTX_check_private_key(ctx) != 1) {
 			err_set(e, ERR_USAGE, "--tls-key %s does not belong to "
 			    "--tls-cert %s", key, o->cert ? o->cert : "(none)");
-			goto fail;
+			return -1;
 		}
 	}
 	SSL_CTX_set_verify(ctx, o->insecure ? SSL_VERIFY_NONE :
 	    SSL_VERIFY_PEER, NULL);
-	return ctx;
-fail:
-	SSL_CTX_free(ctx);
-	return NULL;
+	return 0;
 }
 
 static int
@@ -664,6 +811,18 @@ handshake_error(SSL *ssl, const char *name, struct err *e)
  * its ticket's lifetime is over, or when its certificate or any in the
  * chain it was verified with has expired, and its certificate must still
  * carry the name: a resumed session is one that would verify today.
+ *
+ * The hash is SHA-256, a cryptographic one, because the entry keeps no
+ * server certificate (strip_peer): the key alone binds a session to the
+ * name and the CAs it was verified for, so two inputs that collide would
+ * let a session verified for one name be offered for another, and some of
+ * the inputs (a host name, a --tls-server-name) may come from someone
+ * else's configuration.  A 64-bit FNV would do against chance, not against
+ * a chosen name.  It costs nothing of its own: OpenSSL 3 sets up a digest
+ * once per process (its provider's algorithms, 1.4 million instructions,
+ * the first time anything is fetched), and tls_new asks for the hash only
+ * after SSL_CTX_new has fetched SHA-256 for the handshake, so the hash is
+ * 27 thousand instructions of a resumed run's 15 million.
  */
 #define ENTRY_MAGIC	"rlocktls"	/* then the chain's expiry, then DER */
 #define ENTRY_HEAD	16
@@ -1043,10 +1202,16 @@ tls_new(int fd, const char *host, int port, const struct tls_opts *o,
 	snprintf(t->peer, sizeof t->peer, strchr(host, ':') != NULL ?
 	    "[%s]:%d" : "%s:%d", host, port);
 	t->has_cert = o->cert != NULL;
+	if ((t->ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		ssl_reason(t->why, sizeof t->why);
+		err_set(e, ERR_SOFTWARE, "cannot set up TLS: %s", t->why);
+		goto fail;
+	}
+	/* After SSL_CTX_new, which has fetched SHA-256 (see session_key). */
 	session_key(t, host, port, o);
 	if (t->key[0] != '\0' && (sess = cached_session(t)) != NULL)
 		t->offered = 1;
-	if ((t->ctx = make_ctx(t, o, e)) == NULL)
+	if (setup_ctx(t, o, e) == -1)
 		goto fail;
 	if ((t->ssl = SSL_new(t->ctx)) == NULL ||
 	    SSL_set_fd(t->ssl, fd) != 1 || SSL_set_app_data(t->ssl, t) != 1) {

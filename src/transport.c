@@ -15,6 +15,11 @@
  * Sockets are non-blocking and close-on-exec from birth, so a child that
  * exec's never inherits one.  Name resolution (getaddrinfo) cannot be
  * bounded and happens once, in transport_open.
+ *
+ * What the stream is once connected is a table of operations, as
+ * hiredis's redisContextFuncs: plain (TCP or a Unix socket) or TLS over
+ * the connected socket (tls.c).  The connecting, the polling and the
+ * errors are the same for both; only the table knows what a read is.
  */
 
 #include <sys/socket.h>
@@ -40,11 +45,37 @@
 
 enum phase { CONNECTING, HANDSHAKE, READY };
 
+struct transport;
+
+/*
+ * One kind of stream over the connected socket.  read and write are as
+ * read(2) and send(2) on a non-blocking socket, and may set t->want to
+ * the events they wait for (TLS may have to write to read); errno EPROTO
+ * says the stream's protocol failed, and why says how (NULL: no more to
+ * say than errno).
+ */
+struct transport_ops {
+	/* Begin on t->fd: 1 ready, 0 a handshake to drive, -1 (e filled). */
+	int	 (*start)(struct transport *, struct err *);
+	/* Drive the handshake: 1 done, 0 under way (t->want), -1. */
+	int	 (*handshake)(struct transport *, struct err *);
+	ssize_t	 (*read)(struct transport *, void *, size_t);
+	ssize_t	 (*write)(struct transport *, const void *, size_t);
+	const char *(*why)(const struct transport *);
+	/*
+	 * An idle connection's socket is readable (revents): whether that is
+	 * only protocol (TLS 1.3's session tickets), so still usable.
+	 */
+	int	 (*idle_ok)(struct transport *, short revents);
+	void	 (*close)(struct transport *);
+};
+
 struct transport {
 	enum phase		 phase;
+	const struct transport_ops *ops;
 	int			 fd;	/* once connected */
-	struct tls		*tls;	/* rediss:// */
-	short			 want;	/* the events TLS waits for */
+	struct tls		*tls;	/* the TLS ops' session */
+	short			 want;	/* the events the stream waits for */
 	const struct url	*url;
 	const struct tls_opts	*tls_opts;
 
@@ -160,6 +191,113 @@ open_tcp(struct transport *t, const struct url *u, struct err *e)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- plain */
+
+static int
+plain_start(struct transport *t, struct err *e)
+{
+	(void)t;
+	(void)e;
+	return 1;
+}
+
+static ssize_t
+plain_read(struct transport *t, void *buf, size_t len)
+{
+	return read(t->fd, buf, len);
+}
+
+static ssize_t
+plain_write(struct transport *t, const void *buf, size_t len)
+{
+	return send(t->fd, buf, len, MSG_NOSIGNAL);
+}
+
+/* A byte, or the end, on an idle plain connection: it is done. */
+static int
+plain_idle_ok(struct transport *t, short revents)
+{
+	(void)t;
+	(void)revents;
+	return 0;
+}
+
+static const struct transport_ops plain_ops = {
+	.start = plain_start,
+	.read = plain_read,
+	.write = plain_write,
+	.idle_ok = plain_idle_ok,
+};
+
+/* ------------------------------------------------------------------ TLS */
+
+static int
+tls_start(struct transport *t, struct err *e)
+{
+	if ((t->tls = tls_new(t->fd, t->url->host, t->url->port,
+	    t->tls_opts, e)) == NULL)
+		return -1;
+	return 0;
+}
+
+static int
+tls_step(struct transport *t, struct err *e)
+{
+	return tls_handshake(t->tls, &t->want, e);
+}
+
+static ssize_t
+tls_stream_read(struct transport *t, void *buf, size_t len)
+{
+	return tls_read(t->tls, buf, len, &t->want);
+}
+
+static ssize_t
+tls_stream_write(struct transport *t, const void *buf, size_t len)
+{
+	return tls_write(t->tls, buf, len, &t->want);
+}
+
+static const char *
+tls_stream_why(const struct transport *t)
+{
+	return tls_why(t->tls);
+}
+
+/*
+ * TLS 1.3 servers send session tickets after the handshake: bytes that
+ * are protocol, not a reply.  Let TLS read them; only a byte of real
+ * data, or the end of the stream, means the connection is done.
+ */
+static int
+tls_idle_ok(struct transport *t, short revents)
+{
+	char	c;
+
+	if (revents & (POLLHUP | POLLERR))
+		return 0;
+	return tls_read(t->tls, &c, 1, &t->want) == -1 && errno == EAGAIN;
+}
+
+static void
+tls_close(struct transport *t)
+{
+	tls_free(t->tls);
+	t->tls = NULL;
+}
+
+static const struct transport_ops tls_ops = {
+	.start = tls_start,
+	.handshake = tls_step,
+	.read = tls_stream_read,
+	.write = tls_stream_write,
+	.why = tls_stream_why,
+	.idle_ok = tls_idle_ok,
+	.close = tls_close,
+};
+
+/* ------------------------------------------------------------ transport */
+
 struct transport *
 transport_open(const struct url *u, const struct tls_opts *tls, struct err *e)
 {
@@ -170,6 +308,7 @@ transport_open(const struct url *u, const struct tls_opts *tls, struct err *e)
 	t->fd = -1;
 	t->url = u;
 	t->tls_opts = tls;
+	t->ops = u->scheme == URL_TLS ? &tls_ops : &plain_ops;
 	if (u->scheme == URL_UNIX)
 		rc = open_unix(t, u, e);
 	else
@@ -197,15 +336,16 @@ connected(struct transport *t, int fd, struct err *e)
 		/* Lock commands are tiny request/reply pairs: never Nagle. */
 		setsockopt(t->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	}
-	if (t->url->scheme != URL_TLS) {
+	switch (t->ops->start(t, e)) {
+	case 1:
 		t->phase = READY;
 		return 1;
-	}
-	if ((t->tls = tls_new(t->fd, t->url->host, t->url->port,
-	    t->tls_opts, e)) == NULL)
+	case 0:
+		t->phase = HANDSHAKE;
+		return 0;
+	default:
 		return -1;
-	t->phase = HANDSHAKE;
-	return 0;
+	}
 }
 
 /* See which attempts are done; start the next address when it is time. */
@@ -263,7 +403,7 @@ transport_step(struct transport *t, struct err *e)
 		return -1;
 	if (t->phase == HANDSHAKE) {
 		t->want = 0;
-		if ((rc = tls_handshake(t->tls, &t->want, e)) == 1)
+		if ((rc = t->ops->handshake(t, e)) == 1)
 			t->phase = READY;
 		return rc;
 	}
@@ -317,13 +457,16 @@ transport_timed_out(const struct transport *t, int64_t budget_ms,
 		err_set(e, ERR_TIMEOUT, "timed out after %s", d);
 }
 
-/* An I/O failure, as a message: TLS says why itself. */
+/* An I/O failure, as a message: a protocol says why itself. */
 static void
 io_error(const struct transport *t, const char *what, int errnum,
     struct err *e)
 {
-	if (errnum == EPROTO && t->tls != NULL && tls_why(t->tls) != NULL)
-		err_set(e, ERR_PROTOCOL, "%s: %s", what, tls_why(t->tls));
+	const char	*why;
+
+	if (errnum == EPROTO && t->ops->why != NULL &&
+	    (why = t->ops->why(t)) != NULL)
+		err_set(e, ERR_PROTOCOL, "%s: %s", what, why);
 	else
 		err_set(e, ERR_UNAVAILABLE, "%s: %s", what, reason(errnum));
 }
@@ -336,10 +479,7 @@ transport_write(struct transport *t, const void *buf, size_t len,
 
 	for (;;) {
 		t->want = 0;
-		if (t->tls != NULL)
-			n = tls_write(t->tls, buf, len, &t->want);
-		else
-			n = send(t->fd, buf, len, MSG_NOSIGNAL);
+		n = t->ops->write(t, buf, len);
 		if (n >= 0)
 			return n;
 		if (errno == EINTR)
@@ -358,10 +498,7 @@ transport_read(struct transport *t, void *buf, size_t len, struct err *e)
 
 	for (;;) {
 		t->want = 0;
-		if (t->tls != NULL)
-			n = tls_read(t->tls, buf, len, &t->want);
-		else
-			n = read(t->fd, buf, len);
+		n = t->ops->read(t, buf, len);
 		if (n > 0)
 			return n;
 		if (n == 0) {
@@ -385,7 +522,8 @@ transport_close(struct transport *t)
 
 	if (t == NULL)
 		return;
-	tls_free(t->tls);
+	if (t->ops->close != NULL)
+		t->ops->close(t);
 	if (t->fd != -1)
 		close(t->fd);
 	for (i = 0; i < t->nattempts; i++)
@@ -399,19 +537,14 @@ int
 transport_idle_ok(struct transport *t)
 {
 	struct pollfd	pfd = { .fd = t->fd, .events = POLLIN };
-	short		want;
-	char		c;
+	short		want = t->want;
+	int		ok;
 
 	if (t->phase != READY)
 		return 1;	/* a connect under way is not a dead one */
 	if (poll(&pfd, 1, 0) == 0)
 		return 1;
-	/*
-	 * TLS 1.3 servers send session tickets after the handshake: bytes
-	 * that are protocol, not a reply.  Let TLS read them; only a byte of
-	 * real data, or the end of the stream, means the connection is done.
-	 */
-	if (t->tls != NULL && !(pfd.revents & (POLLHUP | POLLERR)))
-		return tls_read(t->tls, &c, 1, &want) == -1 && errno == EAGAIN;
-	return 0;
+	ok = t->ops->idle_ok(t, pfd.revents);
+	t->want = want;	/* a look, not a read the caller waits on */
+	return ok;
 }

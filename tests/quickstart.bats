@@ -355,3 +355,15 @@ real_output() {
 	run grep -nE 'fence"?:? ?[0-9]{1,12}\b' "$TOP/README.md" "$TOP/man/rlock.1" "$TOP/man/rlock.conf.5" "$TOP"/man/rlock*.7
 	assert_output ""
 }
+
+@test "quickstart: the repository's top has a LICENSE with the ISC terms debian/copyright states, shipped in the tarball" {
+	[[ -f "$TOP/LICENSE" ]] || fail "no LICENSE at the top of the repository"
+	grep -q '^ISC License$' "$TOP/LICENSE" || fail "LICENSE does not name the ISC license"
+	# The terms, word for word, as debian/copyright has them.
+	local terms
+	terms=$(sed -n '/^License: ISC$/,$p' "$TOP/debian/copyright" | sed -n '/^ Permission/,$p' |
+		sed 's/^ //; s/^\.$//')
+	[[ -n $terms ]] || fail "debian/copyright has no ISC terms"
+	assert_equal "$(sed -n '/^Permission/,$p' "$TOP/LICENSE")" "$terms"
+	grep -q '^EXTRA_DIST = .*LICENSE' "$TOP/Makefile.am" || fail "Makefile.am does not ship LICENSE"
+}

@@ -227,12 +227,19 @@ teardown() {
 	assert_output --partial "job: free"
 }
 
-@test "tls: exec with a 1s TTL keeps the lock through a 2.5s command by extending over TLS" {
-	bg_start EX "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" exec -t 1s job -- sleep 2.5
-	# 1.8 s in, a lock that was never extended would have expired.
-	sleep 1.8
+@test "tls: exec with a 2s TTL keeps the lock through a 6s command by extending over TLS" {
+	bg_start EX "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" exec -t 2s job -- sleep 6
+	# Once it is held (on a loaded machine the start alone may take a
+	# second), 3 s on: a lock never extended would have expired.
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ $(tcli TLS EXISTS 'rlock:{job}') == 1 ]] && break
+		sleep 0.02
+	done
+	((i < 500)) || fail "exec never took the lock: $(cat "$BATS_TEST_TMPDIR/EX.err")"
+	sleep 3
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 1
-	bg_wait "$EX" 15000 || fail "exec did not finish within 15s"
+	bg_wait "$EX" 30000 || fail "exec did not finish within 30s"
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/EX.err")" ""
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
@@ -517,4 +524,171 @@ restart_tls_as() {
 	tls_status -u "$url" --tls-ca "$TLS_CA"
 	assert_equal "$status" 69
 	refute_contains "TLS session resumed" "$stderr"
+}
+
+# ---------------------------------------------------------------------------
+# the system's store, and the checks every handshake keeps
+# ---------------------------------------------------------------------------
+
+# hashed_ca_dir DIR CA...: DIR holding the CAs under the names `openssl
+# rehash` gives them (HASH.0 links), as /etc/ssl/certs holds the system's.
+hashed_ca_dir() {
+	local d=$1 c
+	shift
+	mkdir -p "$d"
+	for c in "$@"; do cp "$c" "$d/"; done
+	openssl rehash "$d" 2>/dev/null || c_rehash "$d" >/dev/null
+	ls "$d" | grep -qE '^[0-9a-f]{8}\.0$' || fail "openssl rehash made no link in $d"
+}
+
+# The OpenSSL directory's default bundle and hashed directory (what
+# SSL_CTX_set_default_verify_paths reads when nothing is set).
+openssl_default_paths() {
+	local d
+	d=$(openssl version -d | sed -n 's/^OPENSSLDIR: "\(.*\)"$/\1/p')
+	[[ -n $d ]] || fail "openssl version -d names no directory"
+	DEFAULT_FILE=$d/cert.pem
+	DEFAULT_DIR=$d/certs
+}
+
+@test "tls: without --tls-ca, a CA in a hashed directory (SSL_CERT_DIR) verifies the server on a first run" {
+	hashed_ca_dir "$BATS_TEST_TMPDIR/certs" "$TLS_CA"
+	unset SSL_CERT_FILE
+	SSL_CERT_DIR=$BATS_TEST_TMPDIR/certs run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" acquire job
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+}
+
+@test "tls: without --tls-ca, a hashed directory that lacks the server's CA is refused with 69 and a hint at --tls-ca" {
+	hashed_ca_dir "$BATS_TEST_TMPDIR/certs" "$TLS_OTHER_CA"
+	unset SSL_CERT_FILE
+	SSL_CERT_DIR=$BATS_TEST_TMPDIR/certs run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" acquire job
+	assert_equal "$status" 69
+	assert_output ""
+	assert_one_error_line
+	assert_stderr_has "not trusted" "--tls-ca"
+	assert_no_locks TLS
+}
+
+@test "tls: SSL_CERT_FILE naming a bundle of its own is read, as OpenSSL reads it" {
+	mkdir "$BATS_TEST_TMPDIR/empty"
+	SSL_CERT_FILE=$TLS_CA SSL_CERT_DIR=$BATS_TEST_TMPDIR/empty \
+		run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" acquire job
+	assert_success
+	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+}
+
+@test "tls: a first run without --tls-ca reads no CA bundle where the system's hashed directory is (unset or set to the default bundle)" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	openssl_default_paths
+	ls "$DEFAULT_DIR" 2>/dev/null | grep -qE '^[0-9a-f]{8}\.[0-9]+$' ||
+		skip "$DEFAULT_DIR is not a hashed directory here"
+	[[ -r $DEFAULT_FILE ]] || skip "no default bundle $DEFAULT_FILE here"
+	local real
+	real=$(readlink -f "$DEFAULT_FILE")
+	hashed_ca_dir "$BATS_TEST_TMPDIR/certs" "$TLS_CA"
+	local file set
+	for file in unset "$real"; do
+		rm -rf "$XDG_RUNTIME_DIR/rlock" # a first run: the CAs are loaded
+		set=(-u SSL_CERT_FILE)
+		[[ $file == unset ]] || set=("SSL_CERT_FILE=$file")
+		# (LeakSanitizer cannot work under ptrace.)
+		run --separate-stderr env "${set[@]}" SSL_CERT_DIR="$BATS_TEST_TMPDIR/certs" \
+			ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+			timeout 60 strace -f -qq -e trace=open,openat \
+			-o "$BATS_TEST_TMPDIR/strace.out" "$RLOCK" -u "$IP_URL" status job
+		assert_equal "$status" 1 # a free lock: verified, connected
+		grep -q 'openssl.cnf\|libssl' "$BATS_TEST_TMPDIR/strace.out" ||
+			fail "strace saw no open of OpenSSL's files: $(head -c 2000 "$BATS_TEST_TMPDIR/strace.out")"
+		if grep -E "\"($DEFAULT_FILE|$real)\"" "$BATS_TEST_TMPDIR/strace.out"; then
+			fail "SSL_CERT_FILE='$file': the bundle was read"
+		fi
+	done
+}
+
+@test "tls: a server whose certificate has expired is refused with 69 saying so" {
+	local d=$BATS_TEST_TMPDIR/ca
+	mkdir -p "$d" && : >"$d/index.txt" && echo 1000 >"$d/serial"
+	cat >"$d/ca.cnf" <<-EOF2
+		[ca]
+		default_ca = d
+		[d]
+		database = $d/index.txt
+		new_certs_dir = $d
+		serial = $d/serial
+		default_md = sha256
+		policy = p
+		[p]
+		commonName = supplied
+	EOF2
+	openssl ca -batch -config "$d/ca.cnf" -cert "$TLS_CA" -keyfile "$TLS_CA_KEY" \
+		-in "${TLS_CA%/*}/server.csr" -out "$d/expired.crt" -notext \
+		-startdate 20200101000000Z -enddate 20200102000000Z \
+		-extfile "${TLS_CA%/*}/openssl.cnf" -extensions server 2>"$d/ca.log" ||
+		fail "openssl ca: $(cat "$d/ca.log")"
+	# Started with a good certificate (its start is checked with a ping,
+	# which an expired one would fail), then with the expired one.
+	start_tls_redis_as EXP optional
+	restart_tls_as EXP "$d/expired.crt" "$TLS_SERVER_KEY"
+	run --separate-stderr timeout 20 "$RLOCK" -u "$EXP_URL" --tls-ca "$TLS_CA" acquire job
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_stderr_has "failed verification" "expired"
+}
+
+# start_sni_server VAR: a TLS server (python3's ssl, the test PKI's
+# certificate) that prints the SNI name of each handshake ("SNI None" when
+# none was sent), then closes the connection. VAR_PORT is its port.
+start_sni_server() {
+	bg_start "$1" timeout 60 /usr/bin/python3 -c '
+import socket, ssl, sys, time
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[1], sys.argv[2])
+ctx.sni_callback = lambda sock, name, c: print("SNI", name, flush=True)
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+print(s.getsockname()[1], flush=True)
+deadline = time.time() + 55
+while time.time() < deadline:
+    s.settimeout(max(0.1, deadline - time.time()))
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        continue
+    c.settimeout(10)
+    try:
+        ctx.wrap_socket(c, server_side=True).close()
+    except (OSError, ssl.SSLError):
+        c.close()
+' "$TLS_SERVER_CRT" "$TLS_SERVER_KEY"
+	wait_port_line "$1"
+}
+
+# sni_seen VAR N: the N-th SNI line of the server VAR (bounded wait).
+sni_seen() {
+	local i line
+	for ((i = 0; i < 250; i++)); do
+		line=$(grep '^SNI ' "$BATS_TEST_TMPDIR/$1.out" | sed -n "$2p")
+		[[ -n $line ]] && { echo "$line"; return 0; }
+		sleep 0.02
+	done
+	echo "(no SNI line $2)"
+}
+
+@test "tls: the name checked is sent as SNI (the URL's host or --tls-server-name), and no IP address is" {
+	start_sni_server SNI
+	local u=127.0.0.1:$SNI_PORT
+	# The server closes after the handshake: the runs fail, having said
+	# their name.
+	run timeout 20 "$RLOCK" -u "rediss://localhost:$SNI_PORT" --tls-ca "$TLS_CA" status job
+	assert_equal "$status" 69
+	assert_equal "$(sni_seen SNI 1)" "SNI localhost"
+	run timeout 20 "$RLOCK" -u "rediss://$u" --tls-ca "$TLS_CA" status job
+	assert_equal "$status" 69
+	assert_equal "$(sni_seen SNI 2)" "SNI None"
+	run timeout 20 "$RLOCK" -u "rediss://$u" --tls-server-name localhost --tls-ca "$TLS_CA" status job
+	assert_equal "$status" 69
+	assert_equal "$(sni_seen SNI 3)" "SNI localhost"
 }

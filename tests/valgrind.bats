@@ -21,6 +21,12 @@ setup() {
 }
 teardown() { cleanup_test; }
 
+# Time under memcheck is 20 to 50 times rlock's own, and a loaded machine
+# (a full test run beside another) multiplies that again: no bound here may
+# be what makes a run pass.  Every lock lives minutes, not seconds, and
+# every round trip may take a minute; a run that must wait says so itself.
+VG_SLOW=(--connect-timeout 60s --timeout 60s)
+
 # vg ARGS...: run rlock under memcheck; fail on any error or leak report.
 vg() {
 	local log=$BATS_TEST_TMPDIR/vg.$$.$RANDOM
@@ -29,21 +35,22 @@ vg() {
 	run --separate-stderr valgrind -q --leak-check=full \
 	    --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
 	    --trace-children=no --child-silent-after-fork=yes \
-	    --log-file="$log" "$RLOCK" "$@"
+	    --log-file="$log" "$RLOCK" "${VG_SLOW[@]}" "$@"
 	if [[ $status -eq 99 ]] || [[ -s $log ]]; then
 		fail "valgrind reported on rlock $*: $(cat "$log")"
 	fi
 }
 
 @test "valgrind: acquire, status, extend and release run clean" {
-	vg acquire -t 10s job
+	# (A 10 s TTL ran out under load before the extend: exit 1.)
+	vg acquire -t 10m job
 	assert_success
 	local tok=$output
 	vg status job
 	assert_success
 	vg --json status
 	assert_success
-	vg extend --token "$tok" -t 20s job
+	vg extend --token "$tok" -t 20m job
 	assert_success
 	vg release --token "$tok" job
 	assert_success
@@ -52,16 +59,16 @@ vg() {
 }
 
 @test "valgrind: exec with heartbeats and a forwarded signal runs clean" {
-	# A TTL that valgrind's pace on a busy machine leaves room in: the
-	# heartbeat extends it every second, twice.
-	vg exec -t 3s job -- sh -c 'sleep 2.5; exit 3'
+	# A TTL that valgrind's pace on a busy machine leaves room in, and a
+	# heartbeat that extends it every half second all the same.
+	vg exec -t 10m --heartbeat 500ms job -- sh -c 'sleep 2.5; exit 3'
 	assert_equal "$status" 3
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
 }
 
 @test "valgrind: a busy lock, a waiter and a forced release run clean" {
 	local tok
-	tok=$(rlock acquire -t 10s job)
+	tok=$(rlock acquire -t 10m job)
 	vg acquire -n job
 	assert_equal "$status" 1
 	vg acquire -w 300ms job
@@ -90,10 +97,9 @@ vg() {
 	make_test_pki "$BATS_TEST_TMPDIR/pki"
 	start_tls_redis_as VT optional
 	# The handshake's public-key work under memcheck, on a busy machine,
-	# takes seconds: bounds to match (the default 2 s gave up, 69).
-	local slow=(--connect-timeout 60s --timeout 60s)
-	vg -u "$VT_URL" --tls-ca "$TLS_CA" "${slow[@]}" acquire -t 60s tjob
+	# takes seconds (the default 2 s gave up, 69): VG_SLOW.
+	vg -u "$VT_URL" --tls-ca "$TLS_CA" acquire -t 10m tjob
 	assert_success
-	vg -u "$VT_URL" --tls-ca "$TLS_CA" "${slow[@]}" release --token "$output" tjob
+	vg -u "$VT_URL" --tls-ca "$TLS_CA" release --token "$output" tjob
 	assert_success
 }
