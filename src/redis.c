@@ -823,9 +823,21 @@ redis_own_writes(const struct redis_req *q)
 }
 
 
+/* The least grace (see redis.h): a round trip on a busy machine. */
+#define GRACE_MIN_MS	50
+
+int64_t
+redis_grace_ms(const struct redis_opts *o)
+{
+	return o->timeout_ms / 10 > GRACE_MIN_MS ? o->timeout_ms / 10 :
+	    GRACE_MIN_MS;
+}
+
 int
 redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 {
+	int64_t	end;
+
 	r->wait_err[0] = '\0';
 	r->popped = 0;
 	if (r->pending) {
@@ -863,6 +875,20 @@ redis_start(struct redis *r, const struct redis_req *req, struct err *e)
 	r->req_budget = r->opts->connect_timeout_ms + r->opts->timeout_ms +
 	    req->extra_ms + (req->wait_key != NULL ? req->wait_ms : 0);
 	r->req_deadline = now_mono_ms() + r->req_budget;
+	/*
+	 * The command's end comes first: the last BLPOP, whose reply is
+	 * due at the end, has the grace past it; a request sent after it
+	 * (the give-back of a wait that ran out) has the grace alone.
+	 */
+	if (r->opts->end_ms > 0) {
+		end = r->opts->end_ms + redis_grace_ms(r->opts);
+		if (end < now_mono_ms() + redis_grace_ms(r->opts))
+			end = now_mono_ms() + redis_grace_ms(r->opts);
+		if (end < r->req_deadline) {
+			r->req_budget -= r->req_deadline - end;
+			r->req_deadline = end;
+		}
+	}
 	if (r->ndoors > 0 && r->state != IDLE && r->slot >= 0 &&
 	    r->slots[r->slot] >= 0 && r->slots[r->slot] != r->door)
 		disconnect(r);

@@ -115,6 +115,14 @@ const char	*redis_display(const struct redis *);
  */
 const char	*redis_run_id(const struct redis *);
 
+/*
+ * The grace past a command's end (opts->end_ms) that a request in flight
+ * may take, and the bound of a give-back after a failure: a tenth of
+ * --timeout, at least 50 ms.  The two together keep a command
+ * within its -w (or --timeout) plus a quarter of --timeout.
+ */
+int64_t		 redis_grace_ms(const struct redis_opts *);
+
 /* The hash slot of a key, as Redis Cluster computes it. */
 int		 redis_key_slot(const char *key);
 /* A BLPOP timeout of ms milliseconds, as seconds (at least 1 ms). */

@@ -227,6 +227,15 @@ start_sentinel_as() {
 	return 1
 }
 
+# freeze_var VAR: SIGSTOP the server started as VAR (a hung host, a
+# firewall that drops packets: the kernel still accepts connections, nothing
+# answers); thaw_all resumes it in teardown.
+freeze_var() {
+	local pidv="${1}_PID"
+	echo "${!pidv}" >>"$BATS_TEST_TMPDIR/.frozen"
+	kill -STOP "${!pidv}"
+}
+
 # scli VAR ARGS...: redis-cli against the sentinel started as VAR.
 scli() {
 	local var=$1
