@@ -555,7 +555,7 @@ cmd_give_back(struct lock *l)
 	 * The run is failing anyway: its own error is the one to report.
 	 * Only what this run took goes back: a hold the token had before
 	 * (a reader that asked to upgrade, acquire --token again) stays.
-	 * Within a grace of its own (a tenth of --timeout): a server that
+	 * Within a grace of its own (a sixteenth of --timeout): a server that
 	 * took the request and never answered gets no second --timeout, and
 	 * what it may hold expires with its TTL.
 	 */

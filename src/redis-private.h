@@ -113,14 +113,8 @@ struct redis {
 	int64_t			 connect_deadline;
 	int64_t			 deadline;	/* the request's reply */
 
-	/* Sentinel lookup: the sentinel being asked, on a connection of its own. */
-	struct redis		*sub;
-	int			 sentinel;	/* its index */
-	struct url		 sub_url;
-	struct redis_opts	 sub_opts;
-	struct redis_req	 sub_req;
-	const char		*sub_argv[3];
-	struct err		 sub_err;	/* why the last one failed */
+	/* The Sentinel lookup (sentinel.c); NULL until the first. */
+	struct sentinels	*sentinels;
 
 	/*
 	 * A Cluster (redis:// or rediss:// only): the doors, each a node a
@@ -165,7 +159,22 @@ int	cluster_resend_later(struct redis *, int ask, int loop);
 int	cluster_redirected_out(struct redis *, struct err *);
 int	cluster_request_slot(const struct redis_req *);
 
-/* sentinel.c: where the sentinels say the master is. */
+/*
+ * sentinel.c: where the sentinels say the master is.  sentinel_begin
+ * starts a lookup (r RESOLVING) within r->connect_deadline; sentinel_step
+ * goes on with it: 1 the transport to the master is under way, 0
+ * pending, -1 none could say (e: each sentinel and what it did).  When
+ * the master named is no good (not a master, cannot be reached),
+ * sentinel_refused goes on with the next sentinel: 0, or -1 with e as
+ * sentinel_summary, which also ends a lookup out of time.
+ */
+void	sentinel_begin(struct redis *);
 int	sentinel_step(struct redis *, struct err *);
+int	sentinel_refused(struct redis *, struct err *);
+void	sentinel_summary(struct redis *, struct err *);
+int	sentinel_pollfds(const struct redis *, struct pollfd *);
+int64_t	sentinel_wake(const struct redis *);
+void	sentinel_stop(struct redis *);
+void	sentinel_free(struct redis *);
 
 #endif

@@ -146,9 +146,7 @@ static void
 disconnect(struct redis *r)
 {
 	redis_drop_connection(r);
-	redis_free(r->sub);
-	r->sub = NULL;
-	url_free(&r->sub_url);
+	sentinel_stop(r);
 	r->state = IDLE;
 	r->handshaken = 0;
 }
@@ -416,9 +414,7 @@ begin_connect(struct redis *r, struct err *e)
 	if (r->ndoors > 0)
 		return cluster_enter_any_door(r, e);
 	if (r->orig->scheme == URL_SENTINEL) {
-		r->sentinel = 0;
-		err_clear(&r->sub_err);
-		r->state = RESOLVING;
+		sentinel_begin(r);
 		return 0;
 	}
 	return redis_open_transport(r, e);
@@ -634,6 +630,13 @@ step_ready(struct redis *r, struct err *e)
 			r->popped = rr->type == REDIS_T_ARRAY;
 		} else if (handshake_reply(r, d, rr, e) == -1) {
 			redis_reply_free(rr);
+			/* Not a master: what do the other sentinels say? */
+			if (d == DUE_ROLE &&
+			    strstr(e->msg, "it is not a master") != NULL) {
+				if (sentinel_refused(r, e) == 0)
+					return step(r, e);
+				err_prefix(e, "%s", r->orig->display);
+			}
 			/* Our credentials or db are wrong: no message prefix. */
 			r->connect_failed = 1;
 			redis_abandon(r);
@@ -682,9 +685,7 @@ timed_out(struct redis *r, struct err *e)
 	}
 	switch (r->state) {
 	case RESOLVING:
-		err_set(e, ERR_TIMEOUT, "no sentinel answered within %s "
-		    "(--connect-timeout)", duration_format(
-		    r->opts->connect_timeout_ms, d, sizeof d));
+		sentinel_summary(r, e);
 		return redis_fail(r, e, 1);
 	case CONNECTING:
 		transport_timed_out(r->t, r->opts->connect_timeout_ms, e);
@@ -724,8 +725,15 @@ step(struct redis *r, struct err *e)
 			break;
 		/* FALLTHROUGH */
 	case CONNECTING:
-		if ((rc = transport_step(r->t, e)) == -1)
+		if ((rc = transport_step(r->t, e)) == -1) {
+			/* The master a sentinel named: what do the others say? */
+			if (r->check_role && r->door < 0 &&
+			    (e->kind == ERR_REFUSED || e->kind == ERR_TIMEOUT ||
+			    e->kind == ERR_UNAVAILABLE) &&
+			    sentinel_refused(r, e) == 0)
+				return step(r, e);
 			return redis_fail(r, e, 1);
+		}
 		if (rc == 0)
 			break;
 		r->state = READY;
@@ -829,7 +837,7 @@ redis_own_writes(const struct redis_req *q)
 int64_t
 redis_grace_ms(const struct redis_opts *o)
 {
-	return o->timeout_ms / 10 > GRACE_MIN_MS ? o->timeout_ms / 10 :
+	return o->timeout_ms / 16 > GRACE_MIN_MS ? o->timeout_ms / 16 :
 	    GRACE_MIN_MS;
 }
 
@@ -915,7 +923,7 @@ redis_pollfds(const struct redis *r, struct pollfd *pfd)
 	case IDLE:
 		break;
 	case RESOLVING:
-		return r->sub != NULL ? redis_pollfds(r->sub, pfd) : 0;
+		return sentinel_pollfds(r, pfd);
 	case CONNECTING:
 		return transport_pollfds(r->t, POLLOUT, pfd);
 	case READY:
@@ -928,16 +936,9 @@ redis_pollfds(const struct redis *r, struct pollfd *pfd)
 int64_t
 redis_wake(const struct redis *r)
 {
-	int64_t	w;
-
 	switch (r->state) {
 	case RESOLVING:
-		if (r->sub == NULL)
-			return now_mono_ms();
-		w = redis_wake(r->sub);
-		if (w < 0 || redis_deadline(r->sub) < w)
-			w = redis_deadline(r->sub);
-		return w;
+		return sentinel_wake(r);
 	case CONNECTING:
 		return transport_wake(r->t);
 	case READY:
@@ -953,6 +954,7 @@ redis_free(struct redis *r)
 	if (r == NULL)
 		return;
 	disconnect(r);
+	sentinel_free(r);
 	if (r->reader != NULL)
 		redisReaderFree(r->reader);
 	redis_reply_free(r->reply);

@@ -184,8 +184,8 @@ time.sleep(60)
 # The give-back (issue 50, finding 3): a command that fails against a
 # server that took its request but never answers gives back what it may
 # have taken within a bound of its own, so that it ends by --timeout (or
-# -w) plus at most a quarter of --timeout in all (a tenth for the last
-# request, a tenth for the give-back; the rest is room for the process's
+# -w) plus at most a quarter of --timeout in all (a sixteenth for the last
+# request, a sixteenth for the give-back; the rest is room for the process's
 # own start on a loaded machine).  A frozen server (SIGSTOPped) accepts
 # connections and never answers.
 
