@@ -133,7 +133,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	buf_init(&out);
 	cmd_lock_init(ctx, &l, token);
 	start = now_mono_ms();
-	rc = lock_acquire(&l, ctx->o.ttl_ms, ctx->o.wait_ms, &meta, &ctx->err);
+	rc = cmd_lock_acquire(ctx, &l, &meta);
 	output_wait_done();
 	/* -w is spent: it does not help the give-back or --hold's keeper. */
 	ctx->set.ropts.offer_wait = 0;

@@ -459,7 +459,7 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 	char	d[32], p[32];
 	int	rc;
 
-	rc = lock_acquire(l, ctx->o.ttl_ms, ctx->o.wait_ms, meta, &ctx->err);
+	rc = cmd_lock_acquire(ctx, l, meta);
 	output_wait_done();
 	/* -w is spent: it does not help the heartbeat or the release. */
 	ctx->set.ropts.offer_wait = 0;

@@ -549,13 +549,35 @@ void
 cmd_give_back(struct lock *l)
 {
 	int		sig = signal_caught;
+	int64_t		saved = l->q->limit, until;
 
 	/*
 	 * The run is failing anyway: its own error is the one to report.
 	 * Only what this run took goes back: a hold the token had before
 	 * (a reader that asked to upgrade, acquire --token again) stays.
+	 * Within a grace of its own (a sixteenth of --timeout): a server that
+	 * took the request and never answered gets no second --timeout, and
+	 * what it may hold expires with its TTL.
 	 */
+	until = now_mono_ms() + redis_grace_ms(l->q->opts);
+	if (saved > 0 && saved < until)
+		until = saved;
 	signal_caught = 0;
+	quorum_limit(l->q, until);
 	lock_give_back(l);
+	quorum_limit(l->q, saved);
 	signal_caught = sig;
+}
+
+int
+cmd_lock_acquire(struct cmd_ctx *ctx, struct lock *l,
+    const struct lock_meta *m)
+{
+	int	rc;
+
+	ctx->set.ropts.end_ms = ctx->o.wait_ms > 0 ? now_mono_ms() +
+	    ctx->o.wait_ms : 0;
+	rc = lock_acquire(l, ctx->o.ttl_ms, ctx->o.wait_ms, m, &ctx->err);
+	ctx->set.ropts.end_ms = 0;
+	return rc;
 }

@@ -62,5 +62,8 @@ int	cmd_splay(struct cmd_ctx *);
 void	cmd_meta(struct lock_meta *, long long pid, const char *command);
 /* Best-effort release on a failure path, even after a signal. */
 void	cmd_give_back(struct lock *);
+/* lock_acquire with -w's end as every request's (see redis_opts.end_ms). */
+int	cmd_lock_acquire(struct cmd_ctx *, struct lock *,
+	    const struct lock_meta *);
 
 #endif

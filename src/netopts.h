@@ -36,6 +36,13 @@ struct redis_opts {
 	 * cmd-exec.c).
 	 */
 	int		 offer_wait;
+	/*
+	 * The command's end (CLOCK_MONOTONIC ms; 0: none), while -w D runs
+	 * (cmd_lock_acquire): no request outlasts it by more than a grace
+	 * (redis_grace_ms), and one started after it, to give back or
+	 * unlist, has only the grace.
+	 */
+	int64_t		 end_ms;
 };
 
 #endif

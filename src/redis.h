@@ -51,8 +51,11 @@ struct redis_req {
 	int64_t		  extra_ms;	/* the command blocks this long (WAIT) */
 };
 
-/* The most sockets one server has open at once (connect attempts). */
-#define REDIS_MAX_FDS	4
+/*
+ * The most sockets one server has open at once: a transport's connect
+ * attempts (4), or those of three sentinels asked at once.
+ */
+#define REDIS_MAX_FDS	12
 
 struct redis;
 
@@ -114,6 +117,14 @@ const char	*redis_display(const struct redis *);
  * opts->identify is set (a quorum); "" until then, or if it had none.
  */
 const char	*redis_run_id(const struct redis *);
+
+/*
+ * The grace past a command's end (opts->end_ms) that a request in flight
+ * may take, and the bound of a give-back after a failure: a sixteenth of
+ * --timeout, at least 50 ms.  The two together keep a command
+ * within its -w (or --timeout) plus a quarter of --timeout.
+ */
+int64_t		 redis_grace_ms(const struct redis_opts *);
 
 /* The hash slot of a key, as Redis Cluster computes it. */
 int		 redis_key_slot(const char *key);

@@ -547,6 +547,14 @@ parse_sentinel(const char *s, struct url *u, char *why, size_t whylen)
 		say(why, whylen, "missing the master's name after '/'");
 		return -1;
 	}
+	/* "/m/2" is no master's name: the db goes in ?db=N. */
+	if (memchr(q, '/', len) != NULL) {
+		say(why, whylen, "a '/' after the master's name (the database "
+		    "is given as ?db=N: redis-sentinel://HOST/%.*s?db=%.*s)",
+		    (int)strcspn(q, "/"), q, (int)(len - strcspn(q, "/") - 1),
+		    q + strcspn(q, "/") + 1);
+		return -1;
+	}
 	u->master = xstrndup(q, len);
 	u->host = xstrdup(u->sentinels[0].host);
 	u->port = u->sentinels[0].port;

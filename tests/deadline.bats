@@ -181,6 +181,59 @@ time.sleep(60)
 	((el < 7000)) || fail "took $el ms: more than --connect-timeout + --timeout"
 }
 
+# The give-back (issue 50, finding 3): a command that fails against a
+# server that took its request but never answers gives back what it may
+# have taken within a bound of its own, so that it ends by --timeout (or
+# -w) plus at most a quarter of --timeout in all (a sixteenth for the last
+# request, a sixteenth for the give-back; the rest is room for the process's
+# own start on a loaded machine).  A frozen server (SIGSTOPped) accepts
+# connections and never answers.
+
+@test "deadline: acquire -n against a frozen server ends by 1.25x --timeout, give-back included" {
+	local t0 el
+	start_redis_as FZ
+	freeze_var FZ
+	t0=$(now_ms)
+	run --separate-stderr timeout -s KILL 30 "$RLOCK" -u "$FZ_URL" --timeout 4s acquire -n job
+	el=$(($(now_ms) - t0))
+	assert_failure 69
+	assert_one_error_line
+	assert_between "$el" 0 5000 "acquire -n with --timeout 4s took (ms)"
+}
+
+@test "deadline: acquire -w 3s against silent Cluster seeds ends by 3s plus a quarter of --timeout" {
+	local t0 el
+	start_redis_as FZ1
+	start_redis_as FZ2
+	freeze_var FZ1
+	freeze_var FZ2
+	t0=$(now_ms)
+	run --separate-stderr timeout -s KILL 30 "$RLOCK" \
+		-u "redis://127.0.0.1:$FZ1_PORT,127.0.0.1:$FZ2_PORT" --timeout 8s acquire -w 3s job
+	el=$(($(now_ms) - t0))
+	assert_failure 69
+	assert_one_error_line
+	assert_between "$el" 0 5000 "acquire -w 3s with --timeout 8s took (ms)"
+}
+
+@test "deadline: one SIGTERM ends acquire -w against silent seeds within a quarter of --timeout" {
+	local t0 el
+	start_redis_as FZ1
+	start_redis_as FZ2
+	freeze_var FZ1
+	freeze_var FZ2
+	bg_start A timeout -s KILL 60 "$RLOCK" -u "redis://127.0.0.1:$FZ1_PORT,127.0.0.1:$FZ2_PORT" \
+		--timeout 2s acquire -w 50s job
+	# Into its first attempt (the signal ends it wherever it is).
+	sleep 0.5
+	t0=$(now_ms)
+	kill -TERM "$(pgrep -P "$A")"
+	bg_wait "$A" 10000 || fail "still running 10 s after one SIGTERM"
+	el=$(($(now_ms) - t0))
+	assert_between "$el" 0 1000 "ended after the SIGTERM (ms)"
+	assert_equal "$BG_STATUS" 143
+}
+
 # endproxy TARGET_PORT: a loopback proxy in front of TARGET_PORT that
 # forwards both ways, except that the first reply to a client chunk
 # naming EVALSHA goes out whole with the connection's end right behind it

@@ -227,6 +227,57 @@ start_sentinel_as() {
 	return 1
 }
 
+# freeze_var VAR: SIGSTOP the server started as VAR (a hung host, a
+# firewall that drops packets: the kernel still accepts connections, nothing
+# answers); thaw_all resumes it in teardown.
+freeze_var() {
+	local pidv="${1}_PID"
+	echo "${!pidv}" >>"$BATS_TEST_TMPDIR/.frozen"
+	kill -STOP "${!pidv}"
+}
+
+# start_bare_sentinel_as VAR [CONF_LINE...]: a sentinel that monitors
+# nothing (so it takes no part in any failover), on a free port, with extra
+# lines in its config (users, say).  Asked for a master, it knows none.
+start_bare_sentinel_as() {
+	local var=$1 scope dir port try line
+	shift
+	scope=$(_scope_dir)
+	for ((try = 0; try < 20; try++)); do
+		port=$((20000 + RANDOM % 40001))
+		_port_free "$port" || continue
+		dir=$(mktemp -d "$scope/sentinel.XXXXXX")
+		{
+			printf 'port %s\nbind 127.0.0.1\ndaemonize no\ndir %s\nlogfile %s/sentinel.log\n' \
+				"$port" "$dir" "$dir"
+			for line in "$@"; do printf '%s\n' "$line"; done
+		} >"$dir/sentinel.conf"
+		if _spawn_server "$var" "$port" "$dir" "$dir/sentinel.conf" --sentinel; then
+			return 0
+		fi
+	done
+	echo "start_bare_sentinel_as: could not start a sentinel after 20 tries" >&2
+	return 1
+}
+
+# start_frozen_sentinel_as VAR: start_bare_sentinel_as, then SIGSTOPped.
+start_frozen_sentinel_as() {
+	start_bare_sentinel_as "$1" && freeze_var "$1"
+}
+
+# start_stale_sentinel_as VAR MASTER_NAME: a sentinel that names a replica
+# as MASTER_NAME's master: it monitors VAR_R, a replica of the group's
+# replica SR (chained, so that the group's sentinel never sees it and the
+# two never meet).  Returns once it names VAR_R and VAR_R is in sync.
+start_stale_sentinel_as() {
+	local var=$1 name=$2 rv="${1}_R" rp
+	start_redis_as "$rv" --replicaof 127.0.0.1 "$SR_PORT" || return 1
+	wait_replica_online SR 10000 || return 1
+	rp="${rv}_PORT"
+	start_sentinel_as "$var" "$name" "${!rp}" || return 1
+	[[ "$(sentinel_master_port "$var" "$name")" == "${!rp}" ]]
+}
+
 # scli VAR ARGS...: redis-cli against the sentinel started as VAR.
 scli() {
 	local var=$1

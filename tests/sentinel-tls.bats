@@ -237,7 +237,7 @@ teardown() { exec_teardown; }
 		--sentinel-password-file spw acquire job
 	assert_equal "$status" 69
 	assert_equal "$(printf '%s\n' "$stderr" | wc -l)" 1
-	assert_stderr_has "rediss://127.0.0.1:$TS3_PORT" "certificate"
+	assert_stderr_has "rediss-sentinel://127.0.0.1:$TS3_PORT" "certificate"
 
 	# No --tls-ca: the system store does not know the test CA.
 	run --separate-stderr rlock -u "$TURL" --sentinel-password-file spw \
@@ -253,7 +253,7 @@ teardown() { exec_teardown; }
 		--sentinel-password-file spw --connect-timeout 3s acquire job
 	assert_equal "$status" 69
 	assert_equal "$(printf '%s\n' "$stderr" | wc -l)" 1
-	assert_stderr_has "redis://127.0.0.1:$TS3_PORT" "rediss-sentinel://"
+	assert_stderr_has "redis-sentinel://127.0.0.1:$TS3_PORT" "rediss-sentinel://"
 	assert_equal "$(mcli TM EXISTS 'rlock:{job}')" 0
 }
 

@@ -2,7 +2,9 @@
 # sentinel.bats: redis-sentinel:// URLs (a master, a replica and one
 # sentinel): locking through the sentinel, unknown masters and unreachable
 # sentinels, following a failover (new locks, a lock taken before it, exec
-# running across it), and --wait-replicas with and without a replica.
+# running across it), and --wait-replicas with and without a replica;
+# sentinels that do not help (frozen, stale, refusing: issue 50) cost at
+# most a short stagger each and are named in the message when none helps.
 
 load helpers
 load exec-helpers
@@ -27,7 +29,7 @@ setup() {
 	cd "$BATS_TEST_TMPDIR"
 }
 
-teardown() { exec_teardown; }
+teardown() { thaw_all; exec_teardown; }
 
 # failover: ask the sentinel SS for a failover of "mm" and wait (bounded)
 # until it names the replica SR as the master and SR says it is a master.
@@ -90,6 +92,114 @@ failover() {
 	assert_equal "$status" 69
 	assert_equal "$output" ""
 	assert_one_error_line
+	assert_equal "$(rcli_as SM DBSIZE)" 0
+}
+
+# ---------------------------------------------------------------------------
+# Sentinels that do not help (issue 50)
+# ---------------------------------------------------------------------------
+
+# timed VAR CMD...: run CMD (bats's run, stderr apart), its wall time in ms
+# into VAR.
+timed() {
+	local var=$1 t0
+	shift
+	t0=$(now_ms)
+	run --separate-stderr "$@"
+	printf -v "$var" '%s' $(($(now_ms) - t0))
+}
+
+@test "sentinel: a frozen sentinel listed first costs a short stagger, not --connect-timeout: acquire -n, status, release and acquire -w" {
+	start_frozen_sentinel_as FZ
+	local url="redis-sentinel://127.0.0.1:$FZ_PORT,127.0.0.1:$SS_PORT/mm" el tok
+	timed el rlock -u "$url" acquire -n job
+	assert_success
+	tok=$output
+	assert_equal "$(rcli_as SM GET 'rlock:{job}')" "$tok"
+	assert_between "$el" 0 1000 "acquire -n took (ms)"
+	timed el rlock -u "$url" status job
+	assert_success
+	assert_between "$el" 0 1000 "status took (ms)"
+	timed el rlock -u "$url" release --token "$tok" job
+	assert_success
+	assert_between "$el" 0 1000 "release took (ms)"
+	timed el rlock -u "$url" acquire -w 8s job
+	assert_success
+	assert_between "$el" 0 1000 "acquire -w took (ms)"
+}
+
+@test "sentinel: exec's heartbeat follows a failover with the first sentinel frozen" {
+	start_sentinel_group
+	# Frozen once the command runs: the heartbeat's lookups meet it.
+	start_bare_sentinel_as FZ
+	local url="redis-sentinel://127.0.0.1:$FZ_PORT,127.0.0.1:$SS_PORT/mm" ex tok
+	make_script child.sh 'echo "$RLOCK_TOKEN" > token
+i=0
+while [ ! -e stop ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+echo done > finished' >/dev/null
+	# As in the failover test above: a TTL of 3s, a heartbeat of 250ms.
+	bg_start ex "$RLOCK" -u "$url" -v exec -t 3s --heartbeat 250ms job -- ./child.sh
+	wait_file token 5000 || fail "the command never started: $(cat ex.err)"
+	tok=$(cat token)
+	freeze_var FZ
+	failover
+	rcli_as SM REPLICAOF 127.0.0.1 "$SR_PORT" >/dev/null
+	wait_role SM slave 5000 || fail "the old master was not demoted"
+	# Longer than the TTL: only extends on the new master keep it there.
+	sleep 3.5
+	assert_equal "$(rcli_as SR GET 'rlock:{job}')" "$tok"
+	_proc_alive "$ex" || fail "exec ended early: $(cat ex.err)"
+	touch stop
+	bg_wait "$ex" 10000 || fail "exec did not finish"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat finished)" done
+}
+
+@test "sentinel: a stale sentinel that names a replica sends rlock to the next sentinel" {
+	start_stale_sentinel_as ST mm || fail "no stale sentinel"
+	run --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$ST_PORT,127.0.0.1:$SS_PORT/mm" acquire -n job
+	assert_success
+	assert_equal "$(rcli_as SM GET 'rlock:{job}')" "$output"
+}
+
+@test "sentinel: when no sentinel helps, the one line names each sentinel, as a sentinel URL, and what it did" {
+	start_stale_sentinel_as ST mm || fail "no stale sentinel"
+	start_bare_sentinel_as BS
+	local dead
+	dead=$(free_port)
+	run --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$dead,127.0.0.1:$ST_PORT,127.0.0.1:$BS_PORT/mm" acquire -n job
+	assert_equal "$status" 69
+	assert_equal "$output" ""
+	assert_one_error_line
+	[[ "$stderr" == *"redis-sentinel://127.0.0.1:$dead"*"refused"* ]] ||
+		fail "the refusing sentinel is not named: $stderr"
+	[[ "$stderr" == *"redis-sentinel://127.0.0.1:$ST_PORT"*"not a master"* ]] ||
+		fail "the stale sentinel is not named: $stderr"
+	[[ "$stderr" == *"redis-sentinel://127.0.0.1:$BS_PORT"*"does not know master 'mm'"* ]] ||
+		fail "the sentinel without the master is not named: $stderr"
+	[[ "$stderr" != *"redis://"* ]] || fail "a sentinel written as redis://: $stderr"
+	assert_equal "$(rcli_as SM DBSIZE)" 0
+}
+
+@test "sentinel: an ACL'd sentinel given its password but no --sentinel-user is told to name the user" {
+	start_bare_sentinel_as AS
+	scli AS ACL SETUSER sen on '>sen-pw' '+@all' >/dev/null
+	scli AS ACL SETUSER default off resetpass >/dev/null
+	printf 'sen-pw\n' >spw
+	chmod 600 spw
+	run --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$AS_PORT/mm" --sentinel-password-file spw acquire -n job
+	assert_equal "$status" 69
+	assert_one_error_line
+	[[ "$stderr" == *"--sentinel-user"* ]] || fail "no --sentinel-user remedy: $stderr"
+	[[ "$stderr" != *sen-pw* ]] || fail "the password shows"
+}
+
+@test "sentinel: a master name with a slash (redis-sentinel://.../m/2) is a usage error" {
+	run --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$SS_PORT/mm/2" acquire -n job
+	assert_equal "$status" 64
+	assert_equal "$output" ""
+	assert_one_error_line
+	[[ "$stderr" == *"?db="* ]] || fail "no remedy naming ?db=: $stderr"
 	assert_equal "$(rcli_as SM DBSIZE)" 0
 }
 

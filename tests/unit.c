@@ -378,6 +378,7 @@ static const struct url_bad url_bad[] = {
 	{ "redis-sentinel://h/m?db=x", "bad db" },
 	{ "redis-sentinel://h/m?x=1", "unknown query parameter" },
 	{ "redis-sentinel:h/m", "expected '//'" },
+	{ "redis-sentinel://h/m/2", "a '/' after the master's name" },
 	{ "redis:db1", "expected '//'" },
 	{ "redis://", "missing host" },
 	{ "redis://:6379", "missing host" },
