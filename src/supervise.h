@@ -45,6 +45,12 @@ struct supervise {
 	int		 signaled;	/* the signal that ended the command, or 0 */
 	int		 stopping;	/* a terminating signal forwarded, or 0 */
 	int		 left;		/* processes left running at a normal exit */
+	/*
+	 * The command (and what it left, unless left running) was over
+	 * while the lock was surely ours: a release that comes after the
+	 * validity (rlock stopped) is no loss.
+	 */
+	int		 over_in_time;
 	char		 left_note[320];	/* ... and what became of them */
 
 	/* Inside: the group's guard, the terminal, job control. */
