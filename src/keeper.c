@@ -42,11 +42,25 @@
  *    open (reopened through /proc: the keeper keeps none of the caller's
  *    descriptors), in syslog with --syslog, and in the history.
  *  - SIGTERM, SIGINT or SIGQUIT: the owner loses its keeper, and is told as
- *    on a loss; the lock is left to expire with its TTL, as when the keeper
- *    is SIGKILLed, since the owner may still be running.
+ *    on a loss; the lock is left to expire with its TTL, since the owner
+ *    may still be running.
+ *  - The keeper is watched as exec's rlock is by its guard: a watcher
+ *    (rlock's binary again, exec'ed as `rlock-watch`, started before the
+ *    keeper's first extend) reads a pipe whose only write end is the
+ *    keeper's, and the validity the keeper last confirmed, in shared
+ *    memory.  The keeper SIGKILLed (end of file without a word), or
+ *    stopped or stuck past that validity: the watcher tells the owner as
+ *    the keeper tells it of a loss (--on-lost's signal, a line on its
+ *    stderr), at once or by the validity's end, before the lock can
+ *    expire; the lock is left to expire with its TTL.  The owner is told
+ *    once, whichever of the two tells it (acted).  A watcher that dies is
+ *    started again by the keeper.
  */
 
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -58,6 +72,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +96,28 @@
 #define BACKOFF_MAX_MS		1000
 #define ANNOUNCE		"release "
 #define ANNOUNCE_TRIES		3
+/* The watcher's shared memory: its first word. */
+#define WATCH_MAGIC		0x726c6b77u
+/* In the watcher: the pipe from the keeper, and the shared memory. */
+#define WATCH_FD_PIPE		0
+#define WATCH_FD_SHARED		3
+
+/* What the keeper and its watcher share (see the top of the file). */
+struct watch_shared {
+	uint32_t	magic;
+	uint32_t	size;
+	_Atomic int64_t	valid_until;	/* CLOCK_MONOTONIC ms */
+	_Atomic int	done;		/* the keeper ended on purpose */
+	_Atomic int	acted;		/* the owner was told: 1 by the watcher,
+					   2 by the keeper */
+	/* Set once, before the watcher starts. */
+	pid_t		keeper;
+	pid_t		owner;
+	uint64_t	owner_start;
+	int		on_lost;
+	int64_t		margin_ms;
+	char		name[TOKEN_MAX + 1];
+};
 
 /* ------------------------------------------------------------ the owner */
 
@@ -231,6 +268,136 @@ tell_owner(int fd, const char *line)
 	close(fd);
 }
 
+/* ---------------------------------------------------------- the watcher */
+
+static void	close_span(int, int);
+
+/*
+ * The watcher tells the owner that nothing keeps its lock any more: once,
+ * and only if the keeper has not told it first.
+ */
+static void __attribute__((noreturn))
+watch_act(struct watch_shared *ws, const char *why)
+{
+	struct keeper	k;
+	char		when[64], sent[64], line[1024];
+	int		none = 0, fd;
+
+	if (!atomic_compare_exchange_strong(&ws->acted, &none, 1))
+		_exit(0);
+	memset(&k, 0, sizeof k);
+	k.owner = ws->owner;
+	k.owner_start = ws->owner_start;
+	k.pidfd = -1;
+	fd = owner_stderr(&k);
+	signal_owner(&k, ws->on_lost);
+	if (ws->on_lost != 0)
+		snprintf(sent, sizeof sent, "pid %d was sent SIG%s",
+		    (int)ws->owner, sigabbrev_np(ws->on_lost));
+	else
+		snprintf(sent, sizeof sent, "nothing was sent (--on-lost "
+		    "ignore)");
+	snprintf(line, sizeof line, "rlock: lock '%s' held by acquire --hold: "
+	    "%s at %s; the lock expires with its TTL; %s\n", ws->name, why,
+	    format_time(now_wall_ms(), when, sizeof when), sent);
+	tell_owner(fd, line);
+	_exit(0);
+}
+
+int
+keeper_watch_main(void)
+{
+	struct watch_shared	*ws;
+	struct stat		 st;
+	struct pollfd		 pfd = { .fd = WATCH_FD_PIPE, .events = POLLIN };
+	sigset_t		 all;
+	int64_t			 now, until;
+	char			 buf[64], why[128];
+	ssize_t			 n;
+
+	/* Only SIGKILL ends it: what reaches the keeper's group is not for it. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+#ifdef HAVE_PRCTL
+	prctl(PR_SET_NAME, "rlock-watch");
+#endif
+	if (fstat(WATCH_FD_SHARED, &st) == -1 ||
+	    st.st_size != (off_t)sizeof *ws)
+		return EXIT_USAGE;
+	ws = mmap(NULL, sizeof *ws, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    WATCH_FD_SHARED, 0);
+	close(WATCH_FD_SHARED);
+	if (ws == MAP_FAILED || ws->magic != WATCH_MAGIC ||
+	    ws->size != sizeof *ws)
+		return EXIT_USAGE;
+	ws->name[sizeof ws->name - 1] = '\0';
+	for (;;) {
+		if (atomic_load(&ws->done))
+			_exit(0);
+		now = now_mono_ms();
+		until = atomic_load(&ws->valid_until) + ws->margin_ms;
+		if (now >= until) {
+			snprintf(why, sizeof why, "its keeper (pid %d) did not "
+			    "extend it in time (stopped, or stuck)",
+			    (int)ws->keeper);
+			watch_act(ws, why);
+		}
+		if (poll(&pfd, 1, until - now > 3600000 ? 3600000 :
+		    (int)(until - now)) <= 0)
+			continue;
+		n = read(WATCH_FD_PIPE, buf, sizeof buf);
+		if (n == 0) {
+			/* The keeper is gone; unless it said so first, it died. */
+			if (atomic_load(&ws->done))
+				_exit(0);
+			snprintf(why, sizeof why, "its keeper (pid %d) died",
+			    (int)ws->keeper);
+			watch_act(ws, why);
+		}
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			_exit(0);
+	}
+}
+
+/*
+ * Start the watcher: rlock's binary, exec'ed with the pipe's read end as
+ * 0 and the shared memory as 3.  Its pid, or -1.  (The keeper has one
+ * thread: a vfork is safe, and its child runs nothing but system calls.)
+ */
+static pid_t
+watch_start(int shm, int *wfd)
+{
+	static char	 name[] = "rlock-watch", arg[] = KEEPER_WATCH_ARG;
+	char		*argv[] = { name, arg, NULL }, *envp[] = { NULL };
+	volatile int	 err = 0;
+	pid_t		 pid;
+	int		 p[2];
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return -1;
+	if ((pid = vfork()) == 0) {
+		if (dup2(p[0], WATCH_FD_PIPE) == -1 ||
+		    (shm == WATCH_FD_SHARED ? fcntl(shm, F_SETFD, 0) :
+		    dup2(shm, WATCH_FD_SHARED)) == -1)
+			_exit(127);
+		close_span(WATCH_FD_SHARED + 1, INT_MAX);
+		execve("/proc/self/exe", argv, envp);
+		err = errno;
+		_exit(127);
+	}
+	close(p[0]);
+	if (pid > 0 && err != 0) {
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	if (pid == -1) {
+		close(p[1]);
+		return -1;
+	}
+	*wfd = p[1];
+	return pid;
+}
+
 /* ----------------------------------------------------- the release side */
 
 /* The keeper's abstract socket: a hash of the lock and the token. */
@@ -318,6 +485,10 @@ struct keep {
 	int64_t		 next;		/* the next extend */
 	int64_t		 backoff;
 	char		 last_error[sizeof ((struct err *)0)->msg];
+	/* The watcher (see the top of the file): -1 / NULL if none. */
+	struct watch_shared *ws;
+	int		 shm, wfd;
+	pid_t		 watcher;
 };
 
 /* Close fds lo..hi. */
@@ -450,6 +621,9 @@ accept_conn(struct keep *kp)
 static void
 done(struct keep *kp, int status)
 {
+	/* Said before the pipe closes: the watcher goes quietly. */
+	if (kp->ws != NULL)
+		atomic_store(&kp->ws->done, 1);
 	quorum_close(&kp->q);
 	lock_free(&kp->l);
 	if (kp->k->pidfd != -1)
@@ -509,12 +683,19 @@ lost(struct keep *kp, const char *fmt, ...)
 	char			 why[512], when[64], sent[64], line[1024];
 	struct buf		 shown;
 	va_list			 ap;
-	int			 fd = owner_stderr(k);
+	int			 fd, none = 0;
 
-	signal_owner(k, k->on_lost);
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
+	/* The watcher told the owner already (the keeper was stopped). */
+	if (kp->ws != NULL &&
+	    !atomic_compare_exchange_strong(&kp->ws->acted, &none, 2)) {
+		lock_note(&kp->l, "lost", why, "");
+		done(kp, 0);
+	}
+	fd = owner_stderr(k);
+	signal_owner(k, k->on_lost);
 	if (k->on_lost != 0)
 		snprintf(sent, sizeof sent, "pid %d was sent SIG%s",
 		    (int)k->owner, sigabbrev_np(k->on_lost));
@@ -550,6 +731,8 @@ extend(struct keep *kp)
 	quorum_limit(&kp->q, kp->l.valid_until);
 	rc = lock_extend(&kp->l, kp->l.ttl_ms, &e);
 	if (rc == 1) {
+		if (kp->ws != NULL)
+			atomic_store(&kp->ws->valid_until, kp->l.valid_until);
 		log_verbose("extended %s by %s", kp->l.name,
 		    duration_format(kp->l.ttl_ms, d, sizeof d));
 		kp->next = now_mono_ms() + kp->l.ttl_ms / 3;
@@ -567,6 +750,67 @@ extend(struct keep *kp)
 	kp->next = now_mono_ms() + kp->backoff;
 	if ((kp->backoff *= 2) > BACKOFF_MAX_MS)
 		kp->backoff = BACKOFF_MAX_MS;
+}
+
+/*
+ * Start (or start again) the keeper's watcher.  Without one the keeper
+ * runs on as before: its SIGKILL then leaves the owner untold.
+ */
+static void
+watch_again(struct keep *kp)
+{
+	if (kp->wfd != -1)
+		close(kp->wfd);
+	kp->wfd = -1;
+	if (kp->shm == -1 || (kp->watcher = watch_start(kp->shm,
+	    &kp->wfd)) == -1)
+		log_error("%s: cannot start the keeper's watcher: %s; a "
+		    "SIGKILL of the keeper would leave the owner untold",
+		    kp->l.name, strerror(errno));
+}
+
+/* The watcher's shared memory, and the watcher. */
+static void
+watch_init(struct keep *kp)
+{
+	struct watch_shared	*ws;
+	int64_t			 margin = lock_drift(kp->l.ttl_ms) / 2;
+
+	kp->shm = kp->wfd = -1;
+	kp->watcher = -1;
+	if ((kp->shm = memfd_create("rlock-watch", MFD_CLOEXEC)) == -1 ||
+	    ftruncate(kp->shm, (off_t)sizeof *ws) == -1 ||
+	    (ws = mmap(NULL, sizeof *ws, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    kp->shm, 0)) == MAP_FAILED) {
+		if (kp->shm != -1)
+			close(kp->shm);
+		kp->shm = -1;
+		watch_again(kp);
+		return;
+	}
+	ws->magic = WATCH_MAGIC;
+	ws->size = sizeof *ws;
+	atomic_init(&ws->valid_until, kp->l.valid_until);
+	ws->keeper = getpid();
+	ws->owner = kp->k->owner;
+	ws->owner_start = kp->k->owner_start;
+	ws->on_lost = kp->k->on_lost;
+	/* Half the drift: the keeper's own deadline first, the TTL after. */
+	ws->margin_ms = margin > 0 ? margin : 1;
+	snprintf(ws->name, sizeof ws->name, "%s", kp->l.name);
+	kp->ws = ws;
+	watch_again(kp);
+}
+
+/* A watcher that died (it never ends while the keeper runs) starts again. */
+static void
+watch_check(struct keep *kp)
+{
+	if (kp->watcher > 0 && waitpid(kp->watcher, NULL, WNOHANG) ==
+	    kp->watcher) {
+		kp->watcher = -1;
+		watch_again(kp);
+	}
 }
 
 /* The keeper's own copy of the lock, on connections of its own. */
@@ -597,6 +841,7 @@ keep_init(struct keep *kp, struct keeper *k, const struct lock *src,
 	kp->l.limit = src->limit;
 	kp->l.meta = src->meta;
 	kp->next = src->acquired_at + src->ttl_ms / 3;
+	watch_init(kp);
 }
 
 /*
@@ -656,6 +901,7 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGQUIT);
 	for (;;) {
+		watch_check(&kp);
 		if (signal_caught && !kp.releasing && !owner_alive(k))
 			owner_ended(&kp);
 		if (signal_caught)

@@ -51,6 +51,11 @@ int	keeper_start(struct keeper *, const struct lock *l, struct err *e);
  * went (rc: lock_release's).  Neither touches Redis.
  */
 int	keeper_announce(const char *prefix, const char *name, const char *token);
+
+/* rlock's binary run with this one argument is a keeper's watcher. */
+#define KEEPER_WATCH_ARG	"--rlock-keeper-watch-v1"
+/* main() of rlock run as the watcher: never returns if it is one. */
+int	keeper_watch_main(void);
 void	keeper_released(int fd, int rc);
 
 #endif
