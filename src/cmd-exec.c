@@ -555,6 +555,8 @@ static int
 cmd_exec_exec(struct cmd_ctx *ctx)
 {
 	struct heartbeat	 hb;
+	struct held_target	 target = { ctx->o.prefix, ctx->set.urls,
+				    ctx->set.nurls, &ctx->set.ropts };
 	struct supervise	 sv;
 	struct guard_release	 rel;
 	struct lock_meta	 meta;
@@ -604,16 +606,14 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	sv.leftovers = ctx->o.leftovers;
 	if (!sv.foreground && ready_release(ctx, &l, &rel) == 0)
 		sv.release = &rel;
-	sv.ttl_ms = l.ttl_ms;
-	sv.valid_until = l.valid_until;
+	sv.lock = &l;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);
 		log_error("%s", ctx->err.msg);
 		rc = status;
 		goto out;
 	}
-	heartbeat_init(&hb, &l, ctx->o.prefix, ctx->set.urls, ctx->set.nurls,
-	    &ctx->set.ropts, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
+	heartbeat_init(&hb, &l, &target, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
 	hb.on_extend = supervise_confirmed;
 	hb.on_extend_arg = &sv;
 	status = supervise_wait(&sv, &hb, &ctx->err);

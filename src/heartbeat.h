@@ -7,17 +7,15 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "lock.h"
-#include "quorum.h"
+#include "held.h"
 
 struct heartbeat {
 	pthread_t		 thread;
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;	/* on CLOCK_MONOTONIC */
 
-	/* The thread's own copy of the lock, on its own connections. */
-	struct quorum		 q;
-	struct lock		 l;
+	/* The thread's own clone of the held lock (held.h). */
+	struct held		 h;
 	int64_t			 interval_ms;
 
 	/* Under mu. */
@@ -45,14 +43,13 @@ struct heartbeat {
 
 /*
  * Get ready to extend l (held, with l->ttl_ms and l->valid_until set)
- * every interval_ms, on new connections to the same servers (opts must
- * outlive hb).  On loss the
- * thread records why, sends notify_sig to the calling thread (which must
- * have it blocked and wait for it), and stops.
+ * every interval_ms, on a clone of it on new connections to t's servers
+ * (held_clone; t's must outlive hb).  On loss the thread records why,
+ * sends notify_sig to the calling thread (which must have it blocked and
+ * wait for it), and stops.
  */
 void	heartbeat_init(struct heartbeat *, const struct lock *l,
-	    const char *prefix, const struct url *urls, int nurls,
-	    const struct redis_opts *opts, int64_t interval_ms, int notify_sig);
+	    const struct held_target *t, int64_t interval_ms, int notify_sig);
 /*
  * The monotonic time by which the thread must be running.  A command that
  * is over before then (`rlock exec job -- true`) never costs a thread.

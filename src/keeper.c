@@ -476,8 +476,7 @@ keeper_released(int fd, int rc)
 
 struct keep {
 	struct keeper	*k;
-	struct lock	 l;
-	struct quorum	 q;
+	struct held	 h;		/* the keeper's clone of the lock */
 	int		 lsock;		/* -1: none */
 	int		 conn;		/* an announcing connection, or -1 */
 	int64_t		 conn_until;	/* ... which must speak by then */
@@ -583,7 +582,7 @@ read_conn(struct keep *kp)
 		msg[n] = '\0';
 		if (!kp->releasing) {
 			if (strncmp(msg, ANNOUNCE, strlen(ANNOUNCE)) != 0 ||
-			    strcmp(msg + strlen(ANNOUNCE), kp->l.token) != 0) {
+			    strcmp(msg + strlen(ANNOUNCE), kp->h.l.token) != 0) {
 				drop_conn(kp);
 				return HEARD_NOTHING;
 			}
@@ -624,8 +623,7 @@ done(struct keep *kp, int status)
 	/* Said before the pipe closes: the watcher goes quietly. */
 	if (kp->ws != NULL)
 		atomic_store(&kp->ws->done, 1);
-	quorum_close(&kp->q);
-	lock_free(&kp->l);
+	held_free(&kp->h);
 	if (kp->k->pidfd != -1)
 		close(kp->k->pidfd);
 	_exit(status);
@@ -640,16 +638,16 @@ owner_ended(struct keep *kp)
 
 	snprintf(why, sizeof why, "the owner (pid %d) ended",
 	    (int)kp->k->owner);
-	quorum_limit(&kp->q, 0);
+	quorum_limit(&kp->h.q, 0);
 	/*
 	 * Sent once; after a reply lost, settled (asked, and sent again
 	 * only while the token holds it): a second release after a first
 	 * that ran would record a loss.
 	 */
-	if (lock_release(&kp->l, why, &e) == -1 &&
-	    now_mono_ms() < kp->l.valid_until)
-		lock_settle_release(&kp->l, why, kp->l.valid_until, &e);
-	log_verbose("%s: %s; the lock was given back", kp->l.name, why);
+	if (lock_release(&kp->h.l, why, &e) == -1 &&
+	    now_mono_ms() < kp->h.l.valid_until)
+		lock_settle_release(&kp->h.l, why, kp->h.l.valid_until, &e);
+	log_verbose("%s: %s; the lock was given back", kp->h.l.name, why);
 	done(kp, 0);
 }
 
@@ -666,7 +664,7 @@ heard(struct keep *kp, int what)
 {
 	if (what == HEARD_NOTHING)
 		return;
-	log_verbose("%s: released by rlock release%s", kp->l.name,
+	log_verbose("%s: released by rlock release%s", kp->h.l.name,
 	    what == HEARD_UNKNOWN ? " (its outcome unknown: the lock goes "
 	    "with it, or with its TTL)" : "");
 	done(kp, 0);
@@ -691,7 +689,7 @@ lost(struct keep *kp, const char *fmt, ...)
 	/* The watcher told the owner already (the keeper was stopped). */
 	if (kp->ws != NULL &&
 	    !atomic_compare_exchange_strong(&kp->ws->acted, &none, 2)) {
-		lock_note(&kp->l, "lost", why, "");
+		lock_note(&kp->h.l, "lost", why, "");
 		done(kp, 0);
 	}
 	fd = owner_stderr(k);
@@ -706,13 +704,13 @@ lost(struct keep *kp, const char *fmt, ...)
 	buf_init(&shown);
 	escape_adds(&shown, why);
 	snprintf(line, sizeof line, "rlock: lock '%s' held by acquire --hold "
-	    "was lost at %s: %s; %s\n", kp->l.name,
+	    "was lost at %s: %s; %s\n", kp->h.l.name,
 	    format_time(now_wall_ms(), when, sizeof when), shown.p, sent);
 	buf_free(&shown);
 	tell_owner(fd, line);
 	/* stderr is /dev/null: this is for syslog. */
 	log_error("%.*s", (int)strlen(line) - 8, line + 7);
-	lock_note(&kp->l, "lost", why, "");
+	lock_note(&kp->h.l, "lost", why, "");
 	done(kp, 0);
 }
 
@@ -728,14 +726,14 @@ extend(struct keep *kp)
 	int		rc;
 
 	err_clear(&e);
-	quorum_limit(&kp->q, kp->l.valid_until);
-	rc = lock_extend(&kp->l, kp->l.ttl_ms, &e);
+	quorum_limit(&kp->h.q, kp->h.l.valid_until);
+	rc = lock_extend(&kp->h.l, kp->h.l.ttl_ms, &e);
 	if (rc == 1) {
 		if (kp->ws != NULL)
-			atomic_store(&kp->ws->valid_until, kp->l.valid_until);
-		log_verbose("extended %s by %s", kp->l.name,
-		    duration_format(kp->l.ttl_ms, d, sizeof d));
-		kp->next = now_mono_ms() + kp->l.ttl_ms / 3;
+			atomic_store(&kp->ws->valid_until, kp->h.l.valid_until);
+		log_verbose("extended %s by %s", kp->h.l.name,
+		    duration_format(kp->h.l.ttl_ms, d, sizeof d));
+		kp->next = now_mono_ms() + kp->h.l.ttl_ms / 3;
 		kp->backoff = BACKOFF_FIRST_MS;
 		return;
 	}
@@ -766,7 +764,7 @@ watch_again(struct keep *kp)
 	    &kp->wfd)) == -1)
 		log_error("%s: cannot start the keeper's watcher: %s; a "
 		    "SIGKILL of the keeper would leave the owner untold",
-		    kp->l.name, strerror(errno));
+		    kp->h.l.name, strerror(errno));
 }
 
 /* The watcher's shared memory, and the watcher. */
@@ -774,7 +772,7 @@ static void
 watch_init(struct keep *kp)
 {
 	struct watch_shared	*ws;
-	int64_t			 margin = lock_drift(kp->l.ttl_ms) / 2;
+	int64_t			 margin = lock_drift(kp->h.l.ttl_ms) / 2;
 
 	kp->shm = kp->wfd = -1;
 	kp->watcher = -1;
@@ -790,14 +788,14 @@ watch_init(struct keep *kp)
 	}
 	ws->magic = WATCH_MAGIC;
 	ws->size = sizeof *ws;
-	atomic_init(&ws->valid_until, kp->l.valid_until);
+	atomic_init(&ws->valid_until, kp->h.l.valid_until);
 	ws->keeper = getpid();
 	ws->owner = kp->k->owner;
 	ws->owner_start = kp->k->owner_start;
 	ws->on_lost = kp->k->on_lost;
 	/* Half the drift: the keeper's own deadline first, the TTL after. */
 	ws->margin_ms = margin > 0 ? margin : 1;
-	snprintf(ws->name, sizeof ws->name, "%s", kp->l.name);
+	snprintf(ws->name, sizeof ws->name, "%s", kp->h.l.name);
 	kp->ws = ws;
 	watch_again(kp);
 }
@@ -823,23 +821,7 @@ keep_init(struct keep *kp, struct keeper *k, const struct lock *src,
 	kp->lsock = lsock;
 	kp->conn = -1;
 	kp->backoff = BACKOFF_FIRST_MS;
-	quorum_init(&kp->q, k->urls, k->nurls, k->ropts);
-	lock_init(&kp->l, &kp->q, k->prefix, src->name, src->token);
-	kp->l.ttl_ms = src->ttl_ms;
-	kp->l.fence = src->fence;
-	kp->l.valid_until = src->valid_until;
-	kp->l.acquired_at = src->acquired_at;
-	kp->l.taken_at = src->taken_at;
-	/* The servers the acquire won: as exec's heartbeat (heartbeat.c). */
-	kp->l.won = src->won;
-	kp->l.won_known = src->won_known;
-	kp->l.wait_replicas = src->wait_replicas;
-	kp->l.wait_timeout_ms = src->wait_timeout_ms;
-	kp->l.history_len = src->history_len;
-	kp->l.history_ttl_ms = src->history_ttl_ms;
-	kp->l.shared = src->shared;
-	kp->l.limit = src->limit;
-	kp->l.meta = src->meta;
+	held_clone(&kp->h, src, &k->target);
 	kp->next = src->acquired_at + src->ttl_ms / 3;
 	watch_init(kp);
 }
@@ -857,8 +839,8 @@ wait_events(struct keep *kp, int64_t now, const sigset_t *waitmask)
 	int64_t			 until;
 	int			 n = 0, ipid = -1, ilsock = -1, iconn = -1;
 
-	until = kp->releasing ? kp->l.valid_until :
-	    kp->next < kp->l.valid_until ? kp->next : kp->l.valid_until;
+	until = kp->releasing ? kp->h.l.valid_until :
+	    kp->next < kp->h.l.valid_until ? kp->next : kp->h.l.valid_until;
 	if (kp->conn != -1 && !kp->releasing && kp->conn_until < until)
 		until = kp->conn_until;
 	if (k->pidfd == -1 && !kp->releasing && now + OWNER_POLL_MS < until)
@@ -914,7 +896,7 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 		if (k->pidfd == -1 && !kp.releasing && !owner_alive(k))
 			owner_ended(&kp);
 		now = now_mono_ms();
-		if (now >= kp.l.valid_until) {
+		if (now >= kp.h.l.valid_until) {
 			/*
 			 * An announcement that came while an extend ran to
 			 * the validity's end (the extend blocks: a silent
@@ -992,7 +974,7 @@ keeper_start(struct keeper *k, const struct lock *l, struct err *e)
 	 * returns, and a `rlock release` run at once must find the keeper's
 	 * socket there, or its release would be taken for a loss.
 	 */
-	lsock = listen_on(l, k->prefix);
+	lsock = listen_on(l, k->target.prefix);
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "cannot start the keeper: fork: %s",

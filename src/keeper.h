@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "held.h"
 #include "lock.h"
 #include "url.h"
 
@@ -15,10 +16,7 @@ struct keeper {
 	/* Set by the caller before keeper_watch. */
 	pid_t			 owner;
 	int			 on_lost;	/* signal; 0: ignore */
-	const char		*prefix;
-	const struct url	*urls;		/* to connect afresh */
-	int			 nurls;
-	const struct redis_opts	*ropts;
+	struct held_target	 target;	/* to connect afresh */
 
 	/* Filled by keeper_watch and keeper_start. */
 	int			 pidfd;		/* -1: none (old kernel) */

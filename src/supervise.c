@@ -147,7 +147,7 @@ child(const struct supervise *sv, pid_t parent, int tty, volatile int *err,
 	 * command does not start at all.
 	 */
 	if ((!sv->foreground && guard_command(&sv->guard, getpid()) == -1) ||
-	    now_mono_ms() >= sv->valid_until) {
+	    now_mono_ms() >= sv->lock->valid_until) {
 		*err = -1;
 		_exit(127);
 	}
@@ -242,13 +242,13 @@ supervise_init(struct supervise *sv)
 static int
 start_guard(struct supervise *sv, struct err *e)
 {
-	int64_t	margin = lock_drift(sv->ttl_ms) / 2;
+	int64_t	margin = lock_drift(sv->lock->ttl_ms) / 2;
 
 	if (sv->foreground)
 		return 0;
 	/* Half the drift: before the key can expire on the server. */
-	return guard_start(&sv->guard, sv->valid_until, margin > 0 ? margin :
-	    1, sv->on_lost, sv->kill_after_ms, sv->release, e);
+	return guard_start(&sv->guard, sv->lock->valid_until, margin > 0 ?
+	    margin : 1, sv->on_lost, sv->kill_after_ms, sv->release, e);
 }
 
 int
@@ -627,7 +627,7 @@ check_lock(struct supervise *sv, struct heartbeat *hb, int64_t now,
 		on_loss(sv, "no extend was confirmed before the lock's "
 		    "validity ended");
 	else if (sv->suspended && *valid_until >= sv->resumed_at +
-	    sv->ttl_ms - lock_drift(sv->ttl_ms)) {
+	    sv->lock->ttl_ms - lock_drift(sv->lock->ttl_ms)) {
 		log_verbose("the lock is confirmed: the command goes on");
 		resume(sv);
 	}

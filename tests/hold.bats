@@ -501,10 +501,14 @@ $RUN_ON"
 	assert_line --index 0 --regexp " $N (expired|lost)"
 }
 
+# RUN_ON, with each sleep waited for by bash's wait, which a trapped signal
+# interrupts: the trap runs at once, not when the sleep ends.
+RUN_ON_TRAPPED='i=0; while [ $i -lt 300 ] && [ ! -e stop ]; do sleep 0.1 & wait $!; i=$((i + 1)); done'
+
 @test "hold: a SIGKILLed keeper does not leave its owner unwatched: the owner gets SIGTERM and a line before the lock can expire, and the next holder never overlaps it" {
 	HOLD_OPTS="-t 3s" hold_script s.sh /bin/bash "trap 'echo \"term-A \$EPOCHREALTIME\" >>log; exit 3' TERM
 echo \"start-A \$EPOCHREALTIME\" >>log
-$RUN_ON
+$RUN_ON_TRAPPED
 echo \"end-A \$EPOCHREALTIME\" >>log"
 	bg_start S "$BATS_TEST_TMPDIR/s.sh"
 	wait_file ready 10000 || fail "no lock: $(cat s.sh.err)"
@@ -527,7 +531,7 @@ echo \"end-A \$EPOCHREALTIME\" >>log"
 @test "hold: a SIGSTOPped keeper does not leave its owner unwatched: the owner gets SIGTERM before the lock can expire" {
 	HOLD_OPTS="-t 2s" hold_script s.sh /bin/bash "trap 'echo \"term-A \$EPOCHREALTIME\" >>log; exit 3' TERM
 echo \"start-A \$EPOCHREALTIME\" >>log
-$RUN_ON
+$RUN_ON_TRAPPED
 echo \"end-A \$EPOCHREALTIME\" >>log"
 	bg_start S "$BATS_TEST_TMPDIR/s.sh"
 	wait_file ready 10000 || fail "no lock: $(cat s.sh.err)"
