@@ -492,9 +492,13 @@ guard_main(struct guard_shared *sh, char *const *argv, char *const *envp,
 	/* Before it joins the group: no look at the group counts it. */
 	atomic_store(&sh->guards[shared ? 0 : 1], G_GETPID());
 	for (;;) {
-		if (atomic_load(&sh->done) || (shared &&
-		    atomic_load(&sh->successor_in)))
+		if (atomic_load(&sh->done))
 			_exit(0);
+		if (shared && atomic_load(&sh->successor_in)) {
+			/* Its pid may be anybody's once it has gone. */
+			atomic_store(&sh->guards[0], 0);
+			_exit(0);
+		}
 		/* Into the command's group as soon as there is one. */
 		if (joined == 0 && (pg = atomic_load(&sh->pg)) > 0) {
 			if (G_SETPGID(0, pg) == 0 && !shared)

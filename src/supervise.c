@@ -611,7 +611,6 @@ check_lock(struct supervise *sv, struct heartbeat *hb, int64_t now,
     int64_t *valid_until)
 {
 	char	why[256];
-
 	int	lost = heartbeat_state(hb, valid_until, why, sizeof why);
 
 	/*
@@ -861,7 +860,7 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 	siginfo_t	info;
 	sigset_t	set;
 	int64_t		valid_until = 0, wake, now, due;
-	int		sig, status, forced, rest = 0, found;
+	int		sig, status, forced, rest = 0, found, chld = 0;
 
 	waited_set(&set, &sv->ignored);
 	due = heartbeat_due(hb);
@@ -872,8 +871,10 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 			take_terminal(sv);
 			found = ended(sv, now);
 		}
-		if (guard_died(sv) && replace_guard(sv, e) == -1)
+		/* (A child's end comes with SIGCHLD: no look without one.) */
+		if (chld && guard_died(sv) && replace_guard(sv, e) == -1)
 			goto fail;
+		chld = 0;
 		forced = (sv->lost && sv->sent) || sv->timed_out ||
 		    sv->kill_at >= 0;
 		if (sv->ended) {
@@ -950,6 +951,7 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		ts.tv_sec = (wake - now) / 1000;
 		ts.tv_nsec = ((wake - now) % 1000) * 1000000;
 		sig = sigtimedwait(&set, &info, &ts);
+		chld |= sig == SIGCHLD;
 		if (sig != -1 && take_signal(sv, hb, sig, &info, e) == -1)
 			goto fail;
 	}

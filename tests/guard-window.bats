@@ -270,16 +270,20 @@ EOF2
 	esac
 	# The shared guard is held stopped until the command has ended, as a
 	# loaded machine can hold it between its successor's start and its own
-	# exit; the command ends once the successor runs.
+	# exit; the command ends once the successor runs.  (rlock is stopped
+	# while the command looks, so that the guard it finds is the one from
+	# before its first instruction, not yet retired.)
 	cat >r.sh <<'EOF2'
+kill -STOP $PPID
 for p in $(ps -o pid= --ppid $PPID); do
-	[ "$(cat /proc/$p/comm)" = rlock-guard ] && echo $p >shared.pid
+	[ "$(cat /proc/$p/comm 2>/dev/null)" = rlock-guard ] && echo $p >shared.pid
 done
 kill -STOP "$(cat shared.pid)"
+kill -CONT $PPID
 i=0
 while [ $i -lt 500 ]; do
 	for p in $(ps -o pid= --ppid $PPID); do
-		[ "$(tr '\0' ' ' </proc/$p/cmdline)" = "rlock-guard --rlock-guard-v1 " ] && exit 0
+		[ "$(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null)" = "rlock-guard --rlock-guard-v1 " ] && exit 0
 	done
 	sleep 0.02
 	i=$((i + 1))
