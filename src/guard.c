@@ -127,8 +127,10 @@ raw(long n, long a, long b, long c, long d, long e)
 #define G_SETPGID(p, g)		raw(SYS_setpgid, (p), (g), 0, 0, 0)
 #define G_KILL(p, s)		raw(SYS_kill, (p), (s), 0, 0, 0)
 #define G_READ(fd, b, n)	raw(SYS_read, (fd), (long)(b), (long)(n), 0, 0)
-#define G_OPEN(path, fl)	raw(SYS_openat, AT_FDCWD, (long)(path), (fl), 0, 0)
-#define G_GETDENTS(fd, b, n)	raw(SYS_getdents64, (fd), (long)(b), (long)(n), 0, 0)
+#define G_OPEN(path, fl)	raw(SYS_openat, AT_FDCWD, (long)(path), (fl), \
+				    0, 0)
+#define G_GETDENTS(fd, b, n)	raw(SYS_getdents64, (fd), (long)(b), \
+				    (long)(n), 0, 0)
 #define G_GETPID()		((pid_t)raw(SYS_getpid, 0, 0, 0, 0, 0))
 /* A call's failure with error E: raw() returns -E. */
 #define G_FAILED_WITH(r, e)	((r) == -(e))

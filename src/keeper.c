@@ -309,13 +309,13 @@ keeper_watch_main(void)
 {
 	struct watch_shared	*ws;
 	struct stat		 st;
-	struct pollfd		 pfd = { .fd = WATCH_FD_PIPE, .events = POLLIN };
+	struct pollfd		 pfd = { WATCH_FD_PIPE, POLLIN, 0 };
 	sigset_t		 all;
 	int64_t			 now, until;
 	char			 buf[64], why[128];
 	ssize_t			 n;
 
-	/* Only SIGKILL ends it: what reaches the keeper's group is not for it. */
+	/* Only SIGKILL ends it: what the keeper's group gets is not for it. */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 #ifdef HAVE_PRCTL
@@ -347,7 +347,7 @@ keeper_watch_main(void)
 			continue;
 		n = read(WATCH_FD_PIPE, buf, sizeof buf);
 		if (n == 0) {
-			/* The keeper is gone; unless it said so first, it died. */
+			/* The keeper is gone; unless it said so, it died. */
 			if (atomic_load(&ws->done))
 				_exit(0);
 			snprintf(why, sizeof why, "its keeper (pid %d) died",
@@ -582,7 +582,8 @@ read_conn(struct keep *kp)
 		msg[n] = '\0';
 		if (!kp->releasing) {
 			if (strncmp(msg, ANNOUNCE, strlen(ANNOUNCE)) != 0 ||
-			    strcmp(msg + strlen(ANNOUNCE), kp->h.l.token) != 0) {
+			    strcmp(msg + strlen(ANNOUNCE), kp->h.l.token) !=
+			    0) {
 				drop_conn(kp);
 				return HEARD_NOTHING;
 			}
@@ -686,6 +687,12 @@ lost(struct keep *kp, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
+	/*
+	 * A signal that stopped the keeper is taken: left pending, it would
+	 * cut the note's round trip short (quorum.c gives up on a signal),
+	 * and the history would miss the loss as often as not.
+	 */
+	signal_caught = 0;
 	/* The watcher told the owner already (the keeper was stopped). */
 	if (kp->ws != NULL &&
 	    !atomic_compare_exchange_strong(&kp->ws->acted, &none, 2)) {

@@ -717,8 +717,8 @@ replace_guard(struct supervise *sv, struct err *e)
 	pid_t	dead = sv->guard.pid;
 
 	if (guard_replace(&sv->guard) == 0) {
-		log_warn("%s: the command's guard (pid %d) died; pid %d took its "
-		    "place", sv->name, (int)dead, (int)sv->guard.pid);
+		log_warn("%s: the command's guard (pid %d) died; pid %d took "
+		    "its place", sv->name, (int)dead, (int)sv->guard.pid);
 		return 0;
 	}
 	err_set(e, ERR_SOFTWARE, "the command's guard (pid %d) died and "
