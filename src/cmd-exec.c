@@ -617,15 +617,13 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	hb.on_extend = supervise_confirmed;
 	hb.on_extend_arg = &sv;
 	status = supervise_wait(&sv, &hb, &ctx->err);
-	/* How long the lock is surely ours, for a release to be settled. */
-	heartbeat_state(&hb, &l.valid_until, NULL, 0);
-	heartbeat_stop(&hb);
 	/*
-	 * And where: a server that told the heartbeat "not the holder" no
-	 * longer counts as holding it, so its silence at the release (or
-	 * --min-hold's extend) cannot hide a loss (majority_left, lock.c).
+	 * How long the lock is surely ours, for a release to be settled; and
+	 * where: a server that told the heartbeat "not the holder" no longer
+	 * counts as holding it, so its silence at the release (or --min-hold's
+	 * extend) cannot hide a loss (majority_left, lock.c).
 	 */
-	l.won = hb.won;
+	heartbeat_stop(&hb, &l);
 	if (status == -1) {
 		cmd_give_back(&l);
 		rc = cmd_fail(ctx);

@@ -197,7 +197,7 @@ heartbeat_extend_now(struct heartbeat *hb, struct err *e)
 }
 
 void
-heartbeat_stop(struct heartbeat *hb)
+heartbeat_stop(struct heartbeat *hb, struct lock *l)
 {
 	pthread_mutex_lock(&hb->mu);
 	hb->stop = 1;
@@ -205,7 +205,8 @@ heartbeat_stop(struct heartbeat *hb)
 	pthread_mutex_unlock(&hb->mu);
 	if (hb->started)
 		pthread_join(hb->thread, NULL);
-	hb->won = hb->h.l.won;
+	if (l != NULL)
+		held_return(l, &hb->h);
 	held_free(&hb->h);
 	pthread_cond_destroy(&hb->cv);
 	pthread_mutex_destroy(&hb->mu);

@@ -33,12 +33,6 @@ struct heartbeat {
 	/* Woken with notify_sig when the lock is lost. */
 	pthread_t		 notify;
 	int			 notify_sig;
-
-	/*
-	 * Set by heartbeat_stop: the servers that hold the lock as the
-	 * thread last heard (struct lock's won), for what follows it.
-	 */
-	unsigned		 won;
 };
 
 /*
@@ -58,10 +52,11 @@ int64_t	heartbeat_due(const struct heartbeat *);
 /* Start the thread (once).  0, or -1 with e filled. */
 int	heartbeat_start(struct heartbeat *, struct err *e);
 /*
- * Stop the thread, if it started, wait for it, note the servers it left
- * holding the lock (hb->won), and free what init made.
+ * Stop the thread, if it started, wait for it, give back to l (the lock
+ * heartbeat_init cloned, or NULL) what it learned of the lock (held_return:
+ * its validity, the servers that still hold it), and free what init made.
  */
-void	heartbeat_stop(struct heartbeat *);
+void	heartbeat_stop(struct heartbeat *, struct lock *l);
 /*
  * Extend as soon as possible (starting the thread if need be), and send
  * notify_sig when that extend is confirmed, as on loss.  0, or -1 with e

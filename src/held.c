@@ -42,6 +42,16 @@ held_clone(struct held *h, const struct lock *src, const struct held_target *t)
 }
 
 void
+held_return(struct lock *dst, const struct held *h)
+{
+	dst->valid_until = h->l.valid_until;
+	dst->ttl_ms = h->l.ttl_ms;
+	dst->fence = h->l.fence;
+	dst->won = h->l.won;
+	dst->won_known = h->l.won_known;
+}
+
+void
 held_free(struct held *h)
 {
 	quorum_close(&h->q);

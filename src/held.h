@@ -37,6 +37,14 @@ struct held {
  */
 void	held_clone(struct held *h, const struct lock *src,
 	    const struct held_target *t);
+/*
+ * What a clone learned of the lock goes back to the lock it was cloned
+ * from (once nothing else uses the clone): how long it is surely held,
+ * its TTL and fence as the last extend gave them, and the servers that
+ * still hold it (a server that said "not the holder"
+ * no longer counts: see majority_left in lock.c).
+ */
+void	held_return(struct lock *dst, const struct held *h);
 void	held_free(struct held *h);
 
 #endif
