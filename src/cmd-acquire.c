@@ -59,10 +59,10 @@ ready_hold(struct cmd_ctx *ctx, struct keeper *k, char *command, size_t len)
 	}
 	k->owner = o->pid > 0 ? (pid_t)o->pid : getppid();
 	k->on_lost = o->on_lost;
-	k->prefix = o->prefix;
-	k->urls = ctx->set.urls;
-	k->nurls = ctx->set.nurls;
-	k->ropts = &ctx->set.ropts;
+	k->target.prefix = o->prefix;
+	k->target.urls = ctx->set.urls;
+	k->target.nurls = ctx->set.nurls;
+	k->target.opts = &ctx->set.ropts;
 	if (keeper_watch(k, &ctx->err) == -1) {
 		if (o->pid > 0)
 			return cmd_usage_error("--pid %d: %s", o->pid,

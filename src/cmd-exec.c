@@ -231,8 +231,10 @@ lost_after(const struct lock *l, const char *how, int status)
  * when it is, instead of releasing it now.
  */
 static int
-hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left, int status)
+hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left, int status,
+    int over_in_time)
 {
+	int64_t	sent = now_mono_ms();
 	char	d[32];
 
 	switch (lock_extend(l, left, &ctx->err)) {
@@ -241,6 +243,9 @@ hold_on(struct cmd_ctx *ctx, struct lock *l, int64_t left, int status)
 		    l->name, duration_format(left, d, sizeof d));
 		return status;
 	case 0:
+		/* Gone after the validity, the command over before: expired. */
+		if (over_in_time && sent >= l->valid_until)
+			return status;
 		return lost_after(l, "the --min-hold hand-off", status);
 	}
 	log_warn("%s: cannot leave the lock to expire: %s", l->name,
@@ -299,16 +304,37 @@ outcome(const struct supervise *sv, int status, char *buf, size_t len)
 	return buf;
 }
 
+/* release_end: the lock expired after the command ended in time. */
+#define RELEASE_EXPIRED	2
+
 /*
  * Release at the end, settled if its reply is lost (lock.c says how):
- * 1 released, 0 found gone or another's (a loss), -1 not known.
+ * 1 released, 0 found gone or another's (a loss), -1 not known,
+ * RELEASE_EXPIRED.  over_in_time: the command was over while the lock was
+ * surely ours (supervise.h).
  */
 static int
-release_end(struct cmd_ctx *ctx, struct lock *l, const char *outcome)
+release_end(struct cmd_ctx *ctx, struct lock *l, const char *outcome,
+    int over_in_time)
 {
 	int64_t	sent = now_mono_ms();
 	int	rc;
 
+	if (over_in_time && sent >= l->valid_until) {
+		/*
+		 * rlock was stopped past the validity after the command
+		 * ended: the key may have expired by now, with nobody
+		 * under it.  Such a release is as unknown as one whose
+		 * reply was lost, and settled the same way: asked first,
+		 * and sent (as a settling release, which records no loss)
+		 * only where the token still holds the lock.  Not held any
+		 * more, it expired: the command's run still ended under it.
+		 */
+		err_set(&ctx->err, ERR_TIMEOUT, "the release comes after the "
+		    "lock's validity");
+		rc = lock_settle_release(l, outcome, 0, &ctx->err);
+		return rc == LOCK_SETTLED ? RELEASE_EXPIRED : rc;
+	}
 	if ((rc = lock_release(l, outcome, &ctx->err)) != -1)
 		return rc;
 	if ((rc = lock_settle_release(l, outcome, 0, &ctx->err)) !=
@@ -362,9 +388,18 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 	if (ctx->o.min_hold_ms > 0 && left > 0) {
 		lock_note(l, "released", "left to expire at --min-hold",
 		    outcome(sv, status, how, sizeof how));
-		return hold_on(ctx, l, left, status);
+		return hold_on(ctx, l, left, status, sv->over_in_time);
 	}
-	switch (release_end(ctx, l, outcome(sv, status, how, sizeof how))) {
+	switch (release_end(ctx, l, outcome(sv, status, how, sizeof how),
+	    sv->over_in_time)) {
+	case RELEASE_EXPIRED:
+		log_warn("%s: rlock was stopped past the lock's validity after "
+		    "the command ended: the lock expired instead of being "
+		    "released", l->name);
+		lock_note(l, "released", "expired after the command ended, "
+		    "while rlock was stopped", outcome(sv, status, how,
+		    sizeof how));
+		break;
 	case -1:
 		log_warn("%s: the command ended but the release failed: %s; "
 		    "the lock expires by itself", l->name, ctx->err.msg);
@@ -520,6 +555,8 @@ static int
 cmd_exec_exec(struct cmd_ctx *ctx)
 {
 	struct heartbeat	 hb;
+	struct held_target	 target = { ctx->o.prefix, ctx->set.urls,
+				    ctx->set.nurls, &ctx->set.ropts };
 	struct supervise	 sv;
 	struct guard_release	 rel;
 	struct lock_meta	 meta;
@@ -569,28 +606,24 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	sv.leftovers = ctx->o.leftovers;
 	if (!sv.foreground && ready_release(ctx, &l, &rel) == 0)
 		sv.release = &rel;
-	sv.ttl_ms = l.ttl_ms;
-	sv.valid_until = l.valid_until;
+	sv.lock = &l;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);
 		log_error("%s", ctx->err.msg);
 		rc = status;
 		goto out;
 	}
-	heartbeat_init(&hb, &l, ctx->o.prefix, ctx->set.urls, ctx->set.nurls,
-	    &ctx->set.ropts, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
+	heartbeat_init(&hb, &l, &target, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
 	hb.on_extend = supervise_confirmed;
 	hb.on_extend_arg = &sv;
 	status = supervise_wait(&sv, &hb, &ctx->err);
-	/* How long the lock is surely ours, for a release to be settled. */
-	heartbeat_state(&hb, &l.valid_until, NULL, 0);
-	heartbeat_stop(&hb);
 	/*
-	 * And where: a server that told the heartbeat "not the holder" no
-	 * longer counts as holding it, so its silence at the release (or
-	 * --min-hold's extend) cannot hide a loss (majority_left, lock.c).
+	 * How long the lock is surely ours, for a release to be settled; and
+	 * where: a server that told the heartbeat "not the holder" no longer
+	 * counts as holding it, so its silence at the release (or --min-hold's
+	 * extend) cannot hide a loss (majority_left, lock.c).
 	 */
-	l.won = hb.won;
+	heartbeat_stop(&hb, &l);
 	if (status == -1) {
 		cmd_give_back(&l);
 		rc = cmd_fail(ctx);

@@ -127,6 +127,13 @@ raw(long n, long a, long b, long c, long d, long e)
 #define G_SETPGID(p, g)		raw(SYS_setpgid, (p), (g), 0, 0, 0)
 #define G_KILL(p, s)		raw(SYS_kill, (p), (s), 0, 0, 0)
 #define G_READ(fd, b, n)	raw(SYS_read, (fd), (long)(b), (long)(n), 0, 0)
+#define G_OPEN(path, fl)	raw(SYS_openat, AT_FDCWD, (long)(path), (fl), \
+				    0, 0)
+#define G_GETDENTS(fd, b, n)	raw(SYS_getdents64, (fd), (long)(b), \
+				    (long)(n), 0, 0)
+#define G_GETPID()		((pid_t)raw(SYS_getpid, 0, 0, 0, 0, 0))
+/* A call's failure with error E: raw() returns -E. */
+#define G_FAILED_WITH(r, e)	((r) == -(e))
 #ifdef SYS_close_range
 #define G_CLOSE_RANGE(a)	raw(SYS_close_range, (a), ~0U, 0, 0, 0)
 #else
@@ -153,6 +160,10 @@ g_poll_in(int fd, int timeout_ms)
 #define G_SETPGID(p, g)		setpgid((p), (g))
 #define G_KILL(p, s)		kill((p), (s))
 #define G_READ(fd, b, n)	read((fd), (b), (n))
+#define G_OPEN(path, fl)	open((path), (fl))
+#define G_GETDENTS(fd, b, n)	syscall(SYS_getdents64, (fd), (b), (n))
+#define G_GETPID()		getpid()
+#define G_FAILED_WITH(r, e)	((r) == -1 && errno == (e))
 #ifdef HAVE_CLOSE_RANGE
 #define G_CLOSE_RANGE(a)	close_range((unsigned)(a), ~0U, 0)
 #else
@@ -193,6 +204,13 @@ struct guard_shared {
 	_Atomic int	suspended;
 	_Atomic int	done;
 	_Atomic int	acted;		/* the signal the guard sent, if any */
+	/*
+	 * The command was over (nothing of it left) when the validity
+	 * ended: the guard did not act, and the lock was rlock's to its end.
+	 */
+	_Atomic int	gone;
+	/* Each guard's pid, written by itself: [0] the shared, [1] its own. */
+	_Atomic pid_t	guards[2];
 	_Atomic int	retired;	/* the shared guard's successor started */
 	_Atomic int	successor_in;	/* ... and is in the command's group */
 	_Atomic int	nescaped;
@@ -239,10 +257,10 @@ stat_of(pid_t pid, char *state, pid_t *pgrp, uint64_t *start)
 		path[--i] = (char)('0' + pid % 10);
 	while ((pid /= 10) > 0 && i > 6);
 	memcpy(path + (i -= 6), "/proc/", 6);
-	if ((fd = open(path + i, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = (int)G_OPEN(path + i, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
+	n = G_READ(fd, buf, sizeof buf - 1);
+	G_CLOSE(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = '\0';
@@ -299,14 +317,15 @@ kill_escaped(struct guard_shared *sh)
 }
 
 /*
- * Is a process of group pg still alive?  A zombie is not: it runs no
- * more, and its new parent (init, or whatever subreaper is above rlock)
- * may take its time to reap it -- a second and more, measured, under a
- * container's init.  So /proc is read, with getdents64 (opendir would
- * allocate).  1 when it cannot tell.
+ * Is a process of group pg still alive, but the guards (which join it)?
+ * A zombie is not: it runs no more, and its new parent (init, or whatever
+ * subreaper is above rlock) may take its time to reap it -- a second and
+ * more, measured, under a container's init.  So /proc is read, with
+ * getdents64 (opendir would allocate), and system calls alone: the shared
+ * guard asks while rlock lives (see raw()).  1 when it cannot tell.
  */
 static int
-group_alive(pid_t pg)
+group_alive(struct guard_shared *sh, pid_t pg)
 {
 	struct dirent64_head {
 		uint64_t	ino;
@@ -321,23 +340,50 @@ group_alive(pid_t pg)
 	char		 state, *c;
 	int		 fd, alive = 0;
 
-	if (kill(-pg, 0) == -1 && errno == ESRCH)
+	if (G_FAILED_WITH(G_KILL(-pg, 0), ESRCH))
 		return 0;
-	if ((fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if ((fd = (int)G_OPEN("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return 1;
-	while (!alive && (n = syscall(SYS_getdents64, fd, buf,
-	    sizeof buf)) > 0)
+	while (!alive && (n = G_GETDENTS(fd, buf, sizeof buf)) > 0)
 		for (off = 0; off < n && !alive; off += d->reclen) {
 			d = (struct dirent64_head *)((char *)buf + off);
 			for (pid = 0, c = d->name; *c >= '0' && *c <= '9'; c++)
 				pid = pid * 10 + (*c - '0');
-			if (*c != '\0' || pid <= 0)
+			if (*c != '\0' || pid <= 0 ||
+			    pid == atomic_load(&sh->guards[0]) ||
+			    pid == atomic_load(&sh->guards[1]))
 				continue;
 			alive = stat_of(pid, &state, &pgrp, &start) == 0 &&
 			    pgrp == pg && state != 'Z' && state != 'X';
 		}
-	close(fd);
+	G_CLOSE(fd);
 	return n < 0 ? 1 : alive;
+}
+
+/* How many of the processes rlock last saw outside the group are left. */
+static int
+escaped_left(struct guard_shared *sh)
+{
+	int	i, n = atomic_load(&sh->nescaped), left = 0;
+
+	if (n > ESCAPED_MAX)
+		n = ESCAPED_MAX;
+	for (i = 0; i < n; i++)
+		left += escaped_alive(&sh->escaped[i]);
+	return left;
+}
+
+/*
+ * Is the command over, nothing of it left (its group, but the guards, and
+ * what rlock last saw outside it)?  Not before it has started: a command
+ * published later must not start at all (guard_command).
+ */
+static int
+command_over(struct guard_shared *sh)
+{
+	pid_t	pg = atomic_load(&sh->pg);
+
+	return pg > 0 && !group_alive(sh, pg) && escaped_left(sh) == 0;
 }
 
 /*
@@ -386,7 +432,7 @@ rlock_died(struct guard_shared *sh, char *const *argv, char *const *envp)
 	if (argv == NULL)
 		_exit(0);
 	until = now_mono_ms() + GONE_MAX_MS;
-	while ((pg > 0 && group_alive(pg)) || kill_escaped(sh) > 0) {
+	while ((pg > 0 && group_alive(sh, pg)) || kill_escaped(sh) > 0) {
 		if (now_mono_ms() >= until)
 			_exit(0);
 		if (pg > 0)
@@ -445,10 +491,16 @@ guard_main(struct guard_shared *sh, char *const *argv, char *const *envp,
 		_exit(0);
 	if (G_GETPPID() != sh->parent)
 		rlock_died(sh, argv, envp);
+	/* Before it joins the group: no look at the group counts it. */
+	atomic_store(&sh->guards[shared ? 0 : 1], G_GETPID());
 	for (;;) {
-		if (atomic_load(&sh->done) || (shared &&
-		    atomic_load(&sh->successor_in)))
+		if (atomic_load(&sh->done))
 			_exit(0);
+		if (shared && atomic_load(&sh->successor_in)) {
+			/* Its pid may be anybody's once it has gone. */
+			atomic_store(&sh->guards[0], 0);
+			_exit(0);
+		}
 		/* Into the command's group as soon as there is one. */
 		if (joined == 0 && (pg = atomic_load(&sh->pg)) > 0) {
 			if (G_SETPGID(0, pg) == 0 && !shared)
@@ -462,7 +514,17 @@ guard_main(struct guard_shared *sh, char *const *argv, char *const *envp,
 			signalled = 1;
 			kill_at = k + sh->margin_ms;
 		}
-		if (!signalled && now >= valid) {
+		if (!signalled && now >= valid && command_over(sh)) {
+			/*
+			 * Nothing of the command is left: it ended while the
+			 * lock was rlock's (the margin ends before the key can
+			 * expire), its outcome is its own, and there is
+			 * nothing to stop.  rlock, when it runs again, finds
+			 * this (guard_found_over) and reports no loss.
+			 */
+			atomic_store(&sh->gone, 1);
+			signalled = 1;
+		} else if (!signalled && now >= valid) {
 			if (atomic_load(&sh->suspended) || sh->on_lost == SIGKILL)
 				kill_group(sh);
 			signalled = 1;
@@ -741,18 +803,12 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 		close(p[1]);
 		goto fail;
 	}
-	if (g->stack != NULL) {
-		/* Kept for the successor (guard_promote). */
-		g->shm = shm;
-		g->exe = exe;
-		g->own_exe = own_exe >= 0;
-		g->rel = rel;
-		g->shared_fd = -1;
-	} else {
-		close(shm);
-		if (own_exe >= 0)
-			close(own_exe);
-	}
+	/* Kept for a successor (guard_promote) or a replacement. */
+	g->shm = shm;
+	g->exe = exe;
+	g->own_exe = own_exe >= 0;
+	g->rel = rel;
+	g->shared_fd = -1;
 	g->pid = pid;
 	g->fd = p[1];
 	/* The heartbeat thread may look for it (guard_valid) from now on. */
@@ -782,8 +838,9 @@ guard_promote(struct guard *g)
 	pid_t			 pid;
 	int			 p[2];
 
-	if (g->stack == NULL || g->shared_fd != -1 || g->sh == NULL ||
-	    atomic_load(&g->sh->acted) != 0 || atomic_load(&g->sh->done))
+	if (g->stack == NULL || g->shared_fd != -1 || g->replaced ||
+	    g->sh == NULL || atomic_load(&g->sh->acted) != 0 ||
+	    atomic_load(&g->sh->done))
 		return 0;
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1)
 		return -1;
@@ -804,6 +861,61 @@ guard_promote(struct guard *g)
 	g->fd = p[1];
 	g->pid = pid;
 	return 0;
+}
+
+int
+guard_replace(struct guard *g)
+{
+	static char *const	 none[] = { NULL };
+	sigset_t		 all, old;
+	pid_t			 pid, dead = g->pid;
+	int			 p[2];
+
+	if (g->sh == NULL || atomic_load(&g->sh->done) || g->shm < 0)
+		return 0;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1)
+		return -1;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = g->exe >= 0 ? vfork_guard(p[0], g->exe, g->shm, g->rel,
+	    g->rel != NULL ? g->rel->envp : none) : -1;
+	if (pid == -1)
+		pid = fork_guard(g->sh, p[0], g->exe, g->rel);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(p[0]);
+	if (pid == -1) {
+		close(p[1]);
+		return -1;
+	}
+	/* Its pid is no guard's now: it may be anybody's later. */
+	if (atomic_load(&g->sh->guards[0]) == dead)
+		atomic_store(&g->sh->guards[0], 0);
+	if (g->fd >= 0)
+		close(g->fd);
+	g->fd = p[1];
+	g->pid = pid;
+	/* A program of its own already: no successor to start. */
+	g->replaced = 1;
+	guard_wake(g);
+	return 0;
+}
+
+int
+guard_found_over(const struct guard *g)
+{
+	return g->sh != NULL ? atomic_load(&g->sh->gone) : 0;
+}
+
+size_t
+guard_pids(const struct guard *g, pid_t pids[2])
+{
+	size_t	n = 0;
+
+	if (g->pid > 0)
+		pids[n++] = g->pid;
+	if (g->stack != NULL && g->shared_pid > 0)
+		pids[n++] = g->shared_pid;
+	return n;
 }
 
 /* The release's words from the shared memory, into argv: how many. */
@@ -937,17 +1049,15 @@ guard_done(struct guard *g)
 	if (g->fd >= 0)
 		close(g->fd);
 	g->fd = -1;
-	if (g->stack != NULL) {
-		/* What was kept for a successor, and a retired guard's pipe. */
-		if (g->shared_fd >= 0)
-			close(g->shared_fd);
-		if (g->shm >= 0)
-			close(g->shm);
-		if (g->own_exe)
-			close(g->exe);
-		g->shared_fd = g->shm = g->exe = -2;
-		g->own_exe = 0;
-	}
+	/* What was kept for a successor, and a retired guard's pipe. */
+	if (g->shared_fd >= 0)
+		close(g->shared_fd);
+	if (g->shm >= 0)
+		close(g->shm);
+	if (g->own_exe)
+		close(g->exe);
+	g->shared_fd = g->shm = g->exe = -2;
+	g->own_exe = 0;
 }
 
 /*

@@ -2,6 +2,7 @@
 #ifndef RLOCK_GUARD_H
 #define RLOCK_GUARD_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -43,6 +44,7 @@ struct guard {
 	pid_t			 shared_pid;	/* once promoted: the shared */
 	int			 shared_fd;	/* ... and its pipe; else -1 */
 	int			 shm, exe, own_exe;
+	int			 replaced;	/* guard_replace started one */
 	const struct guard_release *rel;
 };
 
@@ -70,6 +72,22 @@ int	guard_start(struct guard *, int64_t valid_until, int64_t margin_ms,
  */
 int	guard_command(const struct guard *, pid_t pg);
 int	guard_promote(struct guard *);
+/*
+ * The guard has died (SIGKILL: it never ends by itself while rlock runs
+ * and has not said guard_done), and the caller has reaped it: start
+ * another in its place, a program of its own on the same shared state,
+ * which joins the command's group.  0, or -1 (errno set): the command is
+ * unguarded, and must be stopped.
+ */
+int	guard_replace(struct guard *);
+/*
+ * Whether the guard found nothing of the command left when the lock's
+ * validity ended (rlock stopped after the command ended): it did not act,
+ * and the lock was rlock's to the command's end.
+ */
+int	guard_found_over(const struct guard *);
+/* rlock's own guard processes (the current, a retiring shared): how many. */
+size_t	guard_pids(const struct guard *, pid_t pids[2]);
 void	guard_wake(struct guard *);
 /* main() of rlock run as the guard (GUARD_ARG): never returns if it is. */
 int	guard_exec_main(void);

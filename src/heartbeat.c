@@ -70,7 +70,7 @@ extend_once(struct heartbeat *hb)
 
 	err_clear(&e);
 	for (;;) {
-		left = hb->l.valid_until - now_mono_ms();
+		left = hb->h.l.valid_until - now_mono_ms();
 		if (left <= 0) {
 			declare_lost(hb, "no extend was confirmed before the "
 			    "lock's validity ended (last error: %s)",
@@ -78,17 +78,17 @@ extend_once(struct heartbeat *hb)
 			return -1;
 		}
 		/* No attempt may outlast the validity. */
-		quorum_limit(&hb->q, hb->l.valid_until);
-		rc = lock_extend(&hb->l, hb->l.ttl_ms, &e);
+		quorum_limit(&hb->h.q, hb->h.l.valid_until);
+		rc = lock_extend(&hb->h.l, hb->h.l.ttl_ms, &e);
 		if (rc == 1) {
 			pthread_mutex_lock(&hb->mu);
-			hb->valid_until = hb->l.valid_until;
+			hb->valid_until = hb->h.l.valid_until;
 			pthread_mutex_unlock(&hb->mu);
 			if (hb->on_extend != NULL)
 				hb->on_extend(hb->on_extend_arg,
-				    hb->l.valid_until);
-			log_verbose("extended %s by %s", hb->l.name,
-			    duration_format(hb->l.ttl_ms, d, sizeof d));
+				    hb->h.l.valid_until);
+			log_verbose("extended %s by %s", hb->h.l.name,
+			    duration_format(hb->h.l.ttl_ms, d, sizeof d));
 			return 0;
 		}
 		/*
@@ -102,7 +102,7 @@ extend_once(struct heartbeat *hb)
 			    "another token");
 			return -1;
 		}
-		log_verbose("extending %s failed: %s; retrying", hb->l.name,
+		log_verbose("extending %s failed: %s; retrying", hb->h.l.name,
 		    e.msg);
 		pthread_mutex_lock(&hb->mu);
 		sleep_until(hb, now_mono_ms() + (backoff < left ? backoff :
@@ -123,7 +123,7 @@ run(void *arg)
 	int64_t			 next;
 	int			 stop, asked;
 
-	next = hb->l.acquired_at + hb->interval_ms;
+	next = hb->h.l.acquired_at + hb->interval_ms;
 	for (;;) {
 		pthread_mutex_lock(&hb->mu);
 		sleep_until(hb, next);
@@ -143,9 +143,8 @@ run(void *arg)
 }
 
 void
-heartbeat_init(struct heartbeat *hb, const struct lock *l, const char *prefix,
-    const struct url *urls, int nurls, const struct redis_opts *opts,
-    int64_t interval_ms, int notify_sig)
+heartbeat_init(struct heartbeat *hb, const struct lock *l,
+    const struct held_target *t, int64_t interval_ms, int notify_sig)
 {
 	pthread_condattr_t	ca;
 
@@ -155,22 +154,7 @@ heartbeat_init(struct heartbeat *hb, const struct lock *l, const char *prefix,
 	hb->notify_sig = notify_sig;
 	hb->valid_until = l->valid_until;
 	/* Connections are made on the first extend, in the thread. */
-	quorum_init(&hb->q, urls, nurls, opts);
-	lock_init(&hb->l, &hb->q, prefix, l->name, l->token);
-	hb->l.ttl_ms = l->ttl_ms;
-	hb->l.fence = l->fence;
-	hb->l.valid_until = l->valid_until;
-	hb->l.acquired_at = l->acquired_at;
-	/*
-	 * Which servers the acquire won: a loss is counted from them alone
-	 * (see majority_left in lock.c), or a server never won, silent,
-	 * would count as holding the lock and hide a loss until the
-	 * validity ran out.
-	 */
-	hb->l.won = l->won;
-	hb->l.won_known = l->won_known;
-	hb->l.wait_replicas = l->wait_replicas;
-	hb->l.wait_timeout_ms = l->wait_timeout_ms;
+	held_clone(&hb->h, l, t);
 
 	pthread_mutex_init(&hb->mu, NULL);
 	pthread_condattr_init(&ca);
@@ -183,7 +167,7 @@ int64_t
 heartbeat_due(const struct heartbeat *hb)
 {
 	/* Half an interval before the first extend is due. */
-	return hb->l.acquired_at + hb->interval_ms / 2;
+	return hb->h.l.acquired_at + hb->interval_ms / 2;
 }
 
 int
@@ -213,7 +197,7 @@ heartbeat_extend_now(struct heartbeat *hb, struct err *e)
 }
 
 void
-heartbeat_stop(struct heartbeat *hb)
+heartbeat_stop(struct heartbeat *hb, struct lock *l)
 {
 	pthread_mutex_lock(&hb->mu);
 	hb->stop = 1;
@@ -221,9 +205,9 @@ heartbeat_stop(struct heartbeat *hb)
 	pthread_mutex_unlock(&hb->mu);
 	if (hb->started)
 		pthread_join(hb->thread, NULL);
-	hb->won = hb->l.won;
-	quorum_close(&hb->q);
-	lock_free(&hb->l);
+	if (l != NULL)
+		held_return(l, &hb->h);
+	held_free(&hb->h);
 	pthread_cond_destroy(&hb->cv);
 	pthread_mutex_destroy(&hb->mu);
 }

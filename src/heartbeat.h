@@ -7,17 +7,15 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "lock.h"
-#include "quorum.h"
+#include "held.h"
 
 struct heartbeat {
 	pthread_t		 thread;
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;	/* on CLOCK_MONOTONIC */
 
-	/* The thread's own copy of the lock, on its own connections. */
-	struct quorum		 q;
-	struct lock		 l;
+	/* The thread's own clone of the held lock (held.h). */
+	struct held		 h;
 	int64_t			 interval_ms;
 
 	/* Under mu. */
@@ -35,24 +33,17 @@ struct heartbeat {
 	/* Woken with notify_sig when the lock is lost. */
 	pthread_t		 notify;
 	int			 notify_sig;
-
-	/*
-	 * Set by heartbeat_stop: the servers that hold the lock as the
-	 * thread last heard (struct lock's won), for what follows it.
-	 */
-	unsigned		 won;
 };
 
 /*
  * Get ready to extend l (held, with l->ttl_ms and l->valid_until set)
- * every interval_ms, on new connections to the same servers (opts must
- * outlive hb).  On loss the
- * thread records why, sends notify_sig to the calling thread (which must
- * have it blocked and wait for it), and stops.
+ * every interval_ms, on a clone of it on new connections to t's servers
+ * (held_clone; t's must outlive hb).  On loss the thread records why,
+ * sends notify_sig to the calling thread (which must have it blocked and
+ * wait for it), and stops.
  */
 void	heartbeat_init(struct heartbeat *, const struct lock *l,
-	    const char *prefix, const struct url *urls, int nurls,
-	    const struct redis_opts *opts, int64_t interval_ms, int notify_sig);
+	    const struct held_target *t, int64_t interval_ms, int notify_sig);
 /*
  * The monotonic time by which the thread must be running.  A command that
  * is over before then (`rlock exec job -- true`) never costs a thread.
@@ -61,10 +52,11 @@ int64_t	heartbeat_due(const struct heartbeat *);
 /* Start the thread (once).  0, or -1 with e filled. */
 int	heartbeat_start(struct heartbeat *, struct err *e);
 /*
- * Stop the thread, if it started, wait for it, note the servers it left
- * holding the lock (hb->won), and free what init made.
+ * Stop the thread, if it started, wait for it, give back to l (the lock
+ * heartbeat_init cloned, or NULL) what it learned of the lock (held_return:
+ * its validity, the servers that still hold it), and free what init made.
  */
-void	heartbeat_stop(struct heartbeat *);
+void	heartbeat_stop(struct heartbeat *, struct lock *l);
 /*
  * Extend as soon as possible (starting the thread if need be), and send
  * notify_sig when that extend is confirmed, as on loss.  0, or -1 with e

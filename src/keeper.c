@@ -42,11 +42,25 @@
  *    open (reopened through /proc: the keeper keeps none of the caller's
  *    descriptors), in syslog with --syslog, and in the history.
  *  - SIGTERM, SIGINT or SIGQUIT: the owner loses its keeper, and is told as
- *    on a loss; the lock is left to expire with its TTL, as when the keeper
- *    is SIGKILLed, since the owner may still be running.
+ *    on a loss; the lock is left to expire with its TTL, since the owner
+ *    may still be running.
+ *  - The keeper is watched as exec's rlock is by its guard: a watcher
+ *    (rlock's binary again, exec'ed as `rlock-watch`, started before the
+ *    keeper's first extend) reads a pipe whose only write end is the
+ *    keeper's, and the validity the keeper last confirmed, in shared
+ *    memory.  The keeper SIGKILLed (end of file without a word), or
+ *    stopped or stuck past that validity: the watcher tells the owner as
+ *    the keeper tells it of a loss (--on-lost's signal, a line on its
+ *    stderr), at once or by the validity's end, before the lock can
+ *    expire; the lock is left to expire with its TTL.  The owner is told
+ *    once, whichever of the two tells it (acted).  A watcher that dies is
+ *    started again by the keeper.
  */
 
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -58,6 +72,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +96,28 @@
 #define BACKOFF_MAX_MS		1000
 #define ANNOUNCE		"release "
 #define ANNOUNCE_TRIES		3
+/* The watcher's shared memory: its first word. */
+#define WATCH_MAGIC		0x726c6b77u
+/* In the watcher: the pipe from the keeper, and the shared memory. */
+#define WATCH_FD_PIPE		0
+#define WATCH_FD_SHARED		3
+
+/* What the keeper and its watcher share (see the top of the file). */
+struct watch_shared {
+	uint32_t	magic;
+	uint32_t	size;
+	_Atomic int64_t	valid_until;	/* CLOCK_MONOTONIC ms */
+	_Atomic int	done;		/* the keeper ended on purpose */
+	_Atomic int	acted;		/* the owner was told: 1 by the watcher,
+					   2 by the keeper */
+	/* Set once, before the watcher starts. */
+	pid_t		keeper;
+	pid_t		owner;
+	uint64_t	owner_start;
+	int		on_lost;
+	int64_t		margin_ms;
+	char		name[TOKEN_MAX + 1];
+};
 
 /* ------------------------------------------------------------ the owner */
 
@@ -231,6 +268,136 @@ tell_owner(int fd, const char *line)
 	close(fd);
 }
 
+/* ---------------------------------------------------------- the watcher */
+
+static void	close_span(int, int);
+
+/*
+ * The watcher tells the owner that nothing keeps its lock any more: once,
+ * and only if the keeper has not told it first.
+ */
+static void __attribute__((noreturn))
+watch_act(struct watch_shared *ws, const char *why)
+{
+	struct keeper	k;
+	char		when[64], sent[64], line[1024];
+	int		none = 0, fd;
+
+	if (!atomic_compare_exchange_strong(&ws->acted, &none, 1))
+		_exit(0);
+	memset(&k, 0, sizeof k);
+	k.owner = ws->owner;
+	k.owner_start = ws->owner_start;
+	k.pidfd = -1;
+	fd = owner_stderr(&k);
+	signal_owner(&k, ws->on_lost);
+	if (ws->on_lost != 0)
+		snprintf(sent, sizeof sent, "pid %d was sent SIG%s",
+		    (int)ws->owner, sigabbrev_np(ws->on_lost));
+	else
+		snprintf(sent, sizeof sent, "nothing was sent (--on-lost "
+		    "ignore)");
+	snprintf(line, sizeof line, "rlock: lock '%s' held by acquire --hold: "
+	    "%s at %s; the lock expires with its TTL; %s\n", ws->name, why,
+	    format_time(now_wall_ms(), when, sizeof when), sent);
+	tell_owner(fd, line);
+	_exit(0);
+}
+
+int
+keeper_watch_main(void)
+{
+	struct watch_shared	*ws;
+	struct stat		 st;
+	struct pollfd		 pfd = { WATCH_FD_PIPE, POLLIN, 0 };
+	sigset_t		 all;
+	int64_t			 now, until;
+	char			 buf[64], why[128];
+	ssize_t			 n;
+
+	/* Only SIGKILL ends it: what the keeper's group gets is not for it. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+#ifdef HAVE_PRCTL
+	prctl(PR_SET_NAME, "rlock-watch");
+#endif
+	if (fstat(WATCH_FD_SHARED, &st) == -1 ||
+	    st.st_size != (off_t)sizeof *ws)
+		return EXIT_USAGE;
+	ws = mmap(NULL, sizeof *ws, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    WATCH_FD_SHARED, 0);
+	close(WATCH_FD_SHARED);
+	if (ws == MAP_FAILED || ws->magic != WATCH_MAGIC ||
+	    ws->size != sizeof *ws)
+		return EXIT_USAGE;
+	ws->name[sizeof ws->name - 1] = '\0';
+	for (;;) {
+		if (atomic_load(&ws->done))
+			_exit(0);
+		now = now_mono_ms();
+		until = atomic_load(&ws->valid_until) + ws->margin_ms;
+		if (now >= until) {
+			snprintf(why, sizeof why, "its keeper (pid %d) did not "
+			    "extend it in time (stopped, or stuck)",
+			    (int)ws->keeper);
+			watch_act(ws, why);
+		}
+		if (poll(&pfd, 1, until - now > 3600000 ? 3600000 :
+		    (int)(until - now)) <= 0)
+			continue;
+		n = read(WATCH_FD_PIPE, buf, sizeof buf);
+		if (n == 0) {
+			/* The keeper is gone; unless it said so, it died. */
+			if (atomic_load(&ws->done))
+				_exit(0);
+			snprintf(why, sizeof why, "its keeper (pid %d) died",
+			    (int)ws->keeper);
+			watch_act(ws, why);
+		}
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			_exit(0);
+	}
+}
+
+/*
+ * Start the watcher: rlock's binary, exec'ed with the pipe's read end as
+ * 0 and the shared memory as 3.  Its pid, or -1.  (The keeper has one
+ * thread: a vfork is safe, and its child runs nothing but system calls.)
+ */
+static pid_t
+watch_start(int shm, int *wfd)
+{
+	static char	 name[] = "rlock-watch", arg[] = KEEPER_WATCH_ARG;
+	char		*argv[] = { name, arg, NULL }, *envp[] = { NULL };
+	volatile int	 err = 0;
+	pid_t		 pid;
+	int		 p[2];
+
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return -1;
+	if ((pid = vfork()) == 0) {
+		if (dup2(p[0], WATCH_FD_PIPE) == -1 ||
+		    (shm == WATCH_FD_SHARED ? fcntl(shm, F_SETFD, 0) :
+		    dup2(shm, WATCH_FD_SHARED)) == -1)
+			_exit(127);
+		close_span(WATCH_FD_SHARED + 1, INT_MAX);
+		execve("/proc/self/exe", argv, envp);
+		err = errno;
+		_exit(127);
+	}
+	close(p[0]);
+	if (pid > 0 && err != 0) {
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	if (pid == -1) {
+		close(p[1]);
+		return -1;
+	}
+	*wfd = p[1];
+	return pid;
+}
+
 /* ----------------------------------------------------- the release side */
 
 /* The keeper's abstract socket: a hash of the lock and the token. */
@@ -309,8 +476,7 @@ keeper_released(int fd, int rc)
 
 struct keep {
 	struct keeper	*k;
-	struct lock	 l;
-	struct quorum	 q;
+	struct held	 h;		/* the keeper's clone of the lock */
 	int		 lsock;		/* -1: none */
 	int		 conn;		/* an announcing connection, or -1 */
 	int64_t		 conn_until;	/* ... which must speak by then */
@@ -318,6 +484,10 @@ struct keep {
 	int64_t		 next;		/* the next extend */
 	int64_t		 backoff;
 	char		 last_error[sizeof ((struct err *)0)->msg];
+	/* The watcher (see the top of the file): -1 / NULL if none. */
+	struct watch_shared *ws;
+	int		 shm, wfd;
+	pid_t		 watcher;
 };
 
 /* Close fds lo..hi. */
@@ -412,7 +582,8 @@ read_conn(struct keep *kp)
 		msg[n] = '\0';
 		if (!kp->releasing) {
 			if (strncmp(msg, ANNOUNCE, strlen(ANNOUNCE)) != 0 ||
-			    strcmp(msg + strlen(ANNOUNCE), kp->l.token) != 0) {
+			    strcmp(msg + strlen(ANNOUNCE), kp->h.l.token) !=
+			    0) {
 				drop_conn(kp);
 				return HEARD_NOTHING;
 			}
@@ -450,8 +621,10 @@ accept_conn(struct keep *kp)
 static void
 done(struct keep *kp, int status)
 {
-	quorum_close(&kp->q);
-	lock_free(&kp->l);
+	/* Said before the pipe closes: the watcher goes quietly. */
+	if (kp->ws != NULL)
+		atomic_store(&kp->ws->done, 1);
+	held_free(&kp->h);
 	if (kp->k->pidfd != -1)
 		close(kp->k->pidfd);
 	_exit(status);
@@ -466,16 +639,16 @@ owner_ended(struct keep *kp)
 
 	snprintf(why, sizeof why, "the owner (pid %d) ended",
 	    (int)kp->k->owner);
-	quorum_limit(&kp->q, 0);
+	quorum_limit(&kp->h.q, 0);
 	/*
 	 * Sent once; after a reply lost, settled (asked, and sent again
 	 * only while the token holds it): a second release after a first
 	 * that ran would record a loss.
 	 */
-	if (lock_release(&kp->l, why, &e) == -1 &&
-	    now_mono_ms() < kp->l.valid_until)
-		lock_settle_release(&kp->l, why, kp->l.valid_until, &e);
-	log_verbose("%s: %s; the lock was given back", kp->l.name, why);
+	if (lock_release(&kp->h.l, why, &e) == -1 &&
+	    now_mono_ms() < kp->h.l.valid_until)
+		lock_settle_release(&kp->h.l, why, kp->h.l.valid_until, &e);
+	log_verbose("%s: %s; the lock was given back", kp->h.l.name, why);
 	done(kp, 0);
 }
 
@@ -492,7 +665,7 @@ heard(struct keep *kp, int what)
 {
 	if (what == HEARD_NOTHING)
 		return;
-	log_verbose("%s: released by rlock release%s", kp->l.name,
+	log_verbose("%s: released by rlock release%s", kp->h.l.name,
 	    what == HEARD_UNKNOWN ? " (its outcome unknown: the lock goes "
 	    "with it, or with its TTL)" : "");
 	done(kp, 0);
@@ -509,12 +682,25 @@ lost(struct keep *kp, const char *fmt, ...)
 	char			 why[512], when[64], sent[64], line[1024];
 	struct buf		 shown;
 	va_list			 ap;
-	int			 fd = owner_stderr(k);
+	int			 fd, none = 0;
 
-	signal_owner(k, k->on_lost);
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
+	/*
+	 * A signal that stopped the keeper is taken: left pending, it would
+	 * cut the note's round trip short (quorum.c gives up on a signal),
+	 * and the history would miss the loss as often as not.
+	 */
+	signal_caught = 0;
+	/* The watcher told the owner already (the keeper was stopped). */
+	if (kp->ws != NULL &&
+	    !atomic_compare_exchange_strong(&kp->ws->acted, &none, 2)) {
+		lock_note(&kp->h.l, "lost", why, "");
+		done(kp, 0);
+	}
+	fd = owner_stderr(k);
+	signal_owner(k, k->on_lost);
 	if (k->on_lost != 0)
 		snprintf(sent, sizeof sent, "pid %d was sent SIG%s",
 		    (int)k->owner, sigabbrev_np(k->on_lost));
@@ -525,13 +711,13 @@ lost(struct keep *kp, const char *fmt, ...)
 	buf_init(&shown);
 	escape_adds(&shown, why);
 	snprintf(line, sizeof line, "rlock: lock '%s' held by acquire --hold "
-	    "was lost at %s: %s; %s\n", kp->l.name,
+	    "was lost at %s: %s; %s\n", kp->h.l.name,
 	    format_time(now_wall_ms(), when, sizeof when), shown.p, sent);
 	buf_free(&shown);
 	tell_owner(fd, line);
 	/* stderr is /dev/null: this is for syslog. */
 	log_error("%.*s", (int)strlen(line) - 8, line + 7);
-	lock_note(&kp->l, "lost", why, "");
+	lock_note(&kp->h.l, "lost", why, "");
 	done(kp, 0);
 }
 
@@ -547,12 +733,14 @@ extend(struct keep *kp)
 	int		rc;
 
 	err_clear(&e);
-	quorum_limit(&kp->q, kp->l.valid_until);
-	rc = lock_extend(&kp->l, kp->l.ttl_ms, &e);
+	quorum_limit(&kp->h.q, kp->h.l.valid_until);
+	rc = lock_extend(&kp->h.l, kp->h.l.ttl_ms, &e);
 	if (rc == 1) {
-		log_verbose("extended %s by %s", kp->l.name,
-		    duration_format(kp->l.ttl_ms, d, sizeof d));
-		kp->next = now_mono_ms() + kp->l.ttl_ms / 3;
+		if (kp->ws != NULL)
+			atomic_store(&kp->ws->valid_until, kp->h.l.valid_until);
+		log_verbose("extended %s by %s", kp->h.l.name,
+		    duration_format(kp->h.l.ttl_ms, d, sizeof d));
+		kp->next = now_mono_ms() + kp->h.l.ttl_ms / 3;
 		kp->backoff = BACKOFF_FIRST_MS;
 		return;
 	}
@@ -569,6 +757,67 @@ extend(struct keep *kp)
 		kp->backoff = BACKOFF_MAX_MS;
 }
 
+/*
+ * Start (or start again) the keeper's watcher.  Without one the keeper
+ * runs on as before: its SIGKILL then leaves the owner untold.
+ */
+static void
+watch_again(struct keep *kp)
+{
+	if (kp->wfd != -1)
+		close(kp->wfd);
+	kp->wfd = -1;
+	if (kp->shm == -1 || (kp->watcher = watch_start(kp->shm,
+	    &kp->wfd)) == -1)
+		log_error("%s: cannot start the keeper's watcher: %s; a "
+		    "SIGKILL of the keeper would leave the owner untold",
+		    kp->h.l.name, strerror(errno));
+}
+
+/* The watcher's shared memory, and the watcher. */
+static void
+watch_init(struct keep *kp)
+{
+	struct watch_shared	*ws;
+	int64_t			 margin = lock_drift(kp->h.l.ttl_ms) / 2;
+
+	kp->shm = kp->wfd = -1;
+	kp->watcher = -1;
+	if ((kp->shm = memfd_create("rlock-watch", MFD_CLOEXEC)) == -1 ||
+	    ftruncate(kp->shm, (off_t)sizeof *ws) == -1 ||
+	    (ws = mmap(NULL, sizeof *ws, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    kp->shm, 0)) == MAP_FAILED) {
+		if (kp->shm != -1)
+			close(kp->shm);
+		kp->shm = -1;
+		watch_again(kp);
+		return;
+	}
+	ws->magic = WATCH_MAGIC;
+	ws->size = sizeof *ws;
+	atomic_init(&ws->valid_until, kp->h.l.valid_until);
+	ws->keeper = getpid();
+	ws->owner = kp->k->owner;
+	ws->owner_start = kp->k->owner_start;
+	ws->on_lost = kp->k->on_lost;
+	/* Half the drift: the keeper's own deadline first, the TTL after. */
+	ws->margin_ms = margin > 0 ? margin : 1;
+	snprintf(ws->name, sizeof ws->name, "%s", kp->h.l.name);
+	kp->ws = ws;
+	watch_again(kp);
+}
+
+/* A watcher that died (it never ends while the keeper runs) starts again. */
+static void
+watch_check(struct keep *kp)
+{
+	if (kp->watcher > 0 && waitpid(kp->watcher, NULL, WNOHANG) ==
+	    kp->watcher) {
+		kp->watcher = -1;
+		watch_again(kp);
+	}
+}
+
 /* The keeper's own copy of the lock, on connections of its own. */
 static void
 keep_init(struct keep *kp, struct keeper *k, const struct lock *src,
@@ -579,24 +828,9 @@ keep_init(struct keep *kp, struct keeper *k, const struct lock *src,
 	kp->lsock = lsock;
 	kp->conn = -1;
 	kp->backoff = BACKOFF_FIRST_MS;
-	quorum_init(&kp->q, k->urls, k->nurls, k->ropts);
-	lock_init(&kp->l, &kp->q, k->prefix, src->name, src->token);
-	kp->l.ttl_ms = src->ttl_ms;
-	kp->l.fence = src->fence;
-	kp->l.valid_until = src->valid_until;
-	kp->l.acquired_at = src->acquired_at;
-	kp->l.taken_at = src->taken_at;
-	/* The servers the acquire won: as exec's heartbeat (heartbeat.c). */
-	kp->l.won = src->won;
-	kp->l.won_known = src->won_known;
-	kp->l.wait_replicas = src->wait_replicas;
-	kp->l.wait_timeout_ms = src->wait_timeout_ms;
-	kp->l.history_len = src->history_len;
-	kp->l.history_ttl_ms = src->history_ttl_ms;
-	kp->l.shared = src->shared;
-	kp->l.limit = src->limit;
-	kp->l.meta = src->meta;
+	held_clone(&kp->h, src, &k->target);
 	kp->next = src->acquired_at + src->ttl_ms / 3;
+	watch_init(kp);
 }
 
 /*
@@ -612,8 +846,8 @@ wait_events(struct keep *kp, int64_t now, const sigset_t *waitmask)
 	int64_t			 until;
 	int			 n = 0, ipid = -1, ilsock = -1, iconn = -1;
 
-	until = kp->releasing ? kp->l.valid_until :
-	    kp->next < kp->l.valid_until ? kp->next : kp->l.valid_until;
+	until = kp->releasing ? kp->h.l.valid_until :
+	    kp->next < kp->h.l.valid_until ? kp->next : kp->h.l.valid_until;
 	if (kp->conn != -1 && !kp->releasing && kp->conn_until < until)
 		until = kp->conn_until;
 	if (k->pidfd == -1 && !kp->releasing && now + OWNER_POLL_MS < until)
@@ -656,6 +890,7 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 	sigdelset(&waitmask, SIGINT);
 	sigdelset(&waitmask, SIGQUIT);
 	for (;;) {
+		watch_check(&kp);
 		if (signal_caught && !kp.releasing && !owner_alive(k))
 			owner_ended(&kp);
 		if (signal_caught)
@@ -668,7 +903,7 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 		if (k->pidfd == -1 && !kp.releasing && !owner_alive(k))
 			owner_ended(&kp);
 		now = now_mono_ms();
-		if (now >= kp.l.valid_until) {
+		if (now >= kp.h.l.valid_until) {
 			/*
 			 * An announcement that came while an extend ran to
 			 * the validity's end (the extend blocks: a silent
@@ -746,7 +981,7 @@ keeper_start(struct keeper *k, const struct lock *l, struct err *e)
 	 * returns, and a `rlock release` run at once must find the keeper's
 	 * socket there, or its release would be taken for a loss.
 	 */
-	lsock = listen_on(l, k->prefix);
+	lsock = listen_on(l, k->target.prefix);
 	fflush(NULL);
 	if ((pid = fork()) == -1) {
 		err_set(e, ERR_SOFTWARE, "cannot start the keeper: fork: %s",

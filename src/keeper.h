@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "held.h"
 #include "lock.h"
 #include "url.h"
 
@@ -15,10 +16,7 @@ struct keeper {
 	/* Set by the caller before keeper_watch. */
 	pid_t			 owner;
 	int			 on_lost;	/* signal; 0: ignore */
-	const char		*prefix;
-	const struct url	*urls;		/* to connect afresh */
-	int			 nurls;
-	const struct redis_opts	*ropts;
+	struct held_target	 target;	/* to connect afresh */
 
 	/* Filled by keeper_watch and keeper_start. */
 	int			 pidfd;		/* -1: none (old kernel) */
@@ -51,6 +49,11 @@ int	keeper_start(struct keeper *, const struct lock *l, struct err *e);
  * went (rc: lock_release's).  Neither touches Redis.
  */
 int	keeper_announce(const char *prefix, const char *name, const char *token);
+
+/* rlock's binary run with this one argument is a keeper's watcher. */
+#define KEEPER_WATCH_ARG	"--rlock-keeper-watch-v1"
+/* main() of rlock run as the watcher: never returns if it is one. */
+int	keeper_watch_main(void);
 void	keeper_released(int fd, int rc);
 
 #endif

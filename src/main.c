@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "guard.h"
+#include "keeper.h"
 
 int
 main(int argc, char **argv)
@@ -13,5 +14,8 @@ main(int argc, char **argv)
 	/* exec's guard (guard.c), before anything else costs it time. */
 	if (argc == 2 && strcmp(argv[1], GUARD_ARG) == 0)
 		return guard_exec_main();
+	/* acquire --hold's keeper's watcher (keeper.c). */
+	if (argc == 2 && strcmp(argv[1], KEEPER_WATCH_ARG) == 0)
+		return keeper_watch_main();
 	return cmd_main(argc, argv);
 }

@@ -233,8 +233,20 @@ add_children(pid_t pid, struct stat_line **list, size_t *n, size_t *cap)
 	return 0;
 }
 
+/* Is pid one of own[0..nown)? */
+static int
+is_own(pid_t pid, const pid_t *own, size_t nown)
+{
+	size_t	i;
+
+	for (i = 0; i < nown; i++)
+		if (own[i] == pid)
+			return 1;
+	return 0;
+}
+
 int
-procs_find(struct procs *ps, pid_t keep, pid_t except)
+procs_find(struct procs *ps, pid_t keep, const pid_t *own, size_t nown)
 {
 	struct stat_line	*all = NULL;
 	size_t			 n = 0, cap = 0, i;
@@ -256,7 +268,7 @@ procs_find(struct procs *ps, pid_t keep, pid_t except)
 			return -1;
 	}
 	for (i = 0; i < n; i++) {
-		if (all[i].pid == except || all[i].pid == self)
+		if (is_own(all[i].pid, own, nown) || all[i].pid == self)
 			continue;
 		if (is_dead(all[i].state)) {
 			/* Adopted and gone: ours to reap, now. */
@@ -278,7 +290,7 @@ procs_find(struct procs *ps, pid_t keep, pid_t except)
 }
 
 int
-procs_other_children(pid_t keep, pid_t except)
+procs_other_children(pid_t keep, const pid_t *own, size_t nown)
 {
 	char	path[64], buf[4096], *p, *end;
 	ssize_t	n;
@@ -301,7 +313,7 @@ procs_other_children(pid_t keep, pid_t except)
 		pid = strtol(p, &end, 10);
 		if (end == p)
 			return 0;
-		if (pid != keep && pid != except)
+		if (pid != keep && !is_own((pid_t)pid, own, nown))
 			return 1;
 	}
 }

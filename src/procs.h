@@ -26,20 +26,22 @@ struct procs {
 int	procs_adopt(void);
 
 /*
- * Fill ps with every live process descended from this one, except
- * `except` (the guard).  Zombies among this process's own children are
- * reaped on the way, but `keep` (the command, whose status is read at the
- * end).  The number found, or -1 if /proc cannot be read.
+ * Fill ps with every live process descended from this one, except rlock's
+ * own (own[0..nown): its guards, a retiring one too) and this process's
+ * threads.  Zombies among this process's own children are reaped on the
+ * way, but `keep` (the command, whose status is read at the end) and
+ * rlock's own (a guard's death is the supervisor's to see).  The number
+ * found, or -1 if /proc cannot be read.
  */
-int	procs_find(struct procs *ps, pid_t keep, pid_t except);
+int	procs_find(struct procs *ps, pid_t keep, const pid_t *own, size_t nown);
 
 /*
- * Has this process a child other than keep and except, running or not?
- * 1 when it cannot tell.  Once the command has exited, every process it
- * left has an ancestor among our children (we are the subreaper): this
+ * Has this process a child other than keep and own[0..nown), running or
+ * not?  1 when it cannot tell.  Once the command has exited, every process
+ * it left has an ancestor among our children (we are the subreaper): this
  * one small read saves the walk through /proc on most exits.
  */
-int	procs_other_children(pid_t keep, pid_t except);
+int	procs_other_children(pid_t keep, const pid_t *own, size_t nown);
 
 /*
  * Send sig to p, if it is still the process that was found (its start

@@ -147,7 +147,7 @@ child(const struct supervise *sv, pid_t parent, int tty, volatile int *err,
 	 * command does not start at all.
 	 */
 	if ((!sv->foreground && guard_command(&sv->guard, getpid()) == -1) ||
-	    now_mono_ms() >= sv->valid_until) {
+	    now_mono_ms() >= sv->lock->valid_until) {
 		*err = -1;
 		_exit(127);
 	}
@@ -242,13 +242,13 @@ supervise_init(struct supervise *sv)
 static int
 start_guard(struct supervise *sv, struct err *e)
 {
-	int64_t	margin = lock_drift(sv->ttl_ms) / 2;
+	int64_t	margin = lock_drift(sv->lock->ttl_ms) / 2;
 
 	if (sv->foreground)
 		return 0;
 	/* Half the drift: before the key can expire on the server. */
-	return guard_start(&sv->guard, sv->valid_until, margin > 0 ? margin :
-	    1, sv->on_lost, sv->kill_after_ms, sv->release, e);
+	return guard_start(&sv->guard, sv->lock->valid_until, margin > 0 ?
+	    margin : 1, sv->on_lost, sv->kill_after_ms, sv->release, e);
 }
 
 int
@@ -324,14 +324,17 @@ signal_child(struct supervise *sv, int sig)
 static int
 find_rest(struct supervise *sv)
 {
+	pid_t	own[2];
+	size_t	nown = guard_pids(&sv->guard, own);
 	int	n;
 
-	if (sv->ended && !procs_other_children(sv->pid, sv->guard.pid)) {
+	/* rlock's own guards, a retiring one too, are never the command's. */
+	if (sv->ended && !procs_other_children(sv->pid, own, nown)) {
 		sv->rest.n = 0;
 		guard_escaped(&sv->guard, &sv->rest, 0);
 		return 0;
 	}
-	n = procs_find(&sv->rest, sv->pid, sv->guard.pid);
+	n = procs_find(&sv->rest, sv->pid, own, nown);
 
 	guard_escaped(&sv->guard, &sv->rest, sv->foreground ? 0 : sv->pid);
 	return n > 0 ? n : 0;
@@ -608,14 +611,22 @@ check_lock(struct supervise *sv, struct heartbeat *hb, int64_t now,
     int64_t *valid_until)
 {
 	char	why[256];
+	int	lost = heartbeat_state(hb, valid_until, why, sizeof why);
 
-	if (heartbeat_state(hb, valid_until, why, sizeof why))
+	/*
+	 * A command that has exited since this round looked (rlock stopped
+	 * in between) is over before any loss: the next round takes its
+	 * exit, and what it left, if anything, is judged then.
+	 */
+	if ((lost || now >= *valid_until) && !sv->ended && exited(sv->pid))
+		return;
+	if (lost)
 		on_loss(sv, why);
 	else if (now >= *valid_until)
 		on_loss(sv, "no extend was confirmed before the lock's "
 		    "validity ended");
 	else if (sv->suspended && *valid_until >= sv->resumed_at +
-	    sv->ttl_ms - lock_drift(sv->ttl_ms)) {
+	    sv->lock->ttl_ms - lock_drift(sv->lock->ttl_ms)) {
 		log_verbose("the lock is confirmed: the command goes on");
 		resume(sv);
 	}
@@ -676,9 +687,51 @@ take_signal(struct supervise *sv, struct heartbeat *hb, int sig,
 }
 
 /*
+ * Has the guard died?  It never ends by itself while rlock runs and has
+ * not said guard_done, but when it kills the group it is in, after
+ * acting: a SIGKILL, or an OOM killer's choice.  Reaped here, so that
+ * nothing else reaps it unseen (procs_find and reap_adopted leave it).
+ */
+static int
+guard_died(struct supervise *sv)
+{
+	siginfo_t	si;
+
+	if (sv->guard.pid <= 0 || guard_acted(&sv->guard) != 0)
+		return 0;
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, sv->guard.pid, &si, WEXITED | WNOHANG) == -1)
+		return errno == ECHILD;
+	return si.si_pid == sv->guard.pid;
+}
+
+/*
+ * A guard that died is replaced at once, before the next validity
+ * deadline: rlock stopped or killed after it must still find the command
+ * guarded.  If no other can start, the command is stopped.  0, or -1 with
+ * e filled.
+ */
+static int
+replace_guard(struct supervise *sv, struct err *e)
+{
+	pid_t	dead = sv->guard.pid;
+
+	if (guard_replace(&sv->guard) == 0) {
+		log_warn("%s: the command's guard (pid %d) died; pid %d took "
+		    "its place", sv->name, (int)dead, (int)sv->guard.pid);
+		return 0;
+	}
+	err_set(e, ERR_SOFTWARE, "the command's guard (pid %d) died and "
+	    "no other could start: %s; the command was stopped", (int)dead,
+	    strerror(errno));
+	return -1;
+}
+
+/*
  * Reap what rlock adopted (see procs.c) and has ended, while the command
- * runs: never the command itself, whose status is read at the end.  One
- * the command is found first is left for then.
+ * runs: never the command itself, whose status is read at the end, nor
+ * the guard (guard_died).  One the command is found first is left for
+ * then.
  */
 static void
 reap_adopted(struct supervise *sv)
@@ -807,7 +860,7 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 	siginfo_t	info;
 	sigset_t	set;
 	int64_t		valid_until = 0, wake, now, due;
-	int		sig, status, forced, rest = 0, found;
+	int		sig, status, forced, rest = 0, found, chld = 0;
 
 	waited_set(&set, &sv->ignored);
 	due = heartbeat_due(hb);
@@ -818,6 +871,10 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 			take_terminal(sv);
 			found = ended(sv, now);
 		}
+		/* (A child's end comes with SIGCHLD: no look without one.) */
+		if (chld && guard_died(sv) && replace_guard(sv, e) == -1)
+			goto fail;
+		chld = 0;
 		forced = (sv->lost && sv->sent) || sv->timed_out ||
 		    sv->kill_at >= 0;
 		if (sv->ended) {
@@ -894,9 +951,19 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		ts.tv_sec = (wake - now) / 1000;
 		ts.tv_nsec = ((wake - now) % 1000) * 1000000;
 		sig = sigtimedwait(&set, &info, &ts);
+		chld |= sig == SIGCHLD;
 		if (sig != -1 && take_signal(sv, hb, sig, &info, e) == -1)
 			goto fail;
 	}
+	/*
+	 * Over while the lock was surely ours: seen so by rlock (the time is
+	 * read after the look that found it), or by the guard when the
+	 * validity ended (rlock stopped).  Its release may then come late
+	 * without any loss: see finish() in cmd-exec.c.
+	 */
+	heartbeat_state(hb, &valid_until, NULL, 0);
+	sv->over_in_time = (rest == 0 || sv->leftovers == LEFTOVERS_LEAVE) &&
+	    (now_mono_ms() < valid_until || guard_found_over(&sv->guard));
 	if (!sv->lost && guard_acted(&sv->guard) != 0)
 		on_loss(sv, sv->suspended ? "its validity ended" : "no "
 		    "extend was confirmed before the lock's validity ended");

@@ -28,8 +28,8 @@ struct supervise {
 	int		 on_lost;	/* signal, or 0 to only report */
 	int64_t		 kill_after_ms;
 	sigset_t	 ignored;	/* ignored when rlock started */
-	int64_t		 ttl_ms;	/* the lock's */
-	int64_t		 valid_until;	/* ... and its validity at the spawn */
+	/* The held lock: its TTL, and its validity until the heartbeat's. */
+	const struct lock *lock;
 	int64_t		 max_runtime_ms;	/* 0: none */
 	int		 leftovers;	/* LEFTOVERS_WAIT, _KILL or _LEAVE */
 	/* How the guard gives the lock back if rlock dies (or NULL). */
@@ -45,6 +45,12 @@ struct supervise {
 	int		 signaled;	/* the signal that ended the command, or 0 */
 	int		 stopping;	/* a terminating signal forwarded, or 0 */
 	int		 left;		/* processes left running at a normal exit */
+	/*
+	 * The command (and what it left, unless left running) was over
+	 * while the lock was surely ours: a release that comes after the
+	 * validity (rlock stopped) is no loss.
+	 */
+	int		 over_in_time;
 	char		 left_note[320];	/* ... and what became of them */
 
 	/* Inside: the group's guard, the terminal, job control. */

@@ -185,3 +185,120 @@ EOF2
 	done
 	assert_lock_free job
 }
+
+# ------------------------------------------------- the guard's own faults
+
+# live_guards_of PID: the pids of rlock PID's live guards, a line each.
+live_guards_of() {
+	local p
+	for p in $(guards_of "$1" | awk '{ print $1 }'); do
+		_proc_alive "$p" && echo "$p"
+	done
+	return 0
+}
+
+@test "guard-window: a command that exited 0 before rlock was stopped past the lock's validity is no loss: exit 0, and the history says the lock expired, not lost" {
+	# The command stops rlock and ends at once: rlock is stopped before
+	# its release, and resumed only once the lock's key has expired.
+	bg_start R "$RLOCK" exec -t 1s job -- sh -c 'kill -STOP $PPID; exit 0'
+	local r=$R i
+	echo "$r" >stopped.pids
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(state_of "$r")" == T ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(state_of "$r")" T
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(rcli EXISTS 'rlock:{job}')" == 0 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+	kill -CONT "$r"
+	bg_wait "$R" 10000 || fail "rlock did not finish once continued"
+	assert_equal "$BG_STATUS" 0
+	! grep -q "lost" R.err || fail "a loss was reported: $(cat R.err)"
+	run rlock log job
+	assert_success
+	[[ "$output" != *" lost "* ]] || fail "the history says lost: $output"
+	[[ "$output" == *"expired"* ]] || fail "the history does not say the lock expired: $output"
+}
+
+@test "guard-window: a guard killed while the command runs is replaced: rlock stopped after it, the command is still stopped before its lock can expire" {
+	cat >a.sh <<'EOF2'
+trap 'echo "term-A $EPOCHREALTIME" >> log; exit 5' TERM
+echo "start-A $EPOCHREALTIME" >> log
+sleep 30 & echo $! > sleep.pid
+wait
+echo "end-A $EPOCHREALTIME" >> log
+EOF2
+	bg_start A "$RLOCK" exec -t 2s job -- bash ./a.sh
+	wait_file sleep.pid 10000 || fail "A's command did not start: $(cat A.err)"
+	track_pid "$(cat sleep.pid)" sleep
+	# The guard of its own program, once the shared one has retired.
+	until_own_guard "$A"
+	local g ng i
+	g=$(live_guards_of "$A")
+	[[ -n "$g" ]] || fail "no guard"
+	kill -KILL $g
+	# rlock starts another (bounded: where it does not, the test goes on
+	# and finds the command unguarded).
+	local t0
+	t0=$(now_ms)
+	for ((i = 0; i < 250 && $(now_ms) - t0 < 3000; i++)); do
+		ng=$(live_guards_of "$A")
+		[[ -n "$ng" && "$ng" != "$g" ]] && break
+		sleep 0.02
+	done
+	kill -STOP "$A"
+	echo "$A" >stopped.pids
+	bg_start B "$RLOCK" exec -t 1s -w 10s job -- sh -c 'echo "start-B $(date +%s.%N)" >> log'
+	bg_wait "$B" 20000 || fail "B did not finish"
+	assert_equal "$BG_STATUS" 0
+	local order
+	order=$(awk '{ printf "%s ", $1 }' log)
+	assert_equal "$order" "start-A term-A start-B "
+	kill -CONT "$A"
+	bg_wait "$A" 10000 || fail "A did not finish once continued"
+	assert_equal "$BG_STATUS" 75
+}
+
+@test "guard-window: rlock's retiring shared guard is never taken for a process the command left" {
+	[[ -z ${ASAN_OPTIONS:-} ]] || skip "under AddressSanitizer the guard is exec'ed from the start"
+	case $(uname -m) in
+	x86_64 | aarch64) ;;
+	*) skip "the shared guard is for x86_64 and aarch64" ;;
+	esac
+	# The shared guard is held stopped until the command has ended, as a
+	# loaded machine can hold it between its successor's start and its own
+	# exit; the command ends once the successor runs.  (rlock is stopped
+	# while the command looks, so that the guard it finds is the one from
+	# before its first instruction, not yet retired.)
+	cat >r.sh <<'EOF2'
+kill -STOP $PPID
+for p in $(ps -o pid= --ppid $PPID); do
+	[ "$(cat /proc/$p/comm 2>/dev/null)" = rlock-guard ] && echo $p >shared.pid
+done
+kill -STOP "$(cat shared.pid)"
+kill -CONT $PPID
+i=0
+while [ $i -lt 500 ]; do
+	for p in $(ps -o pid= --ppid $PPID); do
+		[ "$(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null)" = "rlock-guard --rlock-guard-v1 " ] && exit 0
+	done
+	sleep 0.02
+	i=$((i + 1))
+done
+exit 9
+EOF2
+	bg_start R "$RLOCK" exec -t 60s job -- sh ./r.sh
+	wait_file shared.pid 10000 || fail "the command did not find the shared guard: $(cat R.err)"
+	cat shared.pid >stopped.pids
+	bg_wait "$R" 10000 || fail "rlock waits for its own guard: $(cat R.err)"
+	assert_equal "$BG_STATUS" 0
+	! grep -q "left" R.err || fail "rlock's guard was taken for a leftover: $(cat R.err)"
+	run rlock log job
+	[[ "$output" != *"leftovers"* ]] || fail "log: $output"
+	assert_lock_free job
+	kill -CONT "$(cat shared.pid)"
+	wait_gone "$(cat shared.pid)" 5000 || fail "the shared guard did not go"
+}

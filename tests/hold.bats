@@ -501,6 +501,58 @@ $RUN_ON"
 	assert_line --index 0 --regexp " $N (expired|lost)"
 }
 
+# RUN_ON, with each sleep waited for by bash's wait, which a trapped signal
+# interrupts: the trap runs at once, not when the sleep ends.
+RUN_ON_TRAPPED='i=0; while [ $i -lt 300 ] && [ ! -e stop ]; do sleep 0.1 & wait $!; i=$((i + 1)); done'
+
+@test "hold: a SIGKILLed keeper does not leave its owner unwatched: the owner gets SIGTERM and a line before the lock can expire, and the next holder never overlaps it" {
+	HOLD_OPTS="-t 3s" hold_script s.sh /bin/bash "trap 'echo \"term-A \$EPOCHREALTIME\" >>log; exit 3' TERM
+echo \"start-A \$EPOCHREALTIME\" >>log
+$RUN_ON_TRAPPED
+echo \"end-A \$EPOCHREALTIME\" >>log"
+	bg_start S "$BATS_TEST_TMPDIR/s.sh"
+	wait_file ready 10000 || fail "no lock: $(cat s.sh.err)"
+	local k
+	k=$(keeper_pids)
+	[[ -n "$k" ]] || fail "no keeper"
+	kill -KILL $k
+	bg_start B "$RLOCK" exec -t 1s -w 10s "$N" -- sh -c 'echo "start-B $(date +%s.%N)" >>log'
+	bg_wait "$B" 20000 || fail "B did not finish"
+	assert_equal "$BG_STATUS" 0
+	touch stop
+	bg_wait "$S" 10000 || fail "the owner did not end"
+	local order
+	order=$(awk '{ printf "%s ", $1 }' log)
+	assert_equal "$order" "start-A term-A start-B "
+	grep -q "^rlock: lock '$N' held by acquire --hold: its keeper (pid $k) died at .*; the lock expires with its TTL; pid $(cat ready) was sent SIGTERM$" s.sh.err ||
+		fail "no line on the owner's stderr: $(cat s.sh.err)"
+}
+
+@test "hold: a SIGSTOPped keeper does not leave its owner unwatched: the owner gets SIGTERM before the lock can expire" {
+	HOLD_OPTS="-t 2s" hold_script s.sh /bin/bash "trap 'echo \"term-A \$EPOCHREALTIME\" >>log; exit 3' TERM
+echo \"start-A \$EPOCHREALTIME\" >>log
+$RUN_ON_TRAPPED
+echo \"end-A \$EPOCHREALTIME\" >>log"
+	bg_start S "$BATS_TEST_TMPDIR/s.sh"
+	wait_file ready 10000 || fail "no lock: $(cat s.sh.err)"
+	local k
+	k=$(keeper_pids)
+	[[ -n "$k" ]] || fail "no keeper"
+	kill -STOP $k
+	bg_start B "$RLOCK" exec -t 1s -w 10s "$N" -- sh -c 'echo "start-B $(date +%s.%N)" >>log'
+	bg_wait "$B" 20000 || fail "B did not finish"
+	touch stop
+	kill -CONT $k
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$S" 10000 || fail "the owner did not end"
+	local order
+	order=$(awk '{ printf "%s ", $1 }' log)
+	assert_equal "$order" "start-A term-A start-B "
+	wait_no_keeper 3000
+	# Told once, though the keeper, continued, finds the lock lost too.
+	assert_equal "$(grep -c "^rlock: lock '$N' held by acquire --hold" s.sh.err)" 1
+}
+
 # kept_then_freed URL-ARGS...: a --hold lock with -t 2s, held for a sleeper,
 # is still held 4 s later (status), and free within 2 s of the sleeper's
 # SIGKILL; no keeper is left.

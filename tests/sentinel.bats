@@ -115,7 +115,7 @@ timed() {
 	timed el rlock -u "$url" acquire -n job
 	assert_success
 	tok=$output
-	assert_equal "$(rcli_as SM GET 'rlock:{job}')" "$tok"
+	assert_equal "$(rcli_as SM HKEYS 'rlock:{job}')" "$tok"
 	assert_between "$el" 0 1000 "acquire -n took (ms)"
 	timed el rlock -u "$url" status job
 	assert_success
@@ -147,7 +147,7 @@ echo done > finished' >/dev/null
 	wait_role SM slave 5000 || fail "the old master was not demoted"
 	# Longer than the TTL: only extends on the new master keep it there.
 	sleep 3.5
-	assert_equal "$(rcli_as SR GET 'rlock:{job}')" "$tok"
+	assert_equal "$(rcli_as SR HKEYS 'rlock:{job}')" "$tok"
 	_proc_alive "$ex" || fail "exec ended early: $(cat ex.err)"
 	touch stop
 	bg_wait "$ex" 10000 || fail "exec did not finish"
@@ -159,7 +159,7 @@ echo done > finished' >/dev/null
 	start_stale_sentinel_as ST mm || fail "no stale sentinel"
 	run --separate-stderr rlock -u "redis-sentinel://127.0.0.1:$ST_PORT,127.0.0.1:$SS_PORT/mm" acquire -n job
 	assert_success
-	assert_equal "$(rcli_as SM GET 'rlock:{job}')" "$output"
+	assert_equal "$(rcli_as SM HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "sentinel: when no sentinel helps, the one line names each sentinel, as a sentinel URL, and what it did" {

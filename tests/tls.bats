@@ -557,7 +557,7 @@ openssl_default_paths() {
 	SSL_CERT_DIR=$BATS_TEST_TMPDIR/certs run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" acquire job
 	assert_success
 	assert_equal "$stderr" ""
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "tls: without --tls-ca, a hashed directory that lacks the server's CA is refused with 69 and a hint at --tls-ca" {
@@ -576,7 +576,7 @@ openssl_default_paths() {
 	SSL_CERT_FILE=$TLS_CA SSL_CERT_DIR=$BATS_TEST_TMPDIR/empty \
 		run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" acquire job
 	assert_success
-	assert_equal "$(tcli TLS GET 'rlock:{job}')" "$output"
+	assert_equal "$(tcli TLS HKEYS 'rlock:{job}')" "$output"
 }
 
 @test "tls: a first run without --tls-ca reads no CA bundle where the system's hashed directory is (unset or set to the default bundle)" {
