@@ -399,6 +399,10 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		lock_note(l, "released", "expired after the command ended, "
 		    "while rlock was stopped", outcome(sv, status, how,
 		    sizeof how));
+		/* The run's outcome, in its schedule: a success counts. */
+		if (l->every_ms != 0)
+			lock_release_ended(l, outcome(sv, status, how,
+			    sizeof how));
 		break;
 	case -1:
 		log_warn("%s: the command ended but the release failed: %s; "

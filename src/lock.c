@@ -1067,6 +1067,16 @@ lock_release(struct lock *l, const char *outcome, struct err *e)
 	return release_script(l, outcome, 0, 0, 0, e);
 }
 
+void
+lock_release_ended(struct lock *l, const char *outcome)
+{
+	struct err	e;
+
+	l->ended = 1;
+	release_script(l, outcome, 0, 0, 1, &e);
+	l->ended = 0;
+}
+
 /*
  * Could a majority still hold the lock, when the servers in gone (bit i:
  * server i answered "not the holder") no longer do, and those in held
@@ -1133,6 +1143,7 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	 * none.
 	 */
 	args[RELEASE_EVERY] = l->every_ms != 0 ? "1" : "0";
+	args[RELEASE_ENDED] = l->ended ? "1" : "0";
 	rep = xcalloc(l->q->n, sizeof *rep);
 	/*
 	 * Every server that can be reached, each within its own --timeout:

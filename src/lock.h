@@ -110,6 +110,7 @@ struct lock {
 	 */
 	int64_t		 every_ms;
 	int		 retry_failed;
+	int		 ended;		/* see lock_release_ended */
 	int		 refused;
 	long long	 started_ms, started_ago_ms;
 	char		 started_host[128];
@@ -330,6 +331,14 @@ int	lock_holds(struct lock *, struct err *);
  * still unknown at `until`.
  */
 #define LOCK_SETTLED	2
+/*
+ * The run's outcome, for a command that ended while the lock was surely
+ * its own and whose hold is gone since (its key expired while rlock was
+ * stopped): a settling release that records no loss, and writes the
+ * outcome in an exec --every schedule (with --retry-failed, a success
+ * counts).  Best effort.
+ */
+void	lock_release_ended(struct lock *, const char *outcome);
 int	lock_settle_release(struct lock *, const char *outcome, int64_t until,
 	    struct err *);
 

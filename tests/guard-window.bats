@@ -223,6 +223,32 @@ live_guards_of() {
 	[[ "$output" == *"expired"* ]] || fail "the history does not say the lock expired: $output"
 }
 
+@test "guard-window: with --every --retry-failed, a success whose lock expired while rlock was stopped counts: the next machine skips the period" {
+	# issue 49, break 1's other half: the release found the hold gone and
+	# left the schedule's outcome empty, which counts as a failure: a
+	# second machine ran the job in the same period.
+	bg_start R "$RLOCK" exec -t 1s --every 1h --retry-failed job -- sh -c 'kill -STOP $PPID; exit 0'
+	local r=$R i
+	echo "$r" >stopped.pids
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(state_of "$r")" == T ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(state_of "$r")" T
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(rcli EXISTS 'rlock:{job}')" == 0 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+	kill -CONT "$r"
+	bg_wait "$R" 10000 || fail "rlock did not finish once continued"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(rcli HGET 'rlock:{job}:every' x)" exit:0
+	run --separate-stderr rlock exec -n --every 1h --retry-failed job -- touch second.ran
+	assert_equal "$status" 1
+	[[ ! -e second.ran ]] || fail "a second machine ran the job in the same period"
+}
+
 @test "guard-window: a guard killed while the command runs is replaced: rlock stopped after it, the command is still stopped before its lock can expire" {
 	cat >a.sh <<'EOF2'
 trap 'echo "term-A $EPOCHREALTIME" >> log; exit 5' TERM

@@ -11,7 +11,9 @@
 -- no loss: the first one, late, may have ended it), every ('1': the run
 -- may have a schedule to end or take back, an exec --every's, or one this
 -- release cannot know of: rlock release, which a dead exec's guard runs;
--- '0': none, and the schedule is not read).
+-- '0': none, and the schedule is not read), ended ('1': the command ended
+-- while the hold was surely its own, and the hold is gone since: its
+-- outcome is the run's, in the schedule too).
 -- Returns 1 when a hold ended, else 0.
 -- The other way round, the settling copy ends the hold and the first,
 -- late, finds it gone (another may hold it by then): that copy must not
@@ -94,9 +96,11 @@ end
 if sched and run ~= '' then
 	schedule_undo(K.every, sched)
 	sched = nil
-elseif sched and A.outcome ~= '' and (mine or A.settling ~= '1') then
-	redis.call('HSET', K.every, 'x', mine and A.outcome or 'lost')
-	sched.x = mine and A.outcome or 'lost'
+elseif sched and A.outcome ~= '' and (mine or A.settling ~= '1' or
+    A.ended == '1') then
+	local x = (mine or A.ended == '1') and A.outcome or 'lost'
+	redis.call('HSET', K.every, 'x', x)
+	sched.x = x
 end
 
 local function settled()
