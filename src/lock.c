@@ -207,8 +207,8 @@ acquire_shape(const struct redis_reply *r, void *arg)
 	case -1:
 		return lock_int_at(r, ACQUIRE_MIX_LIMIT, 0, LLONG_MAX);
 	case 0:
-		return r->elements >= ACQUIRE_BUSY__COUNT &&
-		    lock_int_at(r, ACQUIRE_BUSY_PTTL_MS, -2, LLONG_MAX);
+		/* (Who holds it is shown when it is there: see note_holder.) */
+		return lock_int_at(r, ACQUIRE_BUSY_PTTL_MS, -2, LLONG_MAX);
 	default:
 		return lock_int_at(r, ACQUIRE_HELD_FENCE, 0, LLONG_MAX);
 	}

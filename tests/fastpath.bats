@@ -47,7 +47,7 @@ make_holder() {
 sleep 4
 n=0
 for p in $*; do
-	[ \"\$(redis-cli -p \"\$p\" -a pw --no-auth-warning GET \"\$RLOCK_KEY\")\" = \"\$RLOCK_TOKEN\" ] && n=\$((n + 1))
+	[ \"\$(redis-cli -p \"\$p\" -a pw --no-auth-warning HKEYS \"\$RLOCK_KEY\")\" = \"\$RLOCK_TOKEN\" ] && n=\$((n + 1))
 done
 echo \$n > held" >/dev/null
 }
