@@ -366,7 +366,7 @@ interactive() {
 # N is then the number of ticks.
 ctrl_z() {
 	tmux_cmd send-keys -t t C-z
-	tmux_wait_screen 'Stopped' 5000 || fail "the shell did not see the job stop: $TMUX_SCREEN"
+	tmux_wait_screen 'Stopped' 20000 || fail "the shell did not see the job stop: $TMUX_SCREEN"
 	N=$(ticks)
 }
 
