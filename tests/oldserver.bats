@@ -89,7 +89,7 @@ refused() {
 	assert_equal "$status" 69
 	run --separate-stderr rlock status
 	assert_equal "$status" 69
-	assert_equal "$(rcli HKEYS 'rlock:{job}')" other
+	assert_equal "$(rcli GET 'rlock:{job}')" other
 	assert_equal "$(rcli DBSIZE)" 1
 }
 
