@@ -563,6 +563,7 @@ options_apply(struct opts *o, const struct opt_def *d, const char *v,
 	if (options_empty_is_unset(d, v))
 		return 0;
 	o->given |= 1ULL << d->id;
+	o->value[d->id] = v != NULL ? v : "yes";
 	switch (d->kind) {
 	case OPT_KIND_NONE:
 		return 0;
@@ -579,6 +580,13 @@ options_apply(struct opts *o, const struct opt_def *d, const char *v,
 		return d->parse(o, v, w);
 	}
 	return options_usage_error(w, "internal error: option %d", d->id);
+}
+
+const struct opt_def *
+options_table(size_t *n)
+{
+	*n = N_OPTS;
+	return opt_defs;
 }
 
 const struct opt_def *

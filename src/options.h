@@ -132,6 +132,14 @@ struct opts {
 	int		 retry_failed;	/* exec --retry-failed */
 	int64_t		 splay_ms;	/* --splay: a random pause first; 0: none */
 	int		 overdue;	/* status --overdue */
+	/*
+	 * Each option's value as the source that won gave it (options_apply,
+	 * which every flag, variable and config line goes through; "yes" for
+	 * one that takes none), NULL if none did: what an rlock run on our
+	 * behalf is handed (settings_config_text), so that no setting can be
+	 * left out of it.
+	 */
+	const char	*value[O__COUNT];
 
 	char		**args;		/* positional arguments */
 	int		 nargs;
@@ -197,6 +205,8 @@ int	options_apply(struct opts *, const struct opt_def *, const char *,
 	    const struct opt_where *);
 /* The option called name (len bytes of it), or NULL. */
 const struct opt_def *options_find(const char *name, size_t len);
+/* The option table: its lines, *n of them. */
+const struct opt_def *options_table(size_t *n);
 /* The long name of the first option of mask, in the table's order. */
 const char *options_first_name(uint64_t mask);
 /* Append the URL or the URLs (separated by whitespace) of v. */

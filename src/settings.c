@@ -549,49 +549,56 @@ put(struct buf *b, const char *key, const char *value)
 	return 0;
 }
 
+/*
+ * What every command that reaches the servers shares, but for these: how
+ * this process speaks (its output, its config file, which a run on our
+ * behalf does not read) and the files the passwords came from (the
+ * passwords themselves go apart, see guard.c).  Any other global or
+ * history option, a new one too, is handed on as it was given.
+ */
+#define OPTS_OWN	(OPT(JSON) | OPT(QUIET) | OPT(VERBOSE) | OPT(HELP) | \
+			 OPT(CONFIG) | OPT(PASSWORD_FILE) | \
+			 OPT(SENTINEL_PASSWORD_FILE))
+
 char *
 settings_config_text(const struct opts *o)
 {
-	struct buf	b;
-	size_t		n = 1024;
-	int		i, bad = 0;
+	const struct opt_def	*defs;
+	struct buf		 b;
+	size_t			 n = 1024, ndefs, i;
+	const char		*v;
+	int			 j, bad = 0;
 
+	defs = options_table(&ndefs);
 	/*
 	 * The URLs may hold a password: all the room it needs at once, so
 	 * that no realloc leaves a copy behind (the caller wipes this one).
 	 */
-	for (i = 0; i < o->nurl; i++)
-		n += strlen(o->url[i]) + 1;
-	n += o->prefix ? strlen(o->prefix) : 0;
-	n += o->tls.ca ? strlen(o->tls.ca) : 0;
-	n += o->tls.cert ? strlen(o->tls.cert) : 0;
-	n += o->tls.key ? strlen(o->tls.key) : 0;
-	n += o->tls.server_name ? strlen(o->tls.server_name) : 0;
-	n += o->sentinel_user ? strlen(o->sentinel_user) : 0;
+	for (j = 0; j < o->nurl; j++)
+		n += strlen(o->url[j]) + 1;
+	for (i = 0; i < ndefs; i++)
+		if ((v = o->value[defs[i].id]) != NULL)
+			n += strlen(defs[i].longopt) + strlen(v) + 4;
 	buf_init(&b);
 	buf_reserve(&b, n);
+	/*
+	 * The URLs as settled (the flags' add up, the environment's replace
+	 * the file's), unmasked: a flag's own text is masked once applied.
+	 */
 	buf_adds(&b, "url =");
-	for (i = 0; i < o->nurl; i++) {
-		if (strpbrk(o->url[i], " \t\n") != NULL)
+	for (j = 0; j < o->nurl; j++) {
+		if (strpbrk(o->url[j], " \t\n") != NULL)
 			bad = 1;
-		buf_printf(&b, " %s", o->url[i]);
+		buf_printf(&b, " %s", o->url[j]);
 	}
 	buf_adds(&b, "\n");
-	bad |= put(&b, "prefix", o->prefix) == -1;
-	buf_printf(&b, "connect-timeout = %lldms\ntimeout = %lldms\n",
-	    (long long)o->connect_timeout_ms, (long long)o->timeout_ms);
-	bad |= put(&b, "tls-ca", o->tls.ca) == -1;
-	bad |= put(&b, "tls-cert", o->tls.cert) == -1;
-	bad |= put(&b, "tls-key", o->tls.key) == -1;
-	bad |= put(&b, "tls-server-name", o->tls.server_name) == -1;
-	if (o->tls.insecure)
-		buf_adds(&b, "tls-insecure = yes\n");
-	/* The sentinels' password goes apart (see guard.c), as the master's. */
-	bad |= put(&b, "sentinel-user", o->sentinel_user) == -1;
-	buf_printf(&b, "history-length = %d\nhistory-expiry = %lldms\n",
-	    o->history_length, (long long)o->history_expiry_ms);
-	if (o->no_history)
-		buf_adds(&b, "no-history = yes\n");
+	for (i = 0; i < ndefs; i++) {
+		if (!((OPTS_GLOBAL | OPTS_HISTORY) & ~OPTS_OWN &
+		    (1ULL << defs[i].id)) || defs[i].id == O_URL ||
+		    (defs[i].flags & OPTF_ARGV_ONLY))
+			continue;
+		bad |= put(&b, defs[i].longopt, o->value[defs[i].id]) == -1;
+	}
 	if (bad || o->nurl == 0) {
 		buf_free(&b);
 		return NULL;

@@ -320,6 +320,34 @@ kill_rlock_when_waited() {
 	kill_rlock_when_waited --password-file pw.txt job -c 'echo $$ > cmd.pid; exec sleep 60'
 }
 
+@test "exec-leftovers: a SIGKILLed rlock's guard releases through rlock's Unix socket, database and prefix from the environment" {
+	# The release runs without RLOCK_*: each reaches it through the guard.
+	export RLOCK_URL="unix://$REDIS_SOCK?db=3" RLOCK_PREFIX=sock:
+	bg_start R "$RLOCK" exec -t 60s job -c 'echo $$ > cmd.pid; exec sleep 60'
+	wait_file cmd.pid 10000 || fail "the command did not start: $(cat R.err)"
+	local i
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(rcli -n 3 EXISTS 'sock:{job}')" == 1 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(rcli -n 3 EXISTS 'sock:{job}')" 1
+	for ((i = 0; i < 250; i++)); do
+		pgrep -P "$R" -x rlock-guard >/dev/null && break
+		sleep 0.02
+	done
+	pgrep -P "$R" -x rlock-guard >/dev/null || fail "no guard"
+	kill -KILL "$R"
+	# Well before the 60 s TTL (bounded: 10 s).
+	for ((i = 0; i < 200; i++)); do
+		[[ "$(rcli -n 3 EXISTS 'sock:{job}')" == 0 ]] && break
+		sleep 0.05
+	done
+	assert_equal "$(rcli -n 3 EXISTS 'sock:{job}')" 0
+	wait_gone "$(cat cmd.pid)" 5000 || fail "the command outlived rlock"
+	run rlock log job
+	[[ "$output" == *"rlock was killed"* ]] || fail "log: $output"
+}
+
 @test "exec-leftovers: leftovers = leave in the config file, and --leftovers on the command line wins" {
 	printf 'leftovers = leave\n' >rlock.conf
 	run --separate-stderr rlock exec --config rlock.conf job \

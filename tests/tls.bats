@@ -246,6 +246,48 @@ teardown() {
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
 }
 
+# Every connection setting reaches the guard's release (it runs without the
+# environment's RLOCK_* and without the config file rlock read): a client
+# certificate, a server name, an ACL user in the URL, all from the file.
+@test "tls: a SIGKILLed exec's guard gives the lock back with the config file's client certificate, server name and ACL user" {
+	assert_equal "$(tcli TLSM ACL SETUSER alice on '>alice-pw-9' '~*' '&*' '+@all')" OK
+	cd "$BATS_TEST_TMPDIR"
+	unset RLOCK_URL
+	cat >rlock.conf <<-EOF
+		url = rediss://alice:alice-pw-9@127.0.0.1:$TLSM_PORT
+		tls-ca = $TLS_CA
+		tls-cert = $TLS_CLIENT_CRT
+		tls-key = $TLS_CLIENT_KEY
+		tls-server-name = localhost
+		prefix = tlsguard:
+	EOF
+	chmod 600 rlock.conf
+	RLOCK_CONFIG=$PWD/rlock.conf bg_start R "$RLOCK" exec -t 60s job \
+		-c 'echo $$ > cmd.pid; exec sleep 60'
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ -s cmd.pid && $(tcli TLSM EXISTS 'tlsguard:{job}') == 1 ]] && break
+		sleep 0.02
+	done
+	((i < 500)) || fail "exec never took the lock: $(cat "$BATS_TEST_TMPDIR/R.err")"
+	for ((i = 0; i < 250; i++)); do
+		pgrep -P "$R" -x rlock-guard >/dev/null && break
+		sleep 0.02
+	done
+	pgrep -P "$R" -x rlock-guard >/dev/null || fail "no guard"
+	kill -KILL "$R"
+	# Well before the 60 s TTL (bounded: 10 s).
+	for ((i = 0; i < 200; i++)); do
+		[[ $(tcli TLSM EXISTS 'tlsguard:{job}') == 0 ]] && break
+		sleep 0.05
+	done
+	assert_equal "$(tcli TLSM EXISTS 'tlsguard:{job}')" 0
+	wait_gone "$(cat cmd.pid)" 5000 || fail "the command outlived rlock"
+	run rlock --config rlock.conf log job
+	[[ "$output" == *"rlock was killed"* ]] || fail "log: $output"
+	tcli TLSM ACL DELUSER alice >/dev/null
+}
+
 @test "tls: an ACL user in a rediss:// URL authenticates over TLS" {
 	assert_equal "$(tcli TLS ACL SETUSER alice on '>alice-pw-9' '~*' '&*' '+@all')" OK
 	run --separate-stderr rlock -u "rediss://alice:alice-pw-9@127.0.0.1:$TLS_PORT" \
