@@ -81,9 +81,6 @@ extend_once(struct heartbeat *hb)
 		quorum_limit(&hb->h.q, hb->h.l.valid_until);
 		rc = lock_extend(&hb->h.l, hb->h.l.ttl_ms, &e);
 		if (rc == 1) {
-			pthread_mutex_lock(&hb->mu);
-			hb->valid_until = hb->h.l.valid_until;
-			pthread_mutex_unlock(&hb->mu);
 			if (hb->on_extend != NULL)
 				hb->on_extend(hb->on_extend_arg,
 				    hb->h.l.valid_until);
@@ -152,7 +149,6 @@ heartbeat_init(struct heartbeat *hb, const struct lock *l,
 	hb->interval_ms = interval_ms;
 	hb->notify = pthread_self();
 	hb->notify_sig = notify_sig;
-	hb->valid_until = l->valid_until;
 	/* Connections are made on the first extend, in the thread. */
 	held_clone(&hb->h, l, t);
 
@@ -220,7 +216,7 @@ heartbeat_state(struct heartbeat *hb, int64_t *valid_until, char *why,
 
 	pthread_mutex_lock(&hb->mu);
 	lost = hb->lost;
-	*valid_until = hb->valid_until;
+	*valid_until = hb->h.l.valid_until;	/* atomic: see lock.h */
 	if (lost && why != NULL)
 		snprintf(why, whylen, "%s", hb->why);
 	pthread_mutex_unlock(&hb->mu);

@@ -14,7 +14,11 @@ struct heartbeat {
 	pthread_mutex_t		 mu;
 	pthread_cond_t		 cv;	/* on CLOCK_MONOTONIC */
 
-	/* The thread's own clone of the held lock (held.h). */
+	/*
+	 * The thread's own clone of the held lock (held.h).  Its valid_until
+	 * is the lock's one deadline: the thread extends it, any thread reads
+	 * it (heartbeat_state); nothing keeps a copy.
+	 */
 	struct held		 h;
 	int64_t			 interval_ms;
 
@@ -22,7 +26,6 @@ struct heartbeat {
 	int			 stop;
 	int			 lost;
 	char			 why[256];
-	int64_t			 valid_until;	/* CLOCK_MONOTONIC ms */
 	int			 started;
 	int			 now;		/* extend at once, then wake */
 

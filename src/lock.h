@@ -77,9 +77,11 @@ struct lock {
 	/*
 	 * CLOCK_MONOTONIC ms until which the lock is surely ours: the time
 	 * taken before the last confirmed acquire/extend was sent, plus the
-	 * TTL, minus the drift margin.
+	 * TTL, minus the drift margin.  Atomic: exec's heartbeat extends its
+	 * held lock in its thread, and this field is the one deadline the
+	 * supervisor reads meanwhile (heartbeat_state), not a copy of it.
 	 */
-	int64_t		 valid_until;
+	_Atomic int64_t	 valid_until;
 	int64_t		 acquired_at;	/* monotonic, before it was asked for */
 	int64_t		 taken_at;	/* monotonic, when the grant came */
 	/* An acquire was sent but its outcome is unknown: release to be safe. */
