@@ -11,17 +11,10 @@
  * its own message, since "handshake failed" tells a person nothing.
  */
 
-#include <openssl/conf.h>
-#include <openssl/err.h>
-#include <openssl/sha.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
 #include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <errno.h>
@@ -34,53 +27,18 @@
 
 #include "log.h"
 #include "tls.h"
-#include "tlscache.h"
 #include "util.h"
+#include "tls-private.h"
 
 /*
- * OpenSSL's set-up enters every cipher it has, by its old name, in a table
- * that nothing rlock does looks in: the handshake fetches its ciphers from
- * the provider.  Only a key encrypted the old way (PEM's DEK-Info) names
- * its cipher there, and rlock takes no encrypted key (no_passphrase()).
- * Skipped, a rediss:// run executes a seventh fewer instructions.  (The
- * digests' table stays: verifying a certificate's signature asks it how
- * strong the digest is.)
+ * The layer is three files, by what a change is about: how OpenSSL is
+ * reached and set up (tls-openssl.c), which sessions are kept between
+ * runs and when one may be resumed (tls-session.c), and here one
+ * connection: the CAs it trusts, its client certificate, the name it
+ * checks, the handshake, reads and writes, and what each failure says.
  */
-#define INIT_OPTS	OPENSSL_INIT_NO_ADD_ALL_CIPHERS
 
 #ifdef RLOCK_STATIC_TLS
-/*
- * A static build (configure --enable-static-tls, scripts/static.sh) has
- * OpenSSL linked in: there is nothing to load, and no dlopen in a static
- * binary.  It does not read the system's openssl.cnf either: a binary
- * copied to another distribution would otherwise read a configuration
- * written for that distribution's own OpenSSL (RHEL's names its crypto
- * policies and providers), and rlock needs none of it.
- */
-static pthread_once_t	load_once = PTHREAD_ONCE_INIT;
-static char		load_error[256];
-
-static void
-load(void)
-{
-	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT |
-	    INIT_OPTS, NULL) != 1)
-		snprintf(load_error, sizeof load_error, "cannot set up %s for "
-		    "TLS", OpenSSL_version(OPENSSL_VERSION));
-}
-
-/* The static build enters OpenSSL's error strings at start, as usual. */
-static void
-need_strings(void)
-{
-}
-
-const char *
-tls_library(void)
-{
-	return OpenSSL_version(OPENSSL_VERSION);
-}
-
 /*
  * Where distributions keep their CAs, for the OpenSSL built in, which
  * looks in /etc/ssl (the hashed certs directory of Debian, Ubuntu, Alpine
@@ -92,227 +50,16 @@ static const char *const ca_dirs[] = {
 	"/etc/ssl/certs",
 	"/etc/pki/ca-trust/extracted/pem/directory-hash",
 };
-static const char *const ca_bundles[] = {
+const char *const tls_ca_bundles[] = {
 	"/etc/ssl/certs/ca-certificates.crt",
 	"/etc/pki/tls/certs/ca-bundle.crt",
 	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
 	"/etc/ssl/ca-bundle.pem",
 };
-#else
-/*
- * libssl and libcrypto are loaded when the first rediss:// connection is
- * made, not linked: mapping and relocating them costs every rlock process
- * over a millisecond, which is most of what a plain `rlock exec` costs on
- * top of fork and exec.  The OpenSSL headers still give the types and the
- * prototypes, and each function below is called through a pointer of the
- * very type its prototype declares.
- */
-#if OPENSSL_VERSION_MAJOR >= 3
-#define LIBSSL	"libssl.so.3"
-#else
-#define LIBSSL	"libssl.so.1.1"
+const size_t tls_n_ca_bundles = sizeof tls_ca_bundles /
+    sizeof tls_ca_bundles[0];
 #endif
 
-#define TLS_FUNCTIONS(X)						\
-	X(ASN1_TIME_to_tm) X(CONF_get1_default_config_file)		\
-	X(CRYPTO_free) X(ERR_clear_error) X(ERR_peek_last_error)	\
-	X(ERR_reason_error_string) X(OPENSSL_init_ssl) X(OPENSSL_sk_num)	\
-	X(OPENSSL_sk_value) X(SHA256) X(SSL_CTX_check_private_key)	\
-	X(SSL_CTX_ctrl) X(SSL_CTX_free) X(SSL_CTX_load_verify_locations)	\
-	X(SSL_CTX_new) X(SSL_CTX_sess_set_new_cb)			\
-	X(SSL_CTX_set_cert_verify_callback)				\
-	X(SSL_CTX_set_default_passwd_cb)				\
-	X(SSL_CTX_set_default_passwd_cb_userdata)			\
-	X(SSL_CTX_set_verify) X(SSL_CTX_use_PrivateKey_file)		\
-	X(SSL_CTX_use_certificate_chain_file) X(SSL_SESSION_free)	\
-	X(SSL_SESSION_get0_peer) X(SSL_SESSION_get_time)			\
-	X(SSL_SESSION_get_ticket_lifetime_hint)				\
-	X(SSL_SESSION_get_timeout) X(SSL_SESSION_has_ticket)		\
-	X(SSL_SESSION_is_resumable)					\
-	X(SSL_connect) X(SSL_ctrl)					\
-	X(SSL_free) X(SSL_get0_param) X(SSL_get0_verified_chain)	\
-	X(SSL_get_error) X(SSL_get_ex_data) X(SSL_get_verify_result)	\
-	X(SSL_new) X(SSL_read) X(SSL_session_reused) X(SSL_set1_host)	\
-	X(SSL_set_ex_data) X(SSL_set_fd) X(SSL_set_session)		\
-	X(SSL_shutdown) X(SSL_write) X(TLS_client_method)		\
-	X(X509_VERIFY_PARAM_set1_ip_asc) X(X509_VERIFY_PARAM_set_hostflags) \
-	X(X509_check_host) X(X509_check_ip_asc) X(X509_cmp_current_time)	\
-	X(X509_get0_notAfter) X(X509_get0_notBefore)			\
-	X(X509_get_default_cert_dir) X(X509_get_default_cert_file)	\
-	X(X509_verify_cert) X(X509_verify_cert_error_string)		\
-	X(d2i_SSL_SESSION) X(i2d_SSL_SESSION)
-
-#define DECLARE(f)	static __typeof__(f) *p_##f;
-TLS_FUNCTIONS(DECLARE)
-
-/* From here on, a call to an OpenSSL function goes through its pointer. */
-#define ASN1_TIME_to_tm			(*p_ASN1_TIME_to_tm)
-#define CONF_get1_default_config_file	(*p_CONF_get1_default_config_file)
-#define CRYPTO_free			(*p_CRYPTO_free)
-#define ERR_clear_error			(*p_ERR_clear_error)
-#define ERR_peek_last_error		(*p_ERR_peek_last_error)
-#define ERR_reason_error_string		(*p_ERR_reason_error_string)
-#define OPENSSL_init_ssl		(*p_OPENSSL_init_ssl)
-#define OPENSSL_sk_num			(*p_OPENSSL_sk_num)
-#define OPENSSL_sk_value		(*p_OPENSSL_sk_value)
-#define SHA256				(*p_SHA256)
-#define SSL_CTX_check_private_key	(*p_SSL_CTX_check_private_key)
-#define SSL_CTX_ctrl			(*p_SSL_CTX_ctrl)
-#define SSL_CTX_free			(*p_SSL_CTX_free)
-#define SSL_CTX_load_verify_locations	(*p_SSL_CTX_load_verify_locations)
-#define SSL_CTX_new			(*p_SSL_CTX_new)
-#define SSL_CTX_sess_set_new_cb		(*p_SSL_CTX_sess_set_new_cb)
-#define SSL_CTX_set_cert_verify_callback \
-					(*p_SSL_CTX_set_cert_verify_callback)
-#define SSL_CTX_set_default_passwd_cb	(*p_SSL_CTX_set_default_passwd_cb)
-#define SSL_CTX_set_default_passwd_cb_userdata \
-					(*p_SSL_CTX_set_default_passwd_cb_userdata)
-#define SSL_CTX_set_verify		(*p_SSL_CTX_set_verify)
-#define SSL_CTX_use_PrivateKey_file	(*p_SSL_CTX_use_PrivateKey_file)
-#define SSL_CTX_use_certificate_chain_file \
-					(*p_SSL_CTX_use_certificate_chain_file)
-#define SSL_SESSION_free		(*p_SSL_SESSION_free)
-#define SSL_SESSION_get0_peer		(*p_SSL_SESSION_get0_peer)
-#define SSL_SESSION_get_time		(*p_SSL_SESSION_get_time)
-#define SSL_SESSION_get_ticket_lifetime_hint \
-					(*p_SSL_SESSION_get_ticket_lifetime_hint)
-#define SSL_SESSION_get_timeout		(*p_SSL_SESSION_get_timeout)
-#define SSL_SESSION_has_ticket		(*p_SSL_SESSION_has_ticket)
-#define SSL_SESSION_is_resumable	(*p_SSL_SESSION_is_resumable)
-#define SSL_connect			(*p_SSL_connect)
-#define SSL_ctrl			(*p_SSL_ctrl)
-#define SSL_free			(*p_SSL_free)
-#define SSL_get0_param			(*p_SSL_get0_param)
-#define SSL_get0_verified_chain		(*p_SSL_get0_verified_chain)
-#define SSL_get_error			(*p_SSL_get_error)
-#define SSL_get_ex_data			(*p_SSL_get_ex_data)
-#define SSL_get_verify_result		(*p_SSL_get_verify_result)
-#define SSL_new				(*p_SSL_new)
-#define SSL_read			(*p_SSL_read)
-#define SSL_session_reused		(*p_SSL_session_reused)
-#define SSL_set1_host			(*p_SSL_set1_host)
-#define SSL_set_ex_data			(*p_SSL_set_ex_data)
-#define SSL_set_fd			(*p_SSL_set_fd)
-#define SSL_set_session			(*p_SSL_set_session)
-#define SSL_shutdown			(*p_SSL_shutdown)
-#define SSL_write			(*p_SSL_write)
-#define TLS_client_method		(*p_TLS_client_method)
-#define X509_VERIFY_PARAM_set1_ip_asc	(*p_X509_VERIFY_PARAM_set1_ip_asc)
-#define X509_VERIFY_PARAM_set_hostflags	(*p_X509_VERIFY_PARAM_set_hostflags)
-#define X509_check_host			(*p_X509_check_host)
-#define X509_check_ip_asc		(*p_X509_check_ip_asc)
-#define X509_cmp_current_time		(*p_X509_cmp_current_time)
-#define X509_get0_notAfter		(*p_X509_get0_notAfter)
-#define X509_get0_notBefore		(*p_X509_get0_notBefore)
-#define X509_get_default_cert_dir	(*p_X509_get_default_cert_dir)
-#define X509_get_default_cert_file	(*p_X509_get_default_cert_file)
-#define X509_verify_cert		(*p_X509_verify_cert)
-#define X509_verify_cert_error_string	(*p_X509_verify_cert_error_string)
-#define d2i_SSL_SESSION			(*p_d2i_SSL_SESSION)
-#define i2d_SSL_SESSION			(*p_i2d_SSL_SESSION)
-
-static pthread_once_t	load_once = PTHREAD_ONCE_INIT;
-static char		load_error[256];
-static void		*libssl;
-
-/*
- * OpenSSL enters the text of every error it has (some 1,500 strings, in
- * a hash table) the first time anything touches its error queue: a
- * seventh of a resumed rediss:// run's instructions, for text that only
- * a failure's message reads.  It is skipped at start (NOT_STRINGS) and
- * entered by ssl_reason, before the first message that needs it, with the
- * loaders OpenSSL 3 keeps for it (those a library lacks are skipped).
- * Errors of the libraries not listed (the provider's, the key decoders')
- * keep their codes but no text: "TLS error" in a message.
- */
-#define NO_STRINGS	(OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | \
-			 OPENSSL_INIT_NO_LOAD_SSL_STRINGS)
-static pthread_once_t	strings_once = PTHREAD_ONCE_INIT;
-
-static void
-load_strings(void)
-{
-	static const char *const loaders[] = {
-		"ERR_load_ERR_strings", "ERR_load_SSL_strings",
-		"ERR_load_X509_strings", "ERR_load_X509V3_strings",
-		"ERR_load_PEM_strings", "ERR_load_ASN1_strings",
-		"ERR_load_EVP_strings", "ERR_load_BIO_strings",
-		"ERR_load_CRYPTO_strings", "ERR_load_OBJ_strings",
-		"ERR_load_RSA_strings", "ERR_load_EC_strings",
-		"ERR_load_DH_strings", "ERR_load_DSA_strings",
-		"ERR_load_BN_strings", "ERR_load_BUF_strings",
-		"ERR_load_CONF_strings", "ERR_load_RAND_strings",
-		"ERR_load_KDF_strings", "ERR_load_OSSL_STORE_strings",
-		"ERR_load_PKCS12_strings", "ERR_load_UI_strings",
-	};
-	int	(*fn)(void);
-	size_t	 i;
-
-	for (i = 0; i < sizeof loaders / sizeof loaders[0]; i++)
-		if ((*(void **)&fn = dlsym(libssl, loaders[i])) != NULL)
-			fn();
-}
-
-static void
-need_strings(void)
-{
-	if (libssl != NULL)
-		pthread_once(&strings_once, load_strings);
-}
-
-static void
-load(void)
-{
-	void	*h;
-
-	if ((h = dlopen(LIBSSL, RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		snprintf(load_error, sizeof load_error, "cannot load %s for "
-		    "TLS: %s (install OpenSSL's library)", LIBSSL, dlerror());
-		return;
-	}
-#define LOAD(f)								\
-	if ((*(void **)&p_##f = dlsym(h, #f)) == NULL) {		\
-		snprintf(load_error, sizeof load_error, "cannot use %s "	\
-		    "for TLS: it lacks %s", LIBSSL, #f);			\
-		return;							\
-	}
-	TLS_FUNCTIONS(LOAD)
-#undef LOAD
-	libssl = h;
-	/*
-	 * OpenSSL's own clean-up at exit frees, one by one, everything it
-	 * set up: a twentieth of a rediss:// run, for memory the kernel
-	 * takes back at once anyway.  See INIT_OPTS and NO_STRINGS for the
-	 * rest.
-	 */
-	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS | NO_STRINGS,
-	    NULL) != 1)
-		snprintf(load_error, sizeof load_error, "cannot set up %s for "
-		    "TLS", LIBSSL);
-}
-
-#endif /* RLOCK_STATIC_TLS */
-
-struct tls {
-	SSL_CTX			*ctx;
-	SSL			*ssl;
-	const struct tls_opts	*o;
-	SSL_SESSION		*fresh;	/* the server's latest ticket */
-	time_t			 chain_expires;	/* the verified chain's */
-	char			 key[33];	/* cache entry; "": none */
-	char			 peer[300];	/* host:port, for messages */
-	char			 name[256];	/* what the certificate must match */
-	char			 why[160];	/* why the last call failed */
-	char			 ca_error[512];	/* the CA, loaded late, failed */
-	int			 offered;	/* a cached session was offered */
-	int			 ca_loaded;	/* the CA is in the store */
-	int			 done;		/* the handshake is over */
-	int			 used;		/* a read has succeeded */
-	int			 has_cert;	/* we sent a client certificate */
-	int			 key_encrypted;	/* --tls-key asked a passphrase */
-};
-
-static void	save_session(struct tls *);
 
 /*
  * The last OpenSSL error as text, in the lower case of our messages; its
@@ -324,7 +71,7 @@ ssl_reason(char *buf, size_t len)
 	unsigned long	code = ERR_peek_last_error();
 	const char	*r;
 
-	need_strings();
+	tls_openssl_strings();
 	r = code ? ERR_reason_error_string(code) : NULL;
 	snprintf(buf, len, "%s", r != NULL ? r : "TLS error");
 	ERR_clear_error();
@@ -452,7 +199,7 @@ tls_free(struct tls *t)
 	if (t == NULL)
 		return;
 	if (t->fresh != NULL) {
-		save_session(t);
+		tls_session_save(t);
 		SSL_SESSION_free(t->fresh);
 	}
 	if (t->ssl != NULL) {
@@ -575,9 +322,9 @@ load_system_ca(SSL_CTX *ctx)
 			add_ca(ctx, NULL, ca_dirs[i]);
 			return;
 		}
-	for (i = 0; i < sizeof ca_bundles / sizeof ca_bundles[0]; i++)
-		if (access(ca_bundles[i], R_OK) == 0) {
-			add_ca(ctx, ca_bundles[i], NULL);
+	for (i = 0; i < tls_n_ca_bundles; i++)
+		if (access(tls_ca_bundles[i], R_OK) == 0) {
+			add_ca(ctx, tls_ca_bundles[i], NULL);
 			return;
 		}
 #endif
@@ -623,19 +370,6 @@ verify_lazily(X509_STORE_CTX *x, void *arg)
 	return X509_verify_cert(x);
 }
 
-/* Keep the server's latest ticket (TLS 1.3 sends them after the handshake). */
-static int
-new_session(SSL *ssl, SSL_SESSION *sess)
-{
-	struct tls	*t = SSL_get_app_data(ssl);
-
-	if (t == NULL || t->key[0] == '\0')
-		return 0;
-	if (t->fresh != NULL)
-		SSL_SESSION_free(t->fresh);
-	t->fresh = sess;
-	return 1;	/* the reference is ours */
-}
 
 /*
  * A key that asks for a passphrase is refused, never prompted for: OpenSSL
@@ -689,7 +423,7 @@ setup_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 	if (t->key[0] != '\0') {
 		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
 		    SSL_SESS_CACHE_NO_INTERNAL_STORE);
-		SSL_CTX_sess_set_new_cb(ctx, new_session);
+		SSL_CTX_sess_set_new_cb(ctx, tls_session_new);
 	}
 	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
 	SSL_CTX_set_default_passwd_cb_userdata(ctx, t);
@@ -722,8 +456,8 @@ setup_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 	return 0;
 }
 
-static int
-is_ip(const char *s)
+int
+tls_is_ip(const char *s)
 {
 	unsigned char	a[16];
 
@@ -736,7 +470,7 @@ set_name(SSL *ssl, const char *name, struct err *e)
 {
 	X509_VERIFY_PARAM	*param = SSL_get0_param(ssl);
 
-	if (is_ip(name)) {
+	if (tls_is_ip(name)) {
 		if (X509_VERIFY_PARAM_set1_ip_asc(param, name) != 1)
 			goto fail;
 		return 0;
@@ -799,386 +533,6 @@ handshake_error(SSL *ssl, const char *name, struct err *e)
 		err_set(e, ERR_PROTOCOL, "TLS handshake failed: %s", why);
 }
 
-/*
- * Sessions kept between runs (tlscache.c keeps the files).  A session may
- * only be used again where it was made: the key of its entry hashes the
- * server (host and port), the name its certificate was checked against
- * (and sent as SNI), the CAs it was verified with (the --tls-ca file's
- * contents, or where the system's store is and when it last changed), and
- * the client certificate (its contents; the key, which must match it, by
- * where it is).  A change to any of them is another entry, and with
- * --tls-insecure nothing is kept or used.  A session is also dropped when
- * its ticket's lifetime is over, or when its certificate or any in the
- * chain it was verified with has expired, and its certificate must still
- * carry the name: a resumed session is one that would verify today.
- *
- * The hash is SHA-256, a cryptographic one, because the entry keeps no
- * server certificate (strip_peer): the key alone binds a session to the
- * name and the CAs it was verified for, so two inputs that collide would
- * let a session verified for one name be offered for another, and some of
- * the inputs (a host name, a --tls-server-name) may come from someone
- * else's configuration.  A 64-bit FNV would do against chance, not against
- * a chosen name.  It costs nothing of its own: OpenSSL 3 sets up a digest
- * once per process (its provider's algorithms, 1.4 million instructions,
- * the first time anything is fetched), and tls_new asks for the hash only
- * after SSL_CTX_new has fetched SHA-256 for the handshake, so the hash is
- * 27 thousand instructions of a resumed run's 15 million.
- */
-#define ENTRY_MAGIC	"rlocktls"	/* then the chain's expiry, then DER */
-#define ENTRY_HEAD	16
-/* RFC 8446: no ticket lives longer than 7 days. */
-#define MAX_LIFETIME_S	(7 * 24 * 3600)
-/* Larger files are not hashed into a key: no cache for them. */
-#define MAX_KEYED_FILE	(1 << 20)
-
-/* What identifies a file without reading it: where it is, and when it changed. */
-static void
-key_stat(struct buf *b, const char *label, const char *path)
-{
-	struct stat	st;
-
-	buf_printf(b, "%s=%s", label, path != NULL ? path : "");
-	if (path != NULL && stat(path, &st) == 0)
-		buf_printf(b, " %ju:%ju:%jd:%jd.%09ld:%jd.%09ld",
-		    (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
-		    (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec,
-		    st.st_mtim.tv_nsec, (intmax_t)st.st_ctim.tv_sec,
-		    st.st_ctim.tv_nsec);
-	buf_add(b, "", 1);
-}
-
-/* A file's path and contents; -1 with why if it cannot be read. */
-static int
-key_file(struct buf *b, const char *label, const char *path, char *why,
-    size_t whylen)
-{
-	struct stat	st;
-	ssize_t		n;
-	size_t		start;
-	int		fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1 ||
-	    fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    st.st_size > MAX_KEYED_FILE) {
-		snprintf(why, whylen, "cannot read %s %s", label, path);
-		if (fd != -1)
-			close(fd);
-		return -1;
-	}
-	buf_printf(b, "%s=%s%c%jd%c", label, path, 0, (intmax_t)st.st_size, 0);
-	buf_reserve(b, (size_t)st.st_size);
-	start = b->len;
-	while (b->len - start < (size_t)st.st_size) {
-		n = read(fd, b->p + b->len, (size_t)st.st_size - (b->len - start));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		b->len += (size_t)n;
-	}
-	close(fd);
-	b->p[b->len] = '\0';
-	if (b->len - start != (size_t)st.st_size) {
-		snprintf(why, whylen, "cannot read %s %s", label, path);
-		return -1;
-	}
-	return 0;
-}
-
-/* t->key from everything a session must not be used across; "" if none. */
-static void
-session_key(struct tls *t, const char *host, int port,
-    const struct tls_opts *o)
-{
-	static const char	 hex[] = "0123456789abcdef";
-	unsigned char		 md[SHA256_DIGEST_LENGTH];
-	struct buf		 b;
-	char			 why[300];
-	size_t			 i;
-#ifndef RLOCK_STATIC_TLS
-	char			*conf;
-#endif
-
-	if (o->insecure)
-		return;
-	buf_init(&b);
-	buf_printf(&b, "rlock tls session 1%chost=%s%cport=%d%cname=%s%c",
-	    0, host, 0, port, 0, t->name, 0);
-	if (o->ca != NULL) {
-		if (key_file(&b, "--tls-ca", o->ca, why, sizeof why) == -1)
-			goto fail;
-	} else {
-		key_stat(&b, "SSL_CERT_FILE", getenv("SSL_CERT_FILE"));
-		key_stat(&b, "SSL_CERT_DIR", getenv("SSL_CERT_DIR"));
-		key_stat(&b, "file", X509_get_default_cert_file());
-		key_stat(&b, "dir", X509_get_default_cert_dir());
-#ifdef RLOCK_STATIC_TLS
-		for (i = 0; i < sizeof ca_bundles / sizeof ca_bundles[0]; i++)
-			key_stat(&b, "bundle", ca_bundles[i]);
-#endif
-	}
-	if (o->cert != NULL &&
-	    key_file(&b, "--tls-cert", o->cert, why, sizeof why) == -1)
-		goto fail;
-	key_stat(&b, "--tls-key", o->key);
-#ifndef RLOCK_STATIC_TLS
-	/* OpenSSL's configuration may change what a handshake accepts. */
-	key_stat(&b, "OPENSSL_CONF", getenv("OPENSSL_CONF"));
-	if ((conf = CONF_get1_default_config_file()) != NULL) {
-		key_stat(&b, "openssl.cnf", conf);
-		OPENSSL_free(conf);
-	}
-#endif
-	SHA256((const unsigned char *)b.p, b.len, md);
-	buf_free(&b);
-	for (i = 0; i < (sizeof t->key - 1) / 2; i++) {
-		t->key[2 * i] = hex[md[i] >> 4];
-		t->key[2 * i + 1] = hex[md[i] & 15];
-	}
-	t->key[sizeof t->key - 1] = '\0';
-	return;
-fail:
-	buf_free(&b);
-	log_verbose("TLS session cache: not used for %s: %s", t->peer, why);
-}
-
-/* A certificate's time as time_t; 0 if it cannot be read. */
-static time_t
-cert_time(const ASN1_TIME *a)
-{
-	struct tm	tm;
-
-	memset(&tm, 0, sizeof tm);
-	if (a == NULL || ASN1_TIME_to_tm(a, &tm) != 1)
-		return 0;
-	return timegm(&tm);
-}
-
-/*
- * When a session may no longer be resumed: the lifetime the server gave
- * its ticket, or OpenSSL's own timeout (which a client's session has from
- * its defaults, not from the server) if that comes first.
- */
-static time_t
-session_end(const SSL_SESSION *sess)
-{
-	time_t		start = (time_t)SSL_SESSION_get_time(sess);
-	time_t		end = start + (time_t)SSL_SESSION_get_timeout(sess);
-	unsigned long	hint;
-
-	if (SSL_SESSION_has_ticket(sess) &&
-	    (hint = SSL_SESSION_get_ticket_lifetime_hint(sess)) > 0 &&
-	    start + (time_t)hint < end)
-		end = start + (time_t)hint;
-	return end;
-}
-
-/* Does the session's certificate still carry the name we check? */
-static int
-peer_matches(X509 *peer, const char *name)
-{
-	if (is_ip(name))
-		return X509_check_ip_asc(peer, name, 0) == 1;
-	return X509_check_host(peer, name, strlen(name),
-	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS, NULL) == 1;
-}
-
-/*
- * Why a session read back may not be resumed (NULL: it may), chain being
- * when the first certificate of the chain it was verified with expires.
- */
-static const char *
-unusable(SSL_SESSION *sess, time_t chain, const char *name)
-{
-	time_t	 now = time(NULL);
-	X509	*peer;
-
-	if (!SSL_SESSION_is_resumable(sess) || session_end(sess) <= now)
-		return "its ticket has expired";
-	if (chain <= now)
-		return "a certificate of its chain has expired";
-	/* Kept without the server's certificate (strip_peer): done. */
-	if ((peer = SSL_SESSION_get0_peer(sess)) == NULL)
-		return NULL;
-	if (X509_cmp_current_time(X509_get0_notAfter(peer)) <= 0 ||
-	    X509_cmp_current_time(X509_get0_notBefore(peer)) >= 0)
-		return "the server's certificate has expired";
-	if (!peer_matches(peer, name))
-		return "the server's certificate does not match the name";
-	return NULL;
-}
-
-/* The cached session for t->key, if one may be used; NULL otherwise. */
-static SSL_SESSION *
-cached_session(struct tls *t)
-{
-	unsigned char		 buf[TLSCACHE_MAX];
-	const unsigned char	*p;
-	SSL_SESSION		*sess = NULL;
-	const char		*bad;
-	char			 why[300];
-	time_t			 chain = 0;
-	ssize_t			 n;
-	int			 i;
-
-	if ((n = tlscache_load(t->key, buf, why, sizeof why)) <= 0) {
-		if (why[0] != '\0')
-			log_verbose("TLS session cache: not used for %s: the "
-			    "entry %s", t->peer, why);
-		explicit_bzero(buf, sizeof buf);
-		return NULL;
-	}
-	p = buf + ENTRY_HEAD;
-	if (n <= ENTRY_HEAD || memcmp(buf, ENTRY_MAGIC, 8) != 0 ||
-	    (sess = d2i_SSL_SESSION(NULL, &p, n - ENTRY_HEAD)) == NULL ||
-	    p != buf + n)
-		bad = "it is not a session";
-	else {
-		for (i = 0; i < 8; i++)
-			chain = (chain << 8) | buf[8 + i];
-		bad = unusable(sess, chain, t->name);
-	}
-	explicit_bzero(buf, sizeof buf);	/* the session's secrets */
-	if (bad != NULL) {
-		ERR_clear_error();
-		log_verbose("TLS session cache: not used for %s: %s", t->peer,
-		    bad);
-		if (sess != NULL)
-			SSL_SESSION_free(sess);
-		return NULL;
-	}
-	t->chain_expires = chain;
-	return sess;
-}
-
-/* A DER element's header and contents length; -1 if it does not fit in n. */
-static int
-der_element(const unsigned char *p, size_t n, size_t *hdr, size_t *len)
-{
-	size_t	i, k;
-
-	if (n < 2)
-		return -1;
-	*hdr = 2;
-	*len = p[1];
-	if (p[1] & 0x80) {
-		if ((k = p[1] & 0x7f) == 0 || k > 3 || n < 2 + k)
-			return -1;
-		for (*len = 0, i = 0; i < k; i++)
-			*len = (*len << 8) | p[2 + i];
-		*hdr += k;
-	}
-	return *hdr + *len <= n ? 0 : -1;
-}
-
-/*
- * The session without the server's certificate (element [3] of OpenSSL's
- * encoding): reading a certificate back costs a resumed run an eighth of
- * its instructions (OpenSSL 3 sets up its key decoders for it), and the
- * entry's key and expiry already say what it was verified for.  Writes
- * the result to out (as long as in): its length, or -1 if in is not the
- * SEQUENCE it should be.
- */
-static int
-strip_peer(const unsigned char *in, size_t n, unsigned char *out)
-{
-	const unsigned char	*p, *end;
-	size_t			 hdr, len, body = 0, o;
-
-	if (der_element(in, n, &hdr, &len) == -1 || in[0] != 0x30 ||
-	    hdr + len != n)
-		return -1;
-	/* The contents first, after room for the longest header. */
-	o = 5;
-	for (p = in + hdr, end = in + n; p < end; p += hdr + len) {
-		if (der_element(p, (size_t)(end - p), &hdr, &len) == -1)
-			return -1;
-		if (p[0] == 0xa3)	/* [3] EXPLICIT Certificate */
-			continue;
-		memcpy(out + o + body, p, hdr + len);
-		body += hdr + len;
-	}
-	/* Then the SEQUENCE's header, just before them. */
-	if (body < 0x80)
-		hdr = 2;
-	else if (body < 0x100)
-		hdr = 3;
-	else if (body < 0x10000)
-		hdr = 4;
-	else
-		return -1;
-	o -= hdr;
-	out[o] = 0x30;
-	if (hdr == 2)
-		out[o + 1] = (unsigned char)body;
-	else {
-		out[o + 1] = (unsigned char)(0x80 | (hdr - 2));
-		for (len = 0; len < hdr - 2; len++)
-			out[o + 2 + len] = (unsigned char)(body >>
-			    (8 * (hdr - 3 - len)));
-	}
-	memmove(out, out + o, hdr + body);
-	return (int)(hdr + body);
-}
-
-/* The first time any certificate of the verified chain expires. */
-static time_t
-chain_expiry(SSL *ssl)
-{
-	STACK_OF(X509)	*chain = SSL_get0_verified_chain(ssl);
-	time_t		 first = 0, te;
-	int		 i, n;
-
-	n = chain != NULL ? OPENSSL_sk_num((const OPENSSL_STACK *)chain) : 0;
-	for (i = 0; i < n; i++) {
-		te = cert_time(X509_get0_notAfter(
-		    OPENSSL_sk_value((const OPENSSL_STACK *)chain, i)));
-		if (te == 0)
-			return 0;
-		if (first == 0 || te < first)
-			first = te;
-	}
-	return first;
-}
-
-/* Keep the server's latest session for the next run (from tls_free). */
-static void
-save_session(struct tls *t)
-{
-	unsigned char	 der[TLSCACHE_MAX], buf[TLSCACHE_MAX + 8], *p;
-	char		 why[300];
-	time_t		 expires;
-	int		 n, i;
-
-	if (!t->done || t->key[0] == '\0' || t->chain_expires == 0 ||
-	    SSL_get_verify_result(t->ssl) != X509_V_OK)
-		return;
-	expires = session_end(t->fresh);
-	if (expires > time(NULL) + MAX_LIFETIME_S)
-		expires = time(NULL) + MAX_LIFETIME_S;
-	if (expires > t->chain_expires)
-		expires = t->chain_expires;
-	if ((n = i2d_SSL_SESSION(t->fresh, NULL)) <= 0 ||
-	    n > TLSCACHE_MAX - ENTRY_HEAD)
-		return;
-	p = der;
-	if (i2d_SSL_SESSION(t->fresh, &p) != n)
-		goto out;
-	memcpy(buf, ENTRY_MAGIC, 8);
-	for (i = 0; i < 8; i++)
-		buf[8 + i] = (unsigned char)((uint64_t)t->chain_expires >>
-		    (56 - 8 * i));
-	if ((n = strip_peer(der, (size_t)n, buf + ENTRY_HEAD)) == -1)
-		goto out;
-	if (tlscache_store(t->key, buf, (size_t)n + ENTRY_HEAD, expires,
-	    why, sizeof why) == -1)
-		log_verbose("TLS session cache: cannot keep the session of %s: "
-		    "%s", t->peer, why);
-out:
-	/* The session's secrets do not outlive their use. */
-	explicit_bzero(der, sizeof der);
-	explicit_bzero(buf, sizeof buf);
-}
 
 struct tls *
 tls_new(int fd, const char *host, int port, const struct tls_opts *o,
@@ -1190,11 +544,8 @@ tls_new(int fd, const char *host, int port, const struct tls_opts *o,
 
 	if (o == NULL)
 		o = &none;
-	pthread_once(&load_once, load);
-	if (load_error[0] != '\0') {
-		err_set(e, ERR_SOFTWARE, "%s", load_error);
+	if (tls_openssl_load(e) == -1)
 		return NULL;
-	}
 	t = xcalloc(1, sizeof *t);
 	t->o = o;
 	snprintf(t->name, sizeof t->name, "%s",
@@ -1207,9 +558,9 @@ tls_new(int fd, const char *host, int port, const struct tls_opts *o,
 		err_set(e, ERR_SOFTWARE, "cannot set up TLS: %s", t->why);
 		goto fail;
 	}
-	/* After SSL_CTX_new, which has fetched SHA-256 (see session_key). */
-	session_key(t, host, port, o);
-	if (t->key[0] != '\0' && (sess = cached_session(t)) != NULL)
+	/* After SSL_CTX_new, which has fetched SHA-256 (see tls_session_key). */
+	tls_session_key(t, host, port, o);
+	if (t->key[0] != '\0' && (sess = tls_session_cached(t)) != NULL)
 		t->offered = 1;
 	if (setup_ctx(t, o, e) == -1)
 		goto fail;
@@ -1246,7 +597,7 @@ handshake_done(struct tls *t)
 	if (t->offered)
 		log_verbose("TLS session cache: %s did not resume the session "
 		    "(a full handshake)", t->peer);
-	t->chain_expires = chain_expiry(t->ssl);
+	t->chain_expires = tls_chain_expiry(t->ssl);
 }
 
 int

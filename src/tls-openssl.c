@@ -1,0 +1,169 @@
+/* tls-openssl.c: how rlock reaches OpenSSL: loaded on first use, or linked in. */
+
+/*
+ * Which library, how it is loaded and set up, and which of its start-up
+ * costs are skipped: a change of OpenSSL version, of the functions rlock
+ * calls, or of how a static build starts goes here.  The rest of the TLS
+ * layer calls OpenSSL as usual, through tls-private.h.
+ */
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "tls.h"
+#include "tls-private.h"
+
+/*
+ * OpenSSL's set-up enters every cipher it has, by its old name, in a table
+ * that nothing rlock does looks in: the handshake fetches its ciphers from
+ * the provider.  Only a key encrypted the old way (PEM's DEK-Info) names
+ * its cipher there, and rlock takes no encrypted key (no_passphrase()).
+ * Skipped, a rediss:// run executes a seventh fewer instructions.  (The
+ * digests' table stays: verifying a certificate's signature asks it how
+ * strong the digest is.)
+ */
+#define INIT_OPTS	OPENSSL_INIT_NO_ADD_ALL_CIPHERS
+
+#ifdef RLOCK_STATIC_TLS
+/*
+ * A static build (configure --enable-static-tls, scripts/static.sh) has
+ * OpenSSL linked in: there is nothing to load, and no dlopen in a static
+ * binary.  It does not read the system's openssl.cnf either: a binary
+ * copied to another distribution would otherwise read a configuration
+ * written for that distribution's own OpenSSL (RHEL's names its crypto
+ * policies and providers), and rlock needs none of it.
+ */
+static pthread_once_t	load_once = PTHREAD_ONCE_INIT;
+static char		load_error[256];
+
+static void
+load(void)
+{
+	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ATEXIT |
+	    INIT_OPTS, NULL) != 1)
+		snprintf(load_error, sizeof load_error, "cannot set up %s for "
+		    "TLS", OpenSSL_version(OPENSSL_VERSION));
+}
+
+/* The static build enters OpenSSL's error strings at start, as usual. */
+static void
+need_strings(void)
+{
+}
+
+const char *
+tls_library(void)
+{
+	return OpenSSL_version(OPENSSL_VERSION);
+}
+#else
+/* See tls-private.h: every function rlock calls, through a pointer. */
+#if OPENSSL_VERSION_MAJOR >= 3
+#define LIBSSL	"libssl.so.3"
+#else
+#define LIBSSL	"libssl.so.1.1"
+#endif
+
+#define DEFINE(f)	__typeof__(p_##f) p_##f;
+TLS_FUNCTIONS(DEFINE)
+#undef DEFINE
+
+static pthread_once_t	load_once = PTHREAD_ONCE_INIT;
+static char		load_error[256];
+static void		*libssl;
+
+/*
+ * OpenSSL enters the text of every error it has (some 1,500 strings, in
+ * a hash table) the first time anything touches its error queue: a
+ * seventh of a resumed rediss:// run's instructions, for text that only
+ * a failure's message reads.  It is skipped at start (NOT_STRINGS) and
+ * entered by ssl_reason, before the first message that needs it, with the
+ * loaders OpenSSL 3 keeps for it (those a library lacks are skipped).
+ * Errors of the libraries not listed (the provider's, the key decoders')
+ * keep their codes but no text: "TLS error" in a message.
+ */
+#define NO_STRINGS	(OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | \
+			 OPENSSL_INIT_NO_LOAD_SSL_STRINGS)
+static pthread_once_t	strings_once = PTHREAD_ONCE_INIT;
+
+static void
+load_strings(void)
+{
+	static const char *const loaders[] = {
+		"ERR_load_ERR_strings", "ERR_load_SSL_strings",
+		"ERR_load_X509_strings", "ERR_load_X509V3_strings",
+		"ERR_load_PEM_strings", "ERR_load_ASN1_strings",
+		"ERR_load_EVP_strings", "ERR_load_BIO_strings",
+		"ERR_load_CRYPTO_strings", "ERR_load_OBJ_strings",
+		"ERR_load_RSA_strings", "ERR_load_EC_strings",
+		"ERR_load_DH_strings", "ERR_load_DSA_strings",
+		"ERR_load_BN_strings", "ERR_load_BUF_strings",
+		"ERR_load_CONF_strings", "ERR_load_RAND_strings",
+		"ERR_load_KDF_strings", "ERR_load_OSSL_STORE_strings",
+		"ERR_load_PKCS12_strings", "ERR_load_UI_strings",
+	};
+	int	(*fn)(void);
+	size_t	 i;
+
+	for (i = 0; i < sizeof loaders / sizeof loaders[0]; i++)
+		if ((*(void **)&fn = dlsym(libssl, loaders[i])) != NULL)
+			fn();
+}
+
+static void
+need_strings(void)
+{
+	if (libssl != NULL)
+		pthread_once(&strings_once, load_strings);
+}
+
+static void
+load(void)
+{
+	void	*h;
+
+	if ((h = dlopen(LIBSSL, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		snprintf(load_error, sizeof load_error, "cannot load %s for "
+		    "TLS: %s (install OpenSSL's library)", LIBSSL, dlerror());
+		return;
+	}
+#define LOAD(f)								\
+	if ((*(void **)&p_##f = dlsym(h, #f)) == NULL) {		\
+		snprintf(load_error, sizeof load_error, "cannot use %s "	\
+		    "for TLS: it lacks %s", LIBSSL, #f);			\
+		return;							\
+	}
+	TLS_FUNCTIONS(LOAD)
+#undef LOAD
+	libssl = h;
+	/*
+	 * OpenSSL's own clean-up at exit frees, one by one, everything it
+	 * set up: a twentieth of a rediss:// run, for memory the kernel
+	 * takes back at once anyway.  See INIT_OPTS and NO_STRINGS for the
+	 * rest.
+	 */
+	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS | NO_STRINGS,
+	    NULL) != 1)
+		snprintf(load_error, sizeof load_error, "cannot set up %s for "
+		    "TLS", LIBSSL);
+}
+
+#endif /* RLOCK_STATIC_TLS */
+
+int
+tls_openssl_load(struct err *e)
+{
+	pthread_once(&load_once, load);
+	if (load_error[0] != '\0') {
+		err_set(e, ERR_SOFTWARE, "%s", load_error);
+		return -1;
+	}
+	return 0;
+}
+
+void
+tls_openssl_strings(void)
+{
+	need_strings();
+}
