@@ -5,7 +5,9 @@
  * quorum: the point is to see each one), and every finding is one line:
  * its severity, the server, what was found, and what to do about it.
  * Exit 0 when nothing is wrong, 1 when something should be fixed, 69 when
- * a server cannot be reached at all.
+ * a server cannot be reached at all.  The checks are here, but for the
+ * ACL's (which commands the user may run: doctor-acl.c, which changes
+ * with the commands the scripts call); doctor.h is the report they share.
  */
 
 #include <ctype.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "doctor.h"
 #include "history.h"
 #include "duration.h"
 #include "escape.h"
@@ -35,8 +38,6 @@ const struct cmd_entry cmd_doctor_entry = {
 	.exec = cmd_doctor_exec,
 };
 
-enum severity { SEV_OK, SEV_INFO, SEV_WARN, SEV_ERROR };
-
 /* Memory figures INFO gives are bounded to this before any arithmetic. */
 #define DOCTOR_MAX_BYTES	(1ULL << 50)
 
@@ -45,22 +46,8 @@ static const char *const sev_name[] = {
 	[SEV_ERROR] = "error",
 };
 
-struct report {
-	struct buf	 out;
-	int		 json;
-	struct json	 j;		/* with json: the array of findings */
-	enum severity	 worst;
-	int		 broken;	/* this server answered a wrong shape */
-	const char	*unusable;	/* the first server not usable */
-};
-
-static void
-finding(struct report *rp, const char *server, const char *check,
-    enum severity sev, const char *remedy, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-
-static void
-finding(struct report *rp, const char *server, const char *check,
+void
+doctor_finding(struct report *rp, const char *server, const char *check,
     enum severity sev, const char *remedy, const char *fmt, ...)
 {
 	char	msg[512];
@@ -104,12 +91,12 @@ finding(struct report *rp, const char *server, const char *check,
  * and the server counts as one that cannot be used (exit 69).  Read as an
  * answer, it would pass for a setting that is fine.
  */
-static void
-wrong_shape(struct report *rp, const char *server, const char *check,
+void
+doctor_wrong_shape(struct report *rp, const char *server, const char *check,
     const char *what, const struct redis_reply *rr)
 {
 	rp->broken = 1;
-	finding(rp, server, check, SEV_ERROR, NULL, "%s was answered with %s "
+	doctor_finding(rp, server, check, SEV_ERROR, NULL, "%s was answered with %s "
 	    "of a shape Redis never gives; is it a Redis server, with nothing "
 	    "in between?", what, quorum_reply_kind(rr));
 }
@@ -148,7 +135,7 @@ info(struct report *rp, struct quorum *q, const char *server,
 	if (rr->type == REDIS_T_STRING)
 		s = xstrdup(rr->str);
 	else {
-		wrong_shape(rp, server, "info", "INFO", rr);
+		doctor_wrong_shape(rp, server, "info", "INFO", rr);
 		err_set(e, ERR_PROTOCOL, "a wrong shape");
 	}
 	redis_reply_free(rr);
@@ -172,7 +159,7 @@ config_get(struct report *rp, struct quorum *q, const char *server,
 	    (rr->elements == 2 && rr->element[0]->type == REDIS_T_STRING &&
 	    rr->element[1]->type == REDIS_T_STRING)))
 		return rr;
-	wrong_shape(rp, server, check, "CONFIG GET", rr);
+	doctor_wrong_shape(rp, server, check, "CONFIG GET", rr);
 	redis_reply_free(rr);
 	return NULL;
 }
@@ -182,8 +169,8 @@ config_get(struct report *rp, struct quorum *q, const char *server,
  * it differently in and out of scripts), or that the command was renamed
  * away.
  */
-static int
-refused(const char *err)
+int
+doctor_refused(const char *err)
 {
 	return strncmp(err, "NOPERM", 6) == 0 ||
 	    strstr(err, "can't run this command") != NULL ||
@@ -194,8 +181,8 @@ refused(const char *err)
 }
 
 /* Send argv and wait: the reply, an error reply too; NULL on a failure. */
-static struct redis_reply *
-ask(struct quorum *q, int argc, const char **argv, struct err *e)
+struct redis_reply *
+doctor_ask(struct quorum *q, int argc, const char **argv, struct err *e)
 {
 	return quorum_ask(q, 0, e, argc, argv);
 }
@@ -214,16 +201,16 @@ check_rtt(struct report *rp, struct quorum *q, const char *server)
 	for (i = 0; i < 5; i++) {
 		t = now_mono_ms();
 		/* Millisecond clock: many pings together give a finer mean. */
-		if ((rr = ask(q, 1, ping, &e)) == NULL)
+		if ((rr = doctor_ask(q, 1, ping, &e)) == NULL)
 			break;
 		/* Refused by the ACL, it still went there and back. */
-		if (rr->type == REDIS_T_ERROR && !refused(rr->str)) {
+		if (rr->type == REDIS_T_ERROR && !doctor_refused(rr->str)) {
 			redis_reply_free(rr);
 			break;
 		}
 		if (rr->type != REDIS_T_ERROR && (rr->type != REDIS_T_STATUS ||
 		    strcmp(rr->str, "PONG") != 0)) {
-			wrong_shape(rp, server, "reachable", "PING", rr);
+			doctor_wrong_shape(rp, server, "reachable", "PING", rr);
 			redis_reply_free(rr);
 			return -1;
 		}
@@ -234,12 +221,12 @@ check_rtt(struct report *rp, struct quorum *q, const char *server)
 	}
 	if (best < 0) {
 		/* The first PING makes the connection: say what to check. */
-		finding(rp, server, "reachable", SEV_ERROR, i == 0 ? "check the "
+		doctor_finding(rp, server, "reachable", SEV_ERROR, i == 0 ? "check the "
 		    "URL, the network and the credentials" : NULL, "%s", e.msg);
 		return -1;
 	}
 	else
-		finding(rp, server, "reachable", best > 50 ? SEV_WARN : SEV_OK,
+		doctor_finding(rp, server, "reachable", best > 50 ? SEV_WARN : SEV_OK,
 		    best > 50 ? "a slow round trip eats into every lock's "
 		    "validity; use a nearby server or a longer --ttl" : NULL,
 		    "round trip %s", best == 0 ? "under 1ms" :
@@ -266,13 +253,13 @@ check_replication(struct report *rp, struct quorum *q, const char *server)
 		return;
 	}
 	if (strcmp(v, "master") == 0)
-		finding(rp, server, "role", SEV_OK, NULL, "master");
+		doctor_finding(rp, server, "role", SEV_OK, NULL, "master");
 	else
-		finding(rp, server, "role", SEV_ERROR, "point rlock at the "
+		doctor_finding(rp, server, "role", SEV_ERROR, "point rlock at the "
 		    "master, or use a redis-sentinel:// URL",
 		    "%s: a replica cannot hold locks", v);
 	n = info_field(repl, "connected_slaves", v, sizeof v) ? atoi(v) : 0;
-	finding(rp, server, "replicas", n == 0 ? SEV_INFO : SEV_OK,
+	doctor_finding(rp, server, "replicas", n == 0 ? SEV_INFO : SEV_OK,
 	    n == 0 ? "without a replica a lost server loses its locks; "
 	    "with one, --wait-replicas narrows the failover window" :
 	    NULL, "%d connected", n);
@@ -282,7 +269,7 @@ check_replication(struct report *rp, struct quorum *q, const char *server)
 			continue;
 		if (strstr(v, "lag=") != NULL &&
 		    atoi(strstr(v, "lag=") + 4) > 1)
-			finding(rp, server, "replica lag", SEV_WARN,
+			doctor_finding(rp, server, "replica lag", SEV_WARN,
 			    "a failover now would lose recent locks; check "
 			    "the replica's link", "%s", v);
 	}
@@ -311,7 +298,7 @@ check_memory(struct report *rp, const char *server, const char *mem,
 	max = max > DOCTOR_MAX_BYTES ? DOCTOR_MAX_BYTES : max;
 	info_field(mem, "used_memory_human", used_h, sizeof used_h);
 	info_field(mem, "maxmemory_human", max_h, sizeof max_h);
-	finding(rp, server, "memory", used * 10 > max * 9 ? SEV_WARN : SEV_OK,
+	doctor_finding(rp, server, "memory", used * 10 > max * 9 ? SEV_WARN : SEV_OK,
 	    used * 10 <= max * 9 ? NULL : strcmp(policy, "noeviction") == 0 ?
 	    "at the limit every write is refused: acquires fail and holders "
 	    "cannot extend; raise it (CONFIG SET maxmemory, and in "
@@ -335,12 +322,12 @@ check_durability(struct report *rp, struct quorum *q, const char *server)
 	    info_field(mem, "maxmemory_policy", v, sizeof v) != NULL) {
 		info_field(mem, "maxmemory", v2, sizeof v2);
 		if (strcmp(v, "noeviction") == 0 || strcmp(v2, "0") == 0)
-			finding(rp, server, "eviction", SEV_OK, NULL,
+			doctor_finding(rp, server, "eviction", SEV_OK, NULL,
 			    "maxmemory-policy %s%s", v, strcmp(v2, "0") == 0 &&
 			    strcmp(v, "noeviction") != 0 ?
 			    " with no maxmemory" : "");
 		else
-			finding(rp, server, "eviction", strncmp(v, "volatile",
+			doctor_finding(rp, server, "eviction", strncmp(v, "volatile",
 			    8) == 0 ? SEV_ERROR : SEV_WARN,
 			    "set maxmemory-policy noeviction: an evicted lock "
 			    "key lets a second holder in",
@@ -356,7 +343,7 @@ check_durability(struct report *rp, struct quorum *q, const char *server)
 	}
 	free(pers);
 	if (strcmp(v, "1") != 0) {
-		finding(rp, server, "persistence", SEV_WARN, "enable "
+		doctor_finding(rp, server, "persistence", SEV_WARN, "enable "
 		    "appendonly yes (appendfsync everysec or always), or keep "
 		    "a restarted server out for a TTL: a restart forgets the "
 		    "locks it held", "appendonly no");
@@ -366,13 +353,13 @@ check_durability(struct report *rp, struct quorum *q, const char *server)
 	if (rr == NULL && rp->broken)
 		return;
 	if (rr != NULL && rr->elements == 2)
-		finding(rp, server, "persistence",
+		doctor_finding(rp, server, "persistence",
 		    strcmp(rr->element[1]->str, "no") == 0 ? SEV_WARN : SEV_OK,
 		    strcmp(rr->element[1]->str, "no") == 0 ?
 		    "set appendfsync everysec or always" : NULL,
 		    "appendonly yes, appendfsync %s", rr->element[1]->str);
 	else
-		finding(rp, server, "persistence", SEV_OK, NULL,
+		doctor_finding(rp, server, "persistence", SEV_OK, NULL,
 		    "appendonly yes");
 	redis_reply_free(rr);
 }
@@ -388,13 +375,13 @@ check_settings(struct report *rp, struct quorum *q, const char *server,
 	if ((srv = info(rp, q, server, "server", &e)) == NULL) {
 		if (rp->broken)
 			return;
-		finding(rp, server, "info", SEV_ERROR, "allow INFO for this "
+		doctor_finding(rp, server, "info", SEV_ERROR, "allow INFO for this "
 		    "user, or doctor cannot see the settings", "%s", e.msg);
 		return;
 	}
 	if (info_field(srv, "redis_version", v, sizeof v) != NULL) {
 		major = atoi(v);
-		finding(rp, server, "version", major < 6 ? SEV_ERROR : SEV_OK,
+		doctor_finding(rp, server, "version", major < 6 ? SEV_ERROR : SEV_OK,
 		    major < 6 ? "rlock needs Redis 6.0 or later (fractional "
 		    "BLPOP timeouts, ACL users)" : NULL, "Redis %s", v);
 	}
@@ -406,352 +393,11 @@ check_settings(struct report *rp, struct quorum *q, const char *server,
 	if (clu != NULL && info_field(clu, "cluster_enabled", v, sizeof v) &&
 	    strcmp(v, "1") == 0) {
 		*cluster = 1;
-		finding(rp, server, "cluster", SEV_INFO, NULL, "cluster mode: "
+		doctor_finding(rp, server, "cluster", SEV_INFO, NULL, "cluster mode: "
 		    "each lock's keys share a {NAME} hash tag; MOVED/ASK are "
 		    "followed");
 	}
 	free(clu);
-}
-
-/*
- * The ACL check.  A user needs every command rlock sends: the ones the
- * Lua scripts call (Redis checks each against the user running the script,
- * so EVAL alone is not enough) and the ones sent directly.  ACL DRYRUN
- * would answer without running anything, but only for a user who may
- * administer ACLs; so each command is tried instead.  The scripts'
- * commands run in one probe script, each with pcall, on a scratch key the
- * script deletes again (a script is atomic: no one else ever sees the key);
- * the others are sent with an argument that the command rejects only after
- * the ACL has let it through.  Each refusal shows in ACL LOG.
- */
-
-enum probe_how {
-	IN_SCRIPT,	/* called by the probe script */
-	THE_EVAL,	/* the EVAL that runs the probe script */
-	SENT,		/* sent directly */
-	SENT_CLUSTER,	/* sent directly, on a Cluster node only */
-};
-
-/* Words of a probe at most; fewer end with a NULL. */
-#define PROBE_ARGS	6
-
-struct probe {
-	const char	*grant;		/* as ACL SETUSER names it */
-	enum probe_how	 how;
-	const char	*argv[PROBE_ARGS];	/* "$": the scratch key */
-};
-
-/* In the order of the ACL SETUSER line in rlock-security(7), ACL users. */
-static const struct probe probes[] = {
-	{ "evalsha", SENT,
-	    { "EVALSHA", "0000000000000000000000000000000000000000", "0" } },
-	{ "eval", THE_EVAL, { NULL } },
-	{ "get", IN_SCRIPT, { "GET", "$" } },
-	{ "set", IN_SCRIPT, { "SET", "$", "1", "PX", "10000" } },
-	{ "incr", IN_SCRIPT, { "INCR", "$" } },
-	{ "del", IN_SCRIPT, { "DEL", "$" } },
-	{ "exists", IN_SCRIPT, { "EXISTS", "$" } },
-	{ "type", IN_SCRIPT, { "TYPE", "$" } },
-	{ "pttl", IN_SCRIPT, { "PTTL", "$" } },
-	{ "pexpire", IN_SCRIPT, { "PEXPIRE", "$", "10000" } },
-	{ "time", IN_SCRIPT, { "TIME" } },
-	{ "hget", IN_SCRIPT, { "HGET", "$", "f" } },
-	{ "hmget", IN_SCRIPT, { "HMGET", "$", "f" } },
-	{ "hset", IN_SCRIPT, { "HSET", "$", "f", "1" } },
-	{ "hdel", IN_SCRIPT, { "HDEL", "$", "f" } },
-	{ "hgetall", IN_SCRIPT, { "HGETALL", "$" } },
-	{ "zadd", IN_SCRIPT, { "ZADD", "$", "1", "m" } },
-	{ "zrange", IN_SCRIPT, { "ZRANGE", "$", "0", "0" } },
-	{ "zrank", IN_SCRIPT, { "ZRANK", "$", "m" } },
-	{ "zrem", IN_SCRIPT, { "ZREM", "$", "m" } },
-	{ "zremrangebyscore", IN_SCRIPT, { "ZREMRANGEBYSCORE", "$", "0", "0" } },
-	{ "xadd", IN_SCRIPT, { "XADD", "$", "*", "f", "1" } },
-	{ "xlen", IN_SCRIPT, { "XLEN", "$" } },
-	{ "xtrim", IN_SCRIPT, { "XTRIM", "$", "MAXLEN", "0" } },
-	{ "xrevrange", IN_SCRIPT, { "XREVRANGE", "$", "+", "-" } },
-	{ "xread", SENT, { "XREAD", "BLOCK", "x", "STREAMS", "$", "0" } },
-	{ "rpush", IN_SCRIPT, { "RPUSH", "$", "1" } },
-	{ "blpop", SENT, { "BLPOP", "$", "x" } },	/* a bad timeout */
-	{ "wait", SENT, { "WAIT", "0", "x" } },		/* a bad timeout */
-	{ "scan", SENT, { "SCAN", "x" } },		/* a bad cursor */
-	{ "info", SENT, { "INFO", "server" } },
-	{ "ping", SENT, { "PING" } },
-	{ "asking", SENT_CLUSTER, { "ASKING" } },
-	{ "cluster|nodes", SENT_CLUSTER, { "CLUSTER", "NODES" } },
-};
-#define NPROBES		(sizeof probes / sizeof probes[0])
-#define MAX_UNPROBED	16
-
-/*
- * KEYS: the scratch key.  ARGV: the commands, each as its number of words
- * and the words, "$" standing for the key.  Returns each one's error, or
- * "" when it ran.
- */
-static const char probe_lua[] =
-	"if redis.replicate_commands then redis.replicate_commands() end\n"
-	"local out, i = {}, 1\n"
-	"while i <= #ARGV do\n"
-	"	local n, a = tonumber(ARGV[i]), {}\n"
-	"	for j = 1, n do\n"
-	"		a[j] = ARGV[i + j] == '$' and KEYS[1] or ARGV[i + j]\n"
-	"	end\n"
-	"	local r = redis.pcall(unpack(a))\n"
-	"	out[#out + 1] = type(r) == 'table' and r.err or ''\n"
-	"	i = i + n + 1\n"
-	"end\n"
-	"redis.pcall('PEXPIRE', KEYS[1], 10000)\n"
-	"redis.pcall('DEL', KEYS[1])\n"
-	"return out\n";
-
-/*
- * Mark what a refusal of probe i names: the command (bad[i]), or the key
- * (*keys: the user's key patterns leave out the prefix).
- */
-static void
-note_refusal(const char *err, size_t i, int *bad, int *keys)
-{
-	char	quoted[40];
-
-	if (!refused(err))
-		return;
-	snprintf(quoted, sizeof quoted, "'%s'", probes[i].grant);
-	if (strstr(err, "key") != NULL && strstr(err, quoted) == NULL)
-		*keys = 1;
-	else
-		bad[i] = 1;
-}
-
-/* The commands the scripts call that no probe tries, lower case, once each. */
-static int
-unprobed(char names[][32], int max)
-{
-	struct script	**s;
-	const char	 *p;
-	char		  name[32];
-	size_t		  n, i;
-	int		  count = 0, k;
-
-	for (s = scripts_all; *s != NULL; s++)
-		for (p = (*s)->body; (p = strstr(p, "redis.")) != NULL;) {
-			p += 6;
-			if (strncmp(p, "call(", 5) == 0)
-				p += 5;
-			else if (strncmp(p, "pcall(", 6) == 0)
-				p += 6;
-			else
-				continue;
-			if (*p != '\'' && *p != '"')
-				continue;
-			n = strcspn(p + 1, "'\"");
-			if (n == 0 || n >= sizeof name)
-				continue;
-			for (i = 0; i < n; i++)
-				name[i] = tolower((unsigned char)p[1 + i]);
-			name[n] = '\0';
-			/* Probed sent or in a script: one ACL rule. */
-			for (i = 0; i < NPROBES; i++)
-				if (strcmp(probes[i].grant, name) == 0)
-					break;
-			for (k = 0; k < count; k++)
-				if (strcmp(names[k], name) == 0)
-					break;
-			if (i == NPROBES && k == count && count < max)
-				memcpy(names[count++], name, n + 1);
-		}
-	return count;
-}
-
-/* Append a grant as the command it allows: "cluster|nodes", "CLUSTER NODES". */
-static void
-add_command(struct buf *b, const char *grant)
-{
-	buf_adds(b, b->len > 0 ? ", " : "");
-	for (; *grant != '\0'; grant++)
-		buf_printf(b, "%c", *grant == '|' ? ' ' :
-		    toupper((unsigned char)*grant));
-}
-
-/*
- * Run the probe script: mark in bad[] the script commands refused, or the
- * EVAL itself.  *keys when the scratch key is not the user's; *unchecked
- * when the script could not run, and why ("": the ACL said no).  -1 when
- * the connection failed, -2 on a reply of a wrong shape (found).
- */
-static int
-probe_script(struct report *rp, struct quorum *q, const char *server,
-    const char *key, int *bad, int *keys, int *unchecked, char *why,
-    size_t whylen, struct err *e)
-{
-	struct redis_reply	*rr;
-	const char		**av;
-	char			 counts[NPROBES][4];
-	size_t			 i, j, k, n = 4;
-
-	av = xcalloc(4 + NPROBES * 7, sizeof *av);
-	av[0] = "EVAL";
-	av[1] = probe_lua;
-	av[2] = "1";
-	av[3] = key;
-	for (i = 0; i < NPROBES; i++) {
-		if (probes[i].how != IN_SCRIPT)
-			continue;
-		for (j = 0; j < PROBE_ARGS && probes[i].argv[j] != NULL; j++)
-			;
-		snprintf(counts[i], sizeof counts[i], "%zu", j);
-		av[n++] = counts[i];
-		for (j = 0; j < PROBE_ARGS && probes[i].argv[j] != NULL; j++)
-			av[n++] = probes[i].argv[j];
-	}
-	rr = ask(q, (int)n, av, e);
-	free(av);
-	if (rr == NULL)
-		return -1;
-	/* An error, or each probe's error ("": it ran). */
-	for (i = k = 0; i < NPROBES; i++)
-		k += probes[i].how == IN_SCRIPT;
-	if (rr->type != REDIS_T_ERROR && (rr->type != REDIS_T_ARRAY ||
-	    rr->elements != k)) {
-		wrong_shape(rp, server, "acl", "the probe script", rr);
-		redis_reply_free(rr);
-		return -2;
-	}
-	for (i = 0; rr->type == REDIS_T_ARRAY && i < rr->elements; i++)
-		if (rr->element[i]->type != REDIS_T_STRING) {
-			wrong_shape(rp, server, "acl", "the probe script", rr);
-			redis_reply_free(rr);
-			return -2;
-		}
-	if (rr->type == REDIS_T_ERROR) {
-		*unchecked = 1;
-		if (!refused(rr->str))
-			snprintf(why, whylen, ": %s", rr->str);
-		for (i = 0; i < NPROBES; i++)
-			if (probes[i].how == THE_EVAL)
-				note_refusal(rr->str, i, bad, keys);
-	} else if (rr->type == REDIS_T_ARRAY) {
-		for (i = k = 0; i < NPROBES; i++) {
-			if (probes[i].how != IN_SCRIPT)
-				continue;
-			if (k < rr->elements &&
-			    rr->element[k]->type == REDIS_T_STRING)
-				note_refusal(rr->element[k]->str, i, bad,
-				    keys);
-			k++;
-		}
-	} else {
-		*unchecked = 1;
-		snprintf(why, whylen, ": an unexpected reply");
-	}
-	redis_reply_free(rr);
-	return 0;
-}
-
-/* The commands sent directly: mark the refused ones in bad[], or *keys. */
-static int
-probe_sent(struct quorum *q, const char *key, int cluster, int *bad,
-    int *keys, struct err *e)
-{
-	struct redis_reply	*rr;
-	const char		*av[6];
-	size_t			 i, j;
-
-	for (i = 0; i < NPROBES; i++) {
-		if (probes[i].how != SENT &&
-		    (probes[i].how != SENT_CLUSTER || !cluster))
-			continue;
-		for (j = 0; j < PROBE_ARGS && probes[i].argv[j] != NULL; j++)
-			av[j] = strcmp(probes[i].argv[j], "$") == 0 ? key :
-			    probes[i].argv[j];
-		if ((rr = ask(q, (int)j, av, e)) == NULL)
-			return -1;
-		if (rr->type == REDIS_T_ERROR)
-			note_refusal(rr->str, i, bad, keys);
-		redis_reply_free(rr);
-	}
-	return 0;
-}
-
-static void
-check_acl(struct report *rp, struct quorum *q, const struct url *u,
-    const char *prefix, int cluster)
-{
-	struct err	 e;
-	struct buf	 line, missing, msg;
-	const char	*user = u->user != NULL ? u->user : "default", *p;
-	char		*key, extra[MAX_UNPROBED][32], why[160] = "";
-	int		 bad[NPROBES] = { 0 }, keys = 0, unchecked = 0;
-	int		 nextra, i;
-	size_t		 k;
-	enum severity	 sev = SEV_OK;
-
-	xasprintf(&key, "%s{doctor}:probe", prefix);
-	if ((i = probe_script(rp, q, u->display, key, bad, &keys, &unchecked,
-	    why, sizeof why, &e)) == -2) {
-		free(key);
-		return;
-	}
-	if (i == -1 || probe_sent(q, key, cluster, bad, &keys, &e) == -1) {
-		finding(rp, u->display, "acl", SEV_ERROR, NULL,
-		    "cannot check the commands rlock sends: %s", e.msg);
-		free(key);
-		return;
-	}
-	free(key);
-	nextra = unprobed(extra, MAX_UNPROBED);
-
-	/* The remedy: the line in rlock-security(7), for this user and prefix. */
-	buf_init(&line);
-	buf_printf(&line, "ACL SETUSER %s ~", user);
-	for (p = prefix; *p != '\0'; p++)
-		buf_printf(&line, "%s%c", strchr("*?[]\\", *p) ? "\\" : "", *p);
-	buf_adds(&line, "*");
-	for (k = 0; k < NPROBES; k++)
-		if (probes[k].how != SENT_CLUSTER || cluster)
-			buf_printf(&line, " +%s", probes[k].grant);
-	for (i = 0; i < nextra; i++)
-		buf_printf(&line, " +%s", extra[i]);
-
-	buf_init(&missing);
-	for (k = 0; k < NPROBES; k++)
-		if (bad[k])
-			add_command(&missing, probes[k].grant);
-	buf_init(&msg);
-	if (missing.len > 0) {
-		buf_printf(&msg, "user %s may not run %s", user, missing.p);
-		sev = SEV_ERROR;
-	}
-	if (keys) {
-		buf_printf(&msg, "%suser %s may not use the keys %s*",
-		    msg.len > 0 ? "; " : "", user, prefix);
-		sev = SEV_ERROR;
-	}
-	if (unchecked) {
-		buf_printf(&msg, "%sthe commands the scripts call were not "
-		    "checked%s", msg.len > 0 ? "; " : "", why);
-		if (sev < SEV_WARN)
-			sev = SEV_WARN;
-	}
-	if (nextra > 0) {
-		buf_printf(&msg, "%sdoctor cannot check ", msg.len > 0 ?
-		    "; " : "");
-		buf_free(&missing);
-		buf_init(&missing);
-		for (i = 0; i < nextra; i++)
-			add_command(&missing, extra[i]);
-		buf_printf(&msg, "%s, which a script calls", missing.p);
-		if (sev < SEV_WARN)
-			sev = SEV_WARN;
-	}
-	if (sev == SEV_OK)
-		finding(rp, u->display, "acl", SEV_OK, NULL, "user %s may run "
-		    "every command rlock sends", user);
-	else
-		finding(rp, u->display, "acl", sev, sev == SEV_WARN &&
-		    nextra == 0 ? "run doctor again once scripts can run "
-		    "there" : line.p, "%s", msg.p);
-	buf_free(&line);
-	buf_free(&missing);
-	buf_free(&msg);
 }
 
 /* The scripts' own check: can this server run a script at all? */
@@ -763,14 +409,14 @@ check_scripts(struct report *rp, struct quorum *q, const char *server)
 
 	rr = quorum_callv(q, 0, &e, "EVAL", "return 1", "0", NULL);
 	if (rr == NULL)
-		finding(rp, server, "scripts", SEV_ERROR, "grant this user "
+		doctor_finding(rp, server, "scripts", SEV_ERROR, "grant this user "
 		    "the commands the acl finding names (rlock-security(7), "
 		    "ACL users)",
 		    "cannot run scripts: %s", e.msg);
 	else if (rr->type != REDIS_T_INTEGER || rr->integer != 1)
-		wrong_shape(rp, server, "scripts", "EVAL of 'return 1'", rr);
+		doctor_wrong_shape(rp, server, "scripts", "EVAL of 'return 1'", rr);
 	else
-		finding(rp, server, "scripts", SEV_OK, NULL, "EVAL allowed");
+		doctor_finding(rp, server, "scripts", SEV_OK, NULL, "EVAL allowed");
 	redis_reply_free(rr);
 }
 
@@ -794,7 +440,7 @@ check_locks(struct report *rp, struct quorum *q, const char *server,
 		/* A refusal is the acl finding's; a wrong shape, this one's. */
 		if (e.kind == ERR_PROTOCOL) {
 			rp->broken = 1;
-			finding(rp, server, "locks", SEV_ERROR, NULL, "cannot "
+			doctor_finding(rp, server, "locks", SEV_ERROR, NULL, "cannot "
 			    "list the locks: %s", e.msg);
 		}
 		return;
@@ -813,7 +459,7 @@ check_locks(struct report *rp, struct quorum *q, const char *server,
 		}
 	else if (e.kind == ERR_PROTOCOL) {
 		rp->broken = 1;
-		finding(rp, server, "locks", SEV_ERROR, NULL, "%s", e.msg);
+		doctor_finding(rp, server, "locks", SEV_ERROR, NULL, "%s", e.msg);
 	}
 	free(st);
 	err_clear(&e);
@@ -821,16 +467,16 @@ check_locks(struct report *rp, struct quorum *q, const char *server,
 		history_free(ev, nev);
 	else if (e.kind == ERR_PROTOCOL) {
 		rp->broken = 1;
-		finding(rp, server, "locks", SEV_ERROR, NULL, "%s", e.msg);
+		doctor_finding(rp, server, "locks", SEV_ERROR, NULL, "%s", e.msg);
 	}
 	nbad = lock_damage_keep(0, &bad);
 	for (i = 0; i < nbad; i++) {
-		finding(rp, server, "locks", SEV_WARN, NULL, "%s", bad[i]);
+		doctor_finding(rp, server, "locks", SEV_WARN, NULL, "%s", bad[i]);
 		free(bad[i]);
 	}
 	free(bad);
 	if (nbad == 0)
-		finding(rp, server, "locks", SEV_OK, NULL, "%zu lock%s, none "
+		doctor_finding(rp, server, "locks", SEV_OK, NULL, "%zu lock%s, none "
 		    "damaged", n, n == 1 ? "" : "s");
 	for (i = 0; i < n; i++)
 		free(names[i]);
@@ -864,7 +510,7 @@ check_schedules(struct report *rp, struct quorum *q, const char *server,
 		for (i = 0; i < n; i++) {
 			if (st[i].damage == NULL && cmd_overdue(&st[i])) {
 				late++;
-				finding(rp, server, "schedules", SEV_WARN,
+				doctor_finding(rp, server, "schedules", SEV_WARN,
 				    "see why no machine started it: rlock log "
 				    "NAME, and each machine's cron",
 				    "%s is overdue: run with --every %s, last "
@@ -877,7 +523,7 @@ check_schedules(struct report *rp, struct quorum *q, const char *server,
 			lock_status_free(&st[i]);
 		}
 		if (late == 0)
-			finding(rp, server, "schedules", SEV_OK, NULL, "%zu name%s "
+			doctor_finding(rp, server, "schedules", SEV_OK, NULL, "%zu name%s "
 			    "run with --every, none overdue", n, n == 1 ? "" : "s");
 	}
 	free(st);
@@ -918,20 +564,20 @@ check_busy(struct report *rp, struct quorum *q, const char *server)
 	redis_reply_free(rr);
 	duration_format(q->opts->timeout_ms, t, sizeof t);
 	if (known && ms <= 0)
-		finding(rp, server, "busy-scripts", SEV_WARN, "set "
+		doctor_finding(rp, server, "busy-scripts", SEV_WARN, "set "
 		    "busy-reply-threshold 5000 (CONFIG SET, and in redis.conf)",
 		    "%s %lld: a script that loops (one on a malformed lock) is "
 		    "never interrupted: the server hangs for every client, "
 		    "SCRIPT KILL included, until it is restarted", name,
 		    ms);
 	else if (!known)
-		finding(rp, server, "busy-scripts", SEV_INFO, "on BUSY or "
+		doctor_finding(rp, server, "busy-scripts", SEV_INFO, "on BUSY or "
 		    "time-outs: redis-cli SCRIPT KILL, then rlock status to find "
 		    "the malformed lock", "%s unknown (CONFIG GET refused): a "
 		    "script that runs past it (one looping on a malformed lock) "
 		    "blocks the server: clients get BUSY until SCRIPT KILL", name);
 	else
-		finding(rp, server, "busy-scripts", SEV_INFO, "on BUSY or "
+		doctor_finding(rp, server, "busy-scripts", SEV_INFO, "on BUSY or "
 		    "time-outs: redis-cli SCRIPT KILL, then rlock status to find "
 		    "the malformed lock", "%s %s: a script that runs longer (one "
 		    "looping on a malformed lock) blocks the server: clients get "
@@ -957,18 +603,18 @@ check_transport(struct report *rp, const struct url *u,
 
 	switch (u->scheme) {
 	case URL_UNIX:
-		finding(rp, server, "transport", SEV_OK, NULL, "Unix socket: "
+		doctor_finding(rp, server, "transport", SEV_OK, NULL, "Unix socket: "
 		    "nothing crosses the network");
 		return;
 	case URL_TLS:
-		finding(rp, server, "transport", SEV_OK, NULL, "TLS");
+		doctor_finding(rp, server, "transport", SEV_OK, NULL, "TLS");
 		return;
 	case URL_SENTINEL:
 		if (u->tls)
-			finding(rp, server, "transport", SEV_OK, NULL, "TLS to "
+			doctor_finding(rp, server, "transport", SEV_OK, NULL, "TLS to "
 			    "the sentinels and to the master they name");
 		else
-			finding(rp, server, "transport", SEV_WARN, "use "
+			doctor_finding(rp, server, "transport", SEV_WARN, "use "
 			    "rediss-sentinel:// (tls-port and tls-replication "
 			    "yes on the sentinels, the master and its replicas)",
 			    "redis-sentinel:// is plain TCP to the sentinels "
@@ -980,16 +626,16 @@ check_transport(struct report *rp, const struct url *u,
 		break;
 	}
 	if (url_host_is_loopback(u->host))
-		finding(rp, server, "transport", SEV_OK, NULL, "plain TCP to a "
+		doctor_finding(rp, server, "transport", SEV_OK, NULL, "plain TCP to a "
 		    "loopback address");
 	else if (pw)
-		finding(rp, server, "transport", SEV_WARN, "use rediss:// "
+		doctor_finding(rp, server, "transport", SEV_WARN, "use rediss:// "
 		    "(TLS), or a Unix socket on the server's host",
 		    "the password goes in clear over plain TCP to %s, which "
 		    "is not a loopback address: anyone on the path can read it",
 		    u->host);
 	else
-		finding(rp, server, "transport", SEV_INFO, "use rediss:// "
+		doctor_finding(rp, server, "transport", SEV_INFO, "use rediss:// "
 		    "(TLS)", "plain TCP to %s, which is not a loopback address: "
 		    "the locks' traffic can be read and changed on the path",
 		    u->host);
@@ -1017,9 +663,9 @@ check_auth(struct report *rp, const struct url *u,
 	aro.check_version = 0;
 	err_clear(&e);
 	quorum_init(&aq, &anon, 1, &aro);
-	rr = ask(&aq, 1, ping, &e);
+	rr = doctor_ask(&aq, 1, ping, &e);
 	if (rr != NULL && rr->type == REDIS_T_STATUS)
-		finding(rp, u->display, "auth", SEV_WARN, "set requirepass, "
+		doctor_finding(rp, u->display, "auth", SEV_WARN, "set requirepass, "
 		    "or turn the default user off and give rlock a user of its "
 		    "own as rlock-security(7), ACL users, shows; then give "
 		    "rlock the password with --password-file", "a client "
@@ -1028,7 +674,7 @@ check_auth(struct report *rp, const struct url *u,
 		    "can reach the server can take, release or forge any lock");
 	else if (rr != NULL && rr->type == REDIS_T_ERROR &&
 	    strncmp(rr->str, "DENIED", 6) == 0)
-		finding(rp, u->display, "auth", SEV_WARN, "set requirepass, "
+		doctor_finding(rp, u->display, "auth", SEV_WARN, "set requirepass, "
 		    "or give rlock a user of its own as rlock-security(7), "
 		    "ACL users, shows; then give rlock the password with "
 		    "--password-file",
@@ -1037,10 +683,10 @@ check_auth(struct report *rp, const struct url *u,
 	else if ((rr != NULL && rr->type == REDIS_T_ERROR &&
 	    strncmp(rr->str, "NOAUTH", 6) == 0) ||
 	    (rr == NULL && strstr(e.msg, "NOAUTH") != NULL))
-		finding(rp, u->display, "auth", SEV_OK, NULL, "a client "
+		doctor_finding(rp, u->display, "auth", SEV_OK, NULL, "a client "
 		    "without a password is refused");
 	else
-		finding(rp, u->display, "auth", SEV_INFO, NULL, "cannot tell "
+		doctor_finding(rp, u->display, "auth", SEV_INFO, NULL, "cannot tell "
 		    "whether a client without a password is let in: %s",
 		    rr != NULL && rr->str != NULL ? rr->str : e.msg);
 	redis_reply_free(rr);
@@ -1067,7 +713,7 @@ check_server(struct report *rp, struct quorum *q, const struct url *u,
 	if (!rp->broken)
 		check_busy(rp, q, u->display);
 	if (!rp->broken)
-		check_acl(rp, q, u, prefix, cluster);
+		doctor_check_acl(rp, q, u, prefix, cluster);
 	if (!rp->broken)
 		check_locks(rp, q, u->display, prefix);
 	if (!rp->broken)
