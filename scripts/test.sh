@@ -145,14 +145,15 @@ finish suite "$((sanitize + check))" "$(tests_so_far sanitize.log) under the san
 # Each fuzz target for a bounded time (FUZZ_SECONDS, default 10).
 stage_fuzz() { ./tests/fuzz/run.sh "${FUZZ_SECONDS:-10}" >fuzz.log 2>&1; }
 # The benchmark harness, in its 10-second smoke mode, so it cannot rot;
-# and its latency, scale, interleaved and floors modes, as briefly.
+# and its latency, scale, interleaved, floors and instr modes, as briefly.
 stage_bench() {
 	{
 		RLOCK=$(pwd)/src/rlock ./bench/run --smoke &&
 		RLOCK=$(pwd)/src/rlock ./bench/run --latency 5 --smoke &&
 		RLOCK=$(pwd)/src/rlock ./bench/run --scale --smoke &&
 		RLOCK=$(pwd)/src/rlock ./bench/run --interleaved --smoke &&
-		RLOCK=$(pwd)/src/rlock ./bench/run --floors --smoke
+		RLOCK=$(pwd)/src/rlock ./bench/run --floors --smoke &&
+		RLOCK=$(pwd)/src/rlock ./bench/run --instr --smoke
 	} >bench.log 2>&1
 }
 # The Debian package builds, passes lintian, and runs from a scratch root.
