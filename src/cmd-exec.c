@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "deploy.h"
 #include "duration.h"
 #include "heartbeat.h"
 #include "log.h"
@@ -47,7 +48,7 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
 	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPT(EVERY) |
-	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPTS_HISTORY,
+	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(PENDING) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -473,7 +474,7 @@ check_options(struct cmd_ctx *ctx, char ***argvp)
 		    "%s: extends must come well inside the TTL (try TTL/3)",
 		    duration_format(o->heartbeat_ms, d, sizeof d),
 		    duration_format(o->ttl_ms, t, sizeof t));
-	if ((rc = check_every(o)) != 0)
+	if ((rc = check_every(o)) != 0 || (rc = deploy_check(o)) != 0)
 		return rc;
 	if (o->command != NULL) {
 		sh[0] = "sh";
@@ -502,6 +503,10 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 	output_wait_done();
 	/* -w is spent: it does not help the heartbeat or the release. */
 	ctx->set.ropts.offer_wait = 0;
+	if (rc == 0 && l->superseded) {
+		*status = deploy_superseded(l);
+		return 0;
+	}
 	if (rc == 0 && l->refused) {
 		log_verbose("%s: this period's run started %s ago on %s pid %lld "
 		    "(--every %s); not running the command", l->name,
@@ -589,6 +594,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	l.every_ms = ctx->o.every_ms;
 	l.retry_failed = ctx->o.retry_failed;
+	l.pending = ctx->o.pending;
 	if (!take_lock(ctx, &l, &meta, &rc))
 		goto out;
 

@@ -115,6 +115,15 @@ struct lock {
 	long long	 started_ms, started_ago_ms;
 	char		 started_host[128];
 	long long	 started_pid;
+	/*
+	 * exec --pending N: at most N such waiters (0: not asked); a newer
+	 * one superseded this run, which holds nothing and is listed
+	 * nowhere: who it was.
+	 */
+	int		 pending;
+	int		 superseded;
+	char		 superseded_host[128];
+	char		 superseded_pid[24];
 	int64_t		 wait_ms;	/* the acquire's --wait */
 	int64_t		 wait_start;	/* monotonic, when it began */
 	int		 was_busy;	/* this run has been answered busy */

@@ -172,6 +172,14 @@ parse_limit(struct opts *o, const char *v, const struct opt_where *w)
 	    "a number of holders", w);
 }
 
+/* exec --pending N: at most N waiters (rlock-exec(7), deploy queues). */
+static int
+parse_pending(struct opts *o, const char *v, const struct opt_where *w)
+{
+	return parse_count(v, 1, 1000, &o->pending, "pending",
+	    "a number of waiters", w);
+}
+
 /* acquire --hold --pid PID: the process the lock is kept for. */
 static int
 parse_pid(struct opts *o, const char *v, const struct opt_where *w)
@@ -529,6 +537,9 @@ static const struct opt_def opt_defs[] = {
 	{ O_FIFO, 0, "fifo", NULL,
 	  "wait in line: first come, first served",
 	  SET(fifo, 1) },
+	{ O_PENDING, 0, "pending", "N",
+	  "keep the N newest waiters; older ones exit 36",
+	  PARSE(parse_pending), .flags = OPTF_ARGV_ONLY },
 	{ O_CONFIG, 0, "config", "FILE",
 	  "read FILE (default $RLOCK_CONFIG, else " DEFAULT_CONFIG ")",
 	  STRING(config), .flags = OPTF_ARGV_ONLY },

@@ -49,6 +49,7 @@ enum opt_id {
 	O_WAIT_REPLICAS,
 	O_SYSLOG,
 	O_FIFO,
+	O_PENDING,
 	O_MAX_RUNTIME,
 	O_LIMIT,
 	O_SHARED,
@@ -113,6 +114,7 @@ struct opts {
 	int		 wait_replicas;
 	int		 syslog;
 	int		 fifo;
+	int		 pending;	/* exec --pending N: waiters kept; 0: all */
 	int64_t		 max_runtime_ms;	/* 0: no limit */
 	int		 limit;		/* --limit: holders at once; 0: one */
 	int		 shared;	/* --shared: a reader */

@@ -16,7 +16,8 @@
 -- schedule_closed() in lib.lua), acquire_upgrade when the caller, a
 -- reader, asks to upgrade while another reader's upgrade is pending (that
 -- reader's host and pid; nothing changes but the caller's own waiter
--- entry, which goes).
+-- entry, which goes), acquire_superseded when a newer waiter superseded
+-- the caller (exec --pending, below: who it was; the caller's mark goes).
 --
 -- The rule, judged on the live holders only:
 --  - a free name: any kind of holder takes it;
@@ -47,6 +48,19 @@
 -- except a quorum's (keep_listed): a server where it won keeps its entry
 -- until its release, so that readers stay out while it tries again
 -- elsewhere.
+-- Newest waiter wins (pending, exec --pending N: '0' without): a
+-- caller that asks with it is listed with it (m), and its first listing
+-- leaves at most N such waiters: the oldest beyond N (in the one order of
+-- waiting, holders apart) are superseded.  A superseded waiter's entry
+-- becomes a mark of who superseded it (sh, sp: host and pid; u: its lease
+-- as it was, so that it lapses as the entry would), which no reader of
+-- the waiters takes for a waiter (it has no s), and it is woken on its
+-- own list: its next attempt, which the wake sets off at once, finds the
+-- mark, takes it away and is answered acquire_superseded; it runs
+-- nothing.  The history gets 'superseded' (the waiter, and by whom).
+-- Waiters that did not ask with --pending are neither counted nor
+-- superseded.  The release then hands the lock to a waiter that is left
+-- (see hand_over() in lib.lua): with --pending 1, the newest.
 -- Each hold records the run that took it (a, see lib.lua); a hold handed
 -- over by a release (a = 'g') is claimed by its waiter's attempt.
 -- A new holder is recorded in the history ('acquired'), and nothing else:
@@ -78,6 +92,13 @@ local own
 if not nobody then
 	local ok, e = pcall(cjson.decode, redis.call('HGET', K.waiters, token) or
 		'')
+	if ok and type(e) == 'table' and e.sh then
+		-- Superseded by a newer waiter: told by whom, its mark gone.
+		redis.call('HDEL', K.waiters, token)
+		redis.call('ZREM', K.queue, token)
+		return reply(R_ACQUIRE_SUPERSEDED, {code = -4,
+			host = tostring(e.sh), pid = tostring(e.sp or '')})
+	end
 	if ok and type(e) == 'table' and tonumber(e.s) then
 		own = e
 	end
@@ -115,6 +136,31 @@ if every > 0 then
 	end
 end
 
+-- A first listing with --pending N: the oldest waiters beyond N that
+-- asked with --pending, holders apart, are superseded (see the top).
+local pending = tonumber(A.pending) or 0
+local function supersede(now)
+	local list = {}
+	for _, e in ipairs(waiting(K.waiters, now)) do
+		if e.m and not hold_find(H, e.token) then
+			list[#list + 1] = e
+		end
+	end
+	for i = 1, #list - pending do
+		local e = list[i]
+		if e.token ~= token then
+			redis.call('HSET', K.waiters, e.token, cjson.encode({
+				sh = A.host, sp = A.pid, u = e.u}))
+			redis.call('ZREM', K.queue, e.token)
+			record(K.lock, A.history_len, A.history_ttl_ms,
+				'superseded', {'h', e.h, 'p', e.p, 'u', e.n,
+				'c', e.c, 'r', run_id(e.token), 'bh', A.host,
+				'bp', A.pid, 'bu', A.user})
+			wake_one(K.wake .. ':' .. e.token)
+		end
+	end
+end
+
 -- The caller may not have it now: list it among the waiters (when it will
 -- wait) and say who holds it (h, see who() in lib.lua) and when to look
 -- again (pttl).
@@ -130,7 +176,8 @@ local function busy(pttl, h)
 		redis.call('HSET', K.waiters, token, cjson.encode({u = now + due,
 			s = own and tonumber(own.s) or now,
 			o = string.format('%.0f', place), h = A.host,
-			p = A.pid, n = A.user, c = A.command, k = want}))
+			p = A.pid, n = A.user, c = A.command, k = want,
+			m = pending > 0 and pending or nil}))
 		-- Both keys outlive every entry: never shorten them.
 		if redis.call('PTTL', K.waiters) < due + 10000 then
 			redis.call('PEXPIRE', K.waiters, due + 10000)
@@ -140,6 +187,9 @@ local function busy(pttl, h)
 			if redis.call('PTTL', K.queue) < due + 10000 then
 				redis.call('PEXPIRE', K.queue, due + 10000)
 			end
+		end
+		if pending > 0 and not own then
+			supersede(now)
 		end
 	end
 	return reply(R_ACQUIRE_BUSY, {code = 0, pttl_ms = pttl, host = h[1],

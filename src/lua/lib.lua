@@ -688,7 +688,7 @@ local function waiting(waiters, now)
 			-- As numbers and strings, whatever a stray writer put.
 			list[#list + 1] = {token = all[i], u = tonumber(e.u),
 				s = tonumber(e.s), q = place_of(e),
-				k = kind_of(e),
+				k = kind_of(e), m = tonumber(e.m),
 				h = tostring(e.h or ''), p = tostring(e.p or ''),
 				n = tostring(e.n or ''), c = tostring(e.c or '')}
 		end
