@@ -16,6 +16,19 @@
 int
 deploy_check(const struct opts *o)
 {
+	if (o->replace && o->no_replace)
+		return cmd_usage_error("--replace stops the holder and "
+		    "--no-replace keeps this run from being stopped: give one");
+	if (o->replace && o->wait_ms == 0)
+		return cmd_usage_error("--replace waits for the holder it "
+		    "stops, and -n (or -w 0) does not wait: drop one");
+	if ((o->replace || o->no_replace) && (o->shared || o->limit > 1))
+		return cmd_usage_error("--%sreplace is for a plain lock's one "
+		    "holder, not %s: drop one", o->replace ? "" : "no-",
+		    o->shared ? "--shared" : "--limit");
+	if (o->replace && o->every_ms > 0)
+		return cmd_usage_error("--every keeps one start a period, and "
+		    "--replace would stop it for another: drop one");
 	if (o->pending == 0)
 		return 0;
 	if (o->wait_ms == 0)

@@ -48,7 +48,8 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
 	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPT(EVERY) |
-	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(PENDING) | OPTS_HISTORY,
+	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(PENDING) | OPT(REPLACE) | OPT(NO_REPLACE) |
+	    OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -294,6 +295,8 @@ outcome(const struct supervise *sv, int status, char *buf, size_t len)
 {
 	const char	*abbrev;
 
+	if (sv->replaced)
+		return "replaced";
 	if (sv->timed_out)
 		return "max-runtime";
 	if (sv->signaled && (abbrev = sigabbrev_np(sv->signaled)) != NULL)
@@ -377,7 +380,12 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		/* --on-lost ignore: said as it came; the command ran on. */
 		return status != 0 ? status : EXIT_LOST;
 	}
-	if (sv->timed_out) {
+	if (sv->replaced) {
+		log_error("%s: replaced by %s (--replace); the command was "
+		    "stopped (SIG%s)", l->name, sv->replaced_by,
+		    sigabbrev_np(sv->timed_out));
+		status = EXIT_REPLACED;
+	} else if (sv->timed_out) {
 		/* As timeout(1): whatever the command's own status. */
 		log_warn("%s: --max-runtime %s ran out; the command was stopped "
 		    "(SIG%s)", l->name, duration_format(ctx->o.max_runtime_ms,
@@ -595,6 +603,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	l.every_ms = ctx->o.every_ms;
 	l.retry_failed = ctx->o.retry_failed;
 	l.pending = ctx->o.pending;
+	l.replace = ctx->o.replace;
+	l.no_replace = ctx->o.no_replace;
 	if (!take_lock(ctx, &l, &meta, &rc))
 		goto out;
 

@@ -10,6 +10,8 @@
  * which says "busy" to a wrapper that alerts on it, and not a failure.
  */
 #define EXIT_SUPERSEDED		36
+/* The status of a holder that a newcomer replaced (--replace). */
+#define EXIT_REPLACED		37
 
 /* 0, or the usage error's status after saying why (o: exec's options). */
 int	deploy_check(const struct opts *o);

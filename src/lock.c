@@ -508,6 +508,8 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->args[ACQUIRE_RETRY] = l->retry_failed ? "1" : "0";
 	snprintf(a->pending, sizeof a->pending, "%d", l->pending);
 	a->args[ACQUIRE_PENDING] = a->pending;
+	a->args[ACQUIRE_REPLACE] = l->replace ? "1" : "0";
+	a->args[ACQUIRE_NO_REPLACE] = l->no_replace ? "1" : "0";
 }
 
 /*
@@ -1273,6 +1275,26 @@ lock_note(struct lock *l, const char *event, const char *why,
 	free(rep);
 }
 
+/*
+ * An extend's word that a newcomer asked the holder to stop (exec
+ * --replace, see acquire.lua): who, kept in l->replace_host and _pid
+ * (the first server's that says so).
+ */
+static void
+note_replace(struct lock *l, const struct redis_reply *r)
+{
+	struct redis_reply	*const *el = r->element;
+
+	if (l->replace_host[0] != '\0' || r->elements < EXTENDED__COUNT ||
+	    el[EXTENDED_REPLACE_HOST]->type != REDIS_T_STRING)
+		return;
+	snprintf(l->replace_host, sizeof l->replace_host, "%s",
+	    el[EXTENDED_REPLACE_HOST]->str);
+	snprintf(l->replace_pid, sizeof l->replace_pid, "%s",
+	    el[EXTENDED_REPLACE_PID]->type == REDIS_T_STRING ?
+	    el[EXTENDED_REPLACE_PID]->str : "?");
+}
+
 int
 lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 {
@@ -1305,6 +1327,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
 			continue;
 		new_ttl = rep[i]->element[EXTENDED_TTL_MS]->integer; /* extend_shape */
+		note_replace(l, rep[i]);
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);

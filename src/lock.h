@@ -121,6 +121,15 @@ struct lock {
 	 * nowhere: who it was.
 	 */
 	int		 pending;
+	/*
+	 * exec --replace: ask a plain holder to stop; --no-replace: this
+	 * hold may not be asked.  Held: who asked it to stop (its last
+	 * extend's word; "" none).
+	 */
+	int		 replace;
+	int		 no_replace;
+	char		 replace_host[128];
+	char		 replace_pid[24];
 	int		 superseded;
 	char		 superseded_host[128];
 	char		 superseded_pid[24];

@@ -57,6 +57,9 @@ until_file() {
 	bg_wait "$D10" 20000 || fail "the last deploy did not get the lock"
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(cat ran)" "$(printf '1\n10')"
+	run rlock log deploy
+	assert_output --partial " superseded: "
+	assert_output --partial ", by $(id -un)@$(hostname) pid $D10"
 	# Nothing left behind: no waiter, no mark.
 	assert_equal "$(rcli EXISTS 'rlock:{deploy}:waiters' 'rlock:{deploy}')" 0
 }

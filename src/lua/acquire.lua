@@ -61,6 +61,14 @@
 -- Waiters that did not ask with --pending are neither counted nor
 -- superseded.  The release then hands the lock to a waiter that is left
 -- (see hand_over() in lib.lua): with --pending 1, the newest.
+-- Replace the holder (replace, exec --replace: '1'): a caller that finds
+-- a plain holder that may be replaced (no nr, exec --no-replace: '1'
+-- sets it on the caller's own hold) asks it to stop: the holder's record
+-- gets qh, qp (the caller's host and pid; the first to ask keeps them),
+-- which its next extend answers (extend.lua): its rlock stops its
+-- command, releases, and the release hands the lock to the next waiter.
+-- The caller waits as any waiter does (it is refused -n).  The history
+-- gets 'replaced' (the holder, and by whom) when the request is made.
 -- Each hold records the run that took it (a, see lib.lua); a hold handed
 -- over by a release (a = 'g') is claimed by its waiter's attempt.
 -- A new holder is recorded in the history ('acquired'), and nothing else:
@@ -199,7 +207,17 @@ local NOBODY = {false, false, false, false}
 
 -- Does the rule let the caller in?
 if kind == 'x' and not mine then
-	return busy(H.latest - now, who(H.live[1]))
+	local r = H.live[1]
+	if A.replace == '1' and not r.nr and not r.qh then
+		r.qh, r.qp = A.host, A.pid
+		hold_set(H, r.token, r)
+		hold_write(H, now)
+		record(K.lock, A.history_len, A.history_ttl_ms, 'replaced',
+			{'h', r.h or '', 'p', r.p or '', 'u', r.n or '', 'c',
+			r.c or '', 'f', fence_text(r.f), 'r', run_id(r.token),
+			'bh', A.host, 'bp', A.pid, 'bu', A.user})
+	end
+	return busy(H.latest - now, who(r))
 elseif kind == 's' and want == 's' and not mine and not nobody then
 	local w = writers(K.waiters, now, token)
 	if #w > 0 then
@@ -289,6 +307,7 @@ if mine then
 	end
 	mine.h, mine.p, mine.n, mine.c = A.host, A.pid, A.user, A.command
 	mine.l, mine.e = ttl, now + ttl
+	mine.nr = A.no_replace == '1' and 1 or nil
 	hold_set(H, token, mine)
 else
 	fence = new_fence(K.fence, t, A.fence_floor_us,
@@ -306,7 +325,8 @@ else
 		now + math.min(ttl, tonumber(A.history_ttl_ms)) or nil
 	hold_set(H, token, {k = k, e = now + ttl, f = fence, t = now,
 		l = ttl, a = upgraded or A.run, h = A.host, p = A.pid,
-		n = A.user, c = A.command, v = v})
+		n = A.user, c = A.command, v = v,
+		nr = A.no_replace == '1' and 1 or nil})
 	-- A plain lock's waiters block on the wake list: a fresh hold
 	-- starts with it empty.  (With nobody listed, a release pushed
 	-- none: one left by waiters gone since costs a waiter to come an

@@ -32,6 +32,15 @@
  * acquire.lua): a first listing supersedes every other waiter that holds
  * nothing (its entry becomes a mark, sp), whose next attempt is answered
  * R_SUPER and gives up (lock.c: a give-back everywhere, then exit 36).
+ * exec --replace is not a step of its own: the acquire script that finds a
+ * plain holder only marks its record with who asks it to stop (qh, qp),
+ * which no rule reads, and the holder's rlock answers the mark by stopping
+ * its command and then releasing, a release the client already makes at
+ * any moment of its hold; the newcomer gets the lock by that release (or
+ * the expiry) as any waiter does.  So P_MUTEX, checked with releases at
+ * every point, is the property "a replaced holder's command is stopped
+ * before the newcomer's starts" (the command runs only while its rlock
+ * believes it holds: exec-loss.bats, replace.bats).
  * -DPRE48: the new rules as on main d2d3035, before issue 48's one order
  * of waiting (ONE_ORDER) and the refused second upgrade (UP_REFUSE).
  * Properties are switched on one at a time for the old rules (each break
