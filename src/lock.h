@@ -238,6 +238,9 @@ struct lock_status {
 	char		*last_host;
 	long long	 last_pid;
 	char		*last_outcome;	/* "" while it runs: see lib.lua */
+	/* Held: a newcomer's exec --replace asked it to stop (or NULL). */
+	char		*replace_host;
+	long long	 replace_pid;
 };
 
 /*

@@ -60,6 +60,9 @@ until_file() {
 	run rlock log deploy
 	assert_output --partial " superseded: "
 	assert_output --partial ", by $(id -un)@$(hostname) pid $D10"
+	run rlock --json log deploy
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/validate-json.py" log.json --lines <<<"$output"
+	[[ "$output" == *'"event":"superseded"'*'"by":{"host":"'* ]] || fail "$output"
 	# Nothing left behind: no waiter, no mark.
 	assert_equal "$(rcli EXISTS 'rlock:{deploy}:waiters' 'rlock:{deploy}')" 0
 }

@@ -103,3 +103,50 @@ stamp() {
 	run --separate-stderr rlock exec --replace --no-replace -w 1s deploy -- true
 	assert_usage_error
 }
+
+@test "replace: status shows a holder being replaced and by whom, in text, --json (schema) and openmetrics" {
+	local holder
+	holder=$(rlock acquire -t 60s deploy)
+	bg_start NEW "$RLOCK" exec --replace -w 30s deploy -- true
+	until_listed deploy 1
+	run rlock status deploy
+	assert_line --index 0 --regexp "^deploy: held by .*, being replaced by $(hostname) pid $NEW\$"
+	run rlock --json status deploy
+	assert_output --partial "\"replaced_by\":{\"host\":\"$(hostname)\",\"pid\":$NEW}"
+	/usr/bin/python3 "$BATS_TEST_DIRNAME/validate-json.py" status.json <<<"$output"
+	run rlock status --format openmetrics deploy
+	assert_line 'rlock_replace_requested{name="deploy"} 1'
+	rlock release --token "$holder" deploy
+	bg_wait "$NEW" 20000 || fail "the newcomer did not run"
+	assert_equal "$BG_STATUS" 0
+	run rlock status --format openmetrics deploy
+	assert_line 'rlock_replace_requested{name="deploy"} 0'
+}
+
+@test "replace: rlock watch shows who superseded whom and who replaced whom, as they happen" {
+	local holder i
+	rlock exec deploy -- true	# old events are not shown again
+	bg_start WATCH "$RLOCK" watch deploy
+	for ((i = 0; i < 500; i++)); do
+		rcli CLIENT LIST | grep -q 'cmd=xread' && break
+		sleep 0.01
+	done
+	holder=$(rlock acquire -t 60s deploy)
+	bg_start A "$RLOCK" exec --pending 1 -w 30s deploy -- true
+	until_listed deploy 1
+	bg_start B "$RLOCK" exec --pending 1 --replace -w 30s deploy -- true
+	bg_wait "$A" 20000 || fail "A was not superseded"
+	assert_equal "$BG_STATUS" 36
+	for ((i = 0; i < 1000; i++)); do
+		grep -q " deploy replaced: " WATCH.out && break
+		sleep 0.02
+	done
+	rlock release --token "$holder" deploy
+	bg_wait "$B" 20000 || fail "B did not run"
+	assert_equal "$BG_STATUS" 0
+	run cat WATCH.out
+	assert_line --regexp " deploy superseded: [^ ]+@[^ ]+ pid $A \\(true\\), by [^ ]+@$(hostname) pid $B\$"
+	assert_line --regexp " deploy replaced: [^ ]+@[^ ]+ pid [0-9]+, by [^ ]+@$(hostname) pid $B, fence [0-9]+\$"
+	kill -INT "$WATCH"
+	bg_wait "$WATCH" 5000 || fail "watch is still running"
+}
