@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # deploy-modes.bats: exec --pending and --replace (deploy queues,
 # rlock-exec(7)) beside the other modes (--fifo, --limit, --every), and on
-# a quorum of three servers and a Cluster, as on one server.
+# a quorum of three servers, Sentinel and a Cluster, as on one server.
 
 load helpers
 setup() { own_server_setup; }
@@ -157,6 +157,31 @@ SH
 		sleep 0.02
 	done
 	bg_start NEW "$RLOCK" -u "$url" exec --replace -w 30s deploy -- sh -c 'echo new >>ran'
+	bg_wait "$OLD" 20000 || fail "the old deploy was not stopped"
+	assert_equal "$BG_STATUS" 37
+	bg_wait "$NEW" 20000 || fail "the new deploy did not run"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat ran)" "$(printf 'B\nold\nnew')"
+}
+
+@test "deploy modes: through Sentinel, --pending supersedes and --replace stops the holder" {
+	start_sentinel_group
+	local holder i
+	holder=$("$RLOCK" -u "$SENT_URL" acquire -t 60s deploy)
+	bg_start A "$RLOCK" -u "$SENT_URL" exec --pending 1 -w 60s deploy -- sh -c 'echo A >>ran'
+	until_pid_in SM -- deploy "$A"
+	bg_start B "$RLOCK" -u "$SENT_URL" exec --pending 1 -w 60s deploy -- sh -c 'echo B >>ran'
+	bg_wait "$A" 20000 || fail "A was not superseded"
+	assert_equal "$BG_STATUS" 36
+	"$RLOCK" -u "$SENT_URL" release --token "$holder" deploy
+	bg_wait "$B" 20000 || fail "B did not run"
+	assert_equal "$BG_STATUS" 0
+	bg_start OLD "$RLOCK" -u "$SENT_URL" exec -t 3s deploy -- sh -c 'echo old >>ran; while :; do sleep 0.05; done'
+	for ((i = 0; i < 1000; i++)); do
+		grep -q '^old$' ran && break
+		sleep 0.02
+	done
+	bg_start NEW "$RLOCK" -u "$SENT_URL" exec --replace -w 30s deploy -- sh -c 'echo new >>ran'
 	bg_wait "$OLD" 20000 || fail "the old deploy was not stopped"
 	assert_equal "$BG_STATUS" 37
 	bg_wait "$NEW" 20000 || fail "the new deploy did not run"
