@@ -118,6 +118,7 @@ complete -c rlock -n '__fish_seen_subcommand_from acquire' -s t -l ttl -x -d 'Lo
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s w -l wait -x -d 'Wait at most DUR for a busy lock; 0: do not wait (default: forever)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s n -l no-wait -d 'Same as --wait 0'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l fifo -d 'Wait in line: waiters get the lock in the order they came'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l no-replace -d "A newcomer's --replace waits for this hold"
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l limit -x -d 'A semaphore: up to N holders at once, each with its own token'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s s -l shared -d 'A shared (reader) hold: many at once, but never with an exclusive one'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'

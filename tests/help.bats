@@ -15,7 +15,7 @@ teardown() { cleanup_test; }
 
 # Each command's own options (not the global ones), as the spec gives them.
 declare -gA OWN_OPTIONS=(
-	[acquire]="--ttl --wait --no-wait --conflict-exit-code --token --wait-replicas --fifo --limit --shared --hold --pid --on-lost --splay --no-history --history-length --history-expiry"
+	[acquire]="--ttl --wait --no-wait --conflict-exit-code --token --wait-replicas --fifo --limit --shared --hold --pid --on-lost --no-replace --splay --no-history --history-length --history-expiry"
 	[release]="--token --force --reason --no-history --history-length --history-expiry"
 	[extend]="--token --ttl --wait-replicas"
 	[status]="--format --overdue"

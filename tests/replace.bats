@@ -150,3 +150,42 @@ stamp() {
 	kill -INT "$WATCH"
 	bg_wait "$WATCH" 5000 || fail "watch is still running"
 }
+
+@test "replace: a holder kept by acquire --hold is replaced: its owner gets SIGTERM, the keeper gives the lock back once it ended, the newcomer runs after" {
+	cat >owner.sh <<SH
+trap 'echo "owner-term \$(date +%s%N)" >>log; exit 143' TERM
+T=\$("$RLOCK" acquire --hold -t 3s deploy) || exit 1
+echo "owner-start \$(date +%s%N)" >>log
+while :; do sleep 0.05; done
+SH
+	bg_start OWNER sh owner.sh
+	until_logged owner-start
+	bg_start NEW "$RLOCK" exec --replace -w 30s deploy -- sh new.sh
+	bg_wait "$OWNER" 20000 || fail "the owner was not stopped"
+	assert_equal "$BG_STATUS" 143
+	run cat OWNER.err
+	assert_output --regexp "rlock: lock 'deploy' held by acquire --hold is replaced by $(hostname) pid $NEW \\(--replace\\); pid $OWNER was sent SIGTERM"
+	bg_wait "$NEW" 20000 || fail "the new deploy did not run"
+	assert_equal "$BG_STATUS" 0
+	(($(stamp owner-term) <= $(stamp new-start))) || fail "overlap: $(cat log)"
+}
+
+@test "replace: acquire --hold --no-replace is waited for, its owner left alone" {
+	local tok
+	bg_start OWNER sleep 60
+	tok=$(rlock acquire --hold --pid "$OWNER" --no-replace -t 3s deploy)
+	bg_start NEW "$RLOCK" exec --replace -w 30s deploy -- sh new.sh
+	until_listed deploy 1
+	local i pttl
+	for ((i = 0; i < 250; i++)); do
+		pttl=$(rcli PTTL 'rlock:{deploy}')
+		((pttl > 2500)) && break
+		sleep 0.02
+	done
+	_proc_alive "$NEW" || fail "the newcomer ended: $(cat NEW.err)"
+	_proc_alive "$OWNER" || fail "the owner was stopped"
+	assert_equal "$(rcli HGET 'rlock:{deploy}' "$tok" | grep -c '"qh"')" 0
+	rlock release --token "$tok" deploy
+	bg_wait "$NEW" 20000 || fail "the new deploy did not run"
+	assert_equal "$BG_STATUS" 0
+}
