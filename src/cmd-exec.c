@@ -48,8 +48,8 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
 	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPT(EVERY) |
-	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(PENDING) | OPT(REPLACE) | OPT(NO_REPLACE) |
-	    OPTS_HISTORY,
+	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(PENDING) | OPT(REPLACE) |
+	    OPT(NO_REPLACE) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
