@@ -50,7 +50,8 @@
 -- elsewhere.
 -- Newest waiter wins (pending, exec --pending N: '0' without): a
 -- caller that asks with it is listed with it (m), and its first listing
--- leaves at most N such waiters: the oldest beyond N (in the one order of
+-- (or one after its entry lapsed: it is placed last then) leaves at most
+-- N such waiters: the oldest beyond N (in the one order of
 -- waiting, holders apart) are superseded.  A superseded waiter's entry
 -- becomes a mark of who superseded it (sh, sp: host and pid; u: its lease
 -- as it was, so that it lapses as the entry would), which no reader of
@@ -196,7 +197,7 @@ local function busy(pttl, h)
 				redis.call('PEXPIRE', K.queue, due + 10000)
 			end
 		end
-		if pending > 0 and not own then
+		if pending > 0 and not (own and (tonumber(own.u) or 0) > now) then
 			supersede(now)
 		end
 	end
