@@ -542,6 +542,8 @@ outcome_text(struct buf *b, const char *x)
 		buf_printf(b, "killed by SIG%s", x + 7);
 	else if (strcmp(x, "max-runtime") == 0)
 		buf_adds(b, "stopped at --max-runtime");
+	else if (strcmp(x, "replaced") == 0)
+		buf_adds(b, "stopped at a newcomer's --replace");
 	else if (strcmp(x, "release") == 0)
 		buf_adds(b, "by rlock release");
 	else if (*x == '\0')

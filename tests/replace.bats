@@ -57,6 +57,7 @@ stamp() {
 	assert_between $(($(stamp new-start) / 1000000 - t0)) 0 10000 replaced_in_ms
 	run rlock log deploy
 	assert_output --partial " replaced: "
+	assert_output --partial ": stopped at a newcomer's --replace, fence "
 }
 
 @test "replace: a holder started with --no-replace is waited for, its command left alone" {
