@@ -394,7 +394,8 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 	} else
 		warn_quick_release(ctx, l, now_mono_ms() - l->taken_at);
 	left = ctx->o.min_hold_ms - (now_mono_ms() - l->taken_at);
-	if (ctx->o.min_hold_ms > 0 && left > 0) {
+	/* A replaced run lets go at once: the newcomer asked for it. */
+	if (ctx->o.min_hold_ms > 0 && left > 0 && !sv->replaced) {
 		lock_note(l, "released", "left to expire at --min-hold",
 		    outcome(sv, status, how, sizeof how));
 		return hold_on(ctx, l, left, status, sv->over_in_time);

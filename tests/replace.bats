@@ -190,3 +190,13 @@ SH
 	bg_wait "$NEW" 20000 || fail "the new deploy did not run"
 	assert_equal "$BG_STATUS" 0
 }
+
+@test "replace: a replaced run with --min-hold lets go at once, not at --min-hold" {
+	bg_start OLD "$RLOCK" exec -t 3s --min-hold 1h deploy -- sh old.sh
+	until_logged old-start
+	bg_start NEW "$RLOCK" exec --replace -w 30s deploy -- sh new.sh
+	bg_wait "$OLD" 20000 || fail "the old deploy was not stopped"
+	assert_equal "$BG_STATUS" 37
+	bg_wait "$NEW" 20000 || fail "the new deploy did not run"
+	assert_equal "$BG_STATUS" 0
+}
