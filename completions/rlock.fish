@@ -118,6 +118,7 @@ complete -c rlock -n '__fish_seen_subcommand_from acquire' -s t -l ttl -x -d 'Lo
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s w -l wait -x -d 'Wait at most DUR for a busy lock; 0: do not wait (default: forever)'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s n -l no-wait -d 'Same as --wait 0'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l fifo -d 'Wait in line: waiters get the lock in the order they came'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l no-replace -d "A newcomer's --replace waits for this hold"
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -l limit -x -d 'A semaphore: up to N holders at once, each with its own token'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s s -l shared -d 'A shared (reader) hold: many at once, but never with an exclusive one'
 complete -c rlock -n '__fish_seen_subcommand_from acquire' -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'
@@ -156,6 +157,9 @@ complete -c rlock -n $exec_opt -s t -l ttl -x -d 'Lock expiry (default 30s)'
 complete -c rlock -n $exec_opt -s w -l wait -x -d 'Wait at most DUR for a busy lock; 0: do not wait (default: forever)'
 complete -c rlock -n $exec_opt -s n -l no-wait -d 'Same as --wait 0'
 complete -c rlock -n $exec_opt -l fifo -d 'Wait in line: waiters get the lock in the order they came'
+complete -c rlock -n $exec_opt -l pending -x -d 'Newest waiter wins: at most N wait; a newer one supersedes the oldest (exit 36)'
+complete -c rlock -n $exec_opt -l replace -d 'Stop the running holder (it exits 37), then run'
+complete -c rlock -n $exec_opt -l no-replace -d "A newcomer's --replace waits for this run"
 complete -c rlock -n $exec_opt -l limit -x -d 'A semaphore: up to N holders at once, each with its own token'
 complete -c rlock -n $exec_opt -s s -l shared -d 'A shared (reader) hold: many at once, but never with an exclusive one'
 complete -c rlock -n $exec_opt -s E -l conflict-exit-code -x -d 'Exit status when the lock stays busy (default 1)'

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "deploy.h"
 #include "duration.h"
 #include "keeper.h"
 #include "log.h"
@@ -30,7 +31,7 @@ const struct cmd_entry cmd_acquire_entry = {
 	    OPT(CONFLICT_EXIT_CODE) | OPT(TOKEN) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) |
 	    OPT(SHARED) | OPT(HOLD) | OPT(PID) | OPT(ON_LOST) | OPT(SPLAY) |
-	    OPTS_HISTORY,
+	    OPT(NO_REPLACE) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.opt_help = {
@@ -116,7 +117,8 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	int64_t			 start;
 	int			 rc;
 
-	if ((rc = ready_hold(ctx, &k, command, sizeof command)) != 0)
+	if ((rc = deploy_check(&ctx->o)) != 0 ||
+	    (rc = ready_hold(ctx, &k, command, sizeof command)) != 0)
 		return rc;
 	if (ctx->o.token != NULL)
 		snprintf(token, sizeof token, "%s", ctx->o.token);
@@ -132,6 +134,7 @@ cmd_acquire_exec(struct cmd_ctx *ctx)
 	}
 	buf_init(&out);
 	cmd_lock_init(ctx, &l, token);
+	l.no_replace = ctx->o.no_replace;
 	start = now_mono_ms();
 	rc = cmd_lock_acquire(ctx, &l, &meta);
 	output_wait_done();

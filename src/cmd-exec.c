@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "deploy.h"
 #include "duration.h"
 #include "heartbeat.h"
 #include "log.h"
@@ -47,7 +48,8 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
 	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPT(EVERY) |
-	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPTS_HISTORY,
+	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(PENDING) | OPT(REPLACE) |
+	    OPT(NO_REPLACE) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -293,6 +295,8 @@ outcome(const struct supervise *sv, int status, char *buf, size_t len)
 {
 	const char	*abbrev;
 
+	if (sv->replaced)
+		return "replaced";
 	if (sv->timed_out)
 		return "max-runtime";
 	if (sv->signaled && (abbrev = sigabbrev_np(sv->signaled)) != NULL)
@@ -376,7 +380,12 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 		/* --on-lost ignore: said as it came; the command ran on. */
 		return status != 0 ? status : EXIT_LOST;
 	}
-	if (sv->timed_out) {
+	if (sv->replaced) {
+		log_error("%s: replaced by %s (--replace); the command was "
+		    "stopped (SIG%s)", l->name, sv->replaced_by,
+		    sigabbrev_np(sv->timed_out));
+		status = EXIT_REPLACED;
+	} else if (sv->timed_out) {
 		/* As timeout(1): whatever the command's own status. */
 		log_warn("%s: --max-runtime %s ran out; the command was stopped "
 		    "(SIG%s)", l->name, duration_format(ctx->o.max_runtime_ms,
@@ -385,7 +394,8 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 	} else
 		warn_quick_release(ctx, l, now_mono_ms() - l->taken_at);
 	left = ctx->o.min_hold_ms - (now_mono_ms() - l->taken_at);
-	if (ctx->o.min_hold_ms > 0 && left > 0) {
+	/* A replaced run lets go at once: the newcomer asked for it. */
+	if (ctx->o.min_hold_ms > 0 && left > 0 && !sv->replaced) {
 		lock_note(l, "released", "left to expire at --min-hold",
 		    outcome(sv, status, how, sizeof how));
 		return hold_on(ctx, l, left, status, sv->over_in_time);
@@ -473,7 +483,7 @@ check_options(struct cmd_ctx *ctx, char ***argvp)
 		    "%s: extends must come well inside the TTL (try TTL/3)",
 		    duration_format(o->heartbeat_ms, d, sizeof d),
 		    duration_format(o->ttl_ms, t, sizeof t));
-	if ((rc = check_every(o)) != 0)
+	if ((rc = check_every(o)) != 0 || (rc = deploy_check(o)) != 0)
 		return rc;
 	if (o->command != NULL) {
 		sh[0] = "sh";
@@ -502,6 +512,10 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 	output_wait_done();
 	/* -w is spent: it does not help the heartbeat or the release. */
 	ctx->set.ropts.offer_wait = 0;
+	if (rc == 0 && l->superseded) {
+		*status = deploy_superseded(l);
+		return 0;
+	}
 	if (rc == 0 && l->refused) {
 		log_verbose("%s: this period's run started %s ago on %s pid %lld "
 		    "(--every %s); not running the command", l->name,
@@ -589,6 +603,9 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	l.every_ms = ctx->o.every_ms;
 	l.retry_failed = ctx->o.retry_failed;
+	l.pending = ctx->o.pending;
+	l.replace = ctx->o.replace;
+	l.no_replace = ctx->o.no_replace;
 	if (!take_lock(ctx, &l, &meta, &rc))
 		goto out;
 

@@ -326,7 +326,8 @@ show(struct watch *w, const struct redis_reply *r)
 				history_event_free(&implied);
 			}
 			show_event(w, &out, &ev);
-			set_last(st, &ev);
+			if (!history_queue_event(&ev))
+				set_last(st, &ev);
 		}
 	}
 	rc = out.len > 0 ? output_flush(&out) : 0;

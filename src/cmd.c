@@ -456,6 +456,7 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		.last_host = st->last_host, .last_pid = st->last_pid,
 		.last_outcome = st->last_outcome,
 		.overdue = cmd_overdue(st),
+		.replace_host = st->replace_host, .replace_pid = st->replace_pid,
 	};
 }
 

@@ -59,6 +59,21 @@ declare_lost(struct heartbeat *hb, const char *fmt, ...)
 	pthread_kill(hb->notify, hb->notify_sig);
 }
 
+/*
+ * A newcomer asked the holder to stop (exec --replace): the supervisor is
+ * told once, and stops the command; the extends go on until it has.
+ */
+static void
+told_replaced(struct heartbeat *hb)
+{
+	pthread_mutex_lock(&hb->mu);
+	hb->replaced = 1;
+	snprintf(hb->replaced_by, sizeof hb->replaced_by, "%s pid %s",
+	    hb->h.l.replace_host, hb->h.l.replace_pid);
+	pthread_mutex_unlock(&hb->mu);
+	pthread_kill(hb->notify, hb->notify_sig);
+}
+
 /* One extend, retried until it is confirmed or the validity runs out. */
 static int
 extend_once(struct heartbeat *hb)
@@ -84,6 +99,8 @@ extend_once(struct heartbeat *hb)
 			if (hb->on_extend != NULL)
 				hb->on_extend(hb->on_extend_arg,
 				    hb->h.l.valid_until);
+			if (hb->h.l.replace_host[0] != '\0' && !hb->replaced)
+				told_replaced(hb);
 			log_verbose("extended %s by %s", hb->h.l.name,
 			    duration_format(hb->h.l.ttl_ms, d, sizeof d));
 			return 0;
@@ -206,6 +223,19 @@ heartbeat_stop(struct heartbeat *hb, struct lock *l)
 	held_free(&hb->h);
 	pthread_cond_destroy(&hb->cv);
 	pthread_mutex_destroy(&hb->mu);
+}
+
+int
+heartbeat_replaced(struct heartbeat *hb, char *by, size_t bylen)
+{
+	int	replaced;
+
+	pthread_mutex_lock(&hb->mu);
+	replaced = hb->replaced;
+	if (replaced)
+		snprintf(by, bylen, "%s", hb->replaced_by);
+	pthread_mutex_unlock(&hb->mu);
+	return replaced;
 }
 
 int

@@ -28,6 +28,9 @@ struct heartbeat {
 	char			 why[256];
 	int			 started;
 	int			 now;		/* extend at once, then wake */
+	/* An extend said a newcomer asked us to stop (exec --replace). */
+	int			 replaced;
+	char			 replaced_by[160];
 
 	/* Told of every confirmed extend, from the thread (may be NULL). */
 	void			(*on_extend)(void *, int64_t valid_until);
@@ -69,5 +72,12 @@ int	heartbeat_extend_now(struct heartbeat *, struct err *e);
 /* Whether the lock is lost (why filled), and until when it is valid. */
 int	heartbeat_state(struct heartbeat *, int64_t *valid_until, char *why,
 	    size_t whylen);
+
+/*
+ * Whether an extend said that a newcomer asked the holder to stop (exec
+ * --replace): then who ("HOST pid PID") in by.  The thread goes on
+ * extending: the lock stays ours until the command is stopped.
+ */
+int	heartbeat_replaced(struct heartbeat *, char *by, size_t bylen);
 
 #endif

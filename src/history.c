@@ -96,6 +96,14 @@ history_parse(const struct redis_reply *r, struct hist_event *ev)
 	return ev->v[HF_EVENT] != NULL ? 0 : -1;
 }
 
+int
+history_queue_event(const struct hist_event *ev)
+{
+	return ev->v[HF_EVENT] != NULL &&
+	    (strcmp(ev->v[HF_EVENT], "superseded") == 0 ||
+	    strcmp(ev->v[HF_EVENT], "replaced") == 0);
+}
+
 /* A plain hold's event: its kind (k) empty or not recorded. */
 static int
 plain_hold(const struct hist_event *ev)
@@ -277,7 +285,7 @@ merge_lock(struct quorum *q, const char *name, struct redis_reply **lists,
     const int64_t *cut, int count, struct hist_event **evp, size_t *np)
 {
 	struct hist_event	*one, implied;
-	size_t			 i, first = *np, kept, at;
+	size_t			 i, j, first = *np, kept, at;
 	int			 s, *ok, imply;
 
 	/* A history that is not a stream: said, and left out. */
@@ -300,9 +308,13 @@ merge_lock(struct quorum *q, const char *name, struct redis_reply **lists,
 				history_event_free(&one[i]);
 				continue;
 			}
-			/* Entry i + 1 is the one before it. */
-			imply = i + 1 < lists[s]->elements && ok[i + 1] &&
-			    history_expired(&one[i + 1], &one[i], &implied);
+			/* Entry j, past the queue's events, is the one
+			 * before it. */
+			for (j = i + 1; j < lists[s]->elements && ok[j] &&
+			    history_queue_event(&one[j]); j++)
+				;
+			imply = j < lists[s]->elements && ok[j] &&
+			    history_expired(&one[j], &one[i], &implied);
 			at = add_event(q, name, &one[i], first, evp, np);
 			if (!imply)
 				continue;
@@ -530,6 +542,8 @@ outcome_text(struct buf *b, const char *x)
 		buf_printf(b, "killed by SIG%s", x + 7);
 	else if (strcmp(x, "max-runtime") == 0)
 		buf_adds(b, "stopped at --max-runtime");
+	else if (strcmp(x, "replaced") == 0)
+		buf_adds(b, "stopped at a newcomer's --replace");
 	else if (strcmp(x, "release") == 0)
 		buf_adds(b, "by rlock release");
 	else if (*x == '\0')
@@ -564,11 +578,16 @@ history_text(struct buf *out, const struct hist_event *ev)
 			    v[HF_REMOVED]);
 		else
 			buf_adds(b, ": removed ");
-	} else if (strcmp(e, "expired") == 0)
+	} else if (strcmp(e, "expired") == 0 || history_queue_event(ev))
 		buf_adds(b, ": ");
 	else
 		buf_adds(b, " by ");
 	who_text(b, v[HF_USER], v[HF_HOST], v[HF_PID], v[HF_COMMAND]);
+	if (history_queue_event(ev)) {
+		/* Who superseded the waiter, or asked the holder to stop. */
+		buf_adds(b, ", by ");
+		who_text(b, v[HF_BY_USER], v[HF_BY_HOST], v[HF_BY_PID], NULL);
+	}
 	if (has(ev, HF_KIND) && strncmp(v[HF_KIND], "limit:", 6) == 0)
 		buf_printf(b, " (--limit %s)", v[HF_KIND] + 6);
 	else if (has(ev, HF_KIND))

@@ -65,6 +65,12 @@ int	history_parse(const struct redis_reply *, struct hist_event *);
  * follows prev in one server's stream and prev is a plain hold's
  * 'acquired' or 'leftovers'; else 0.
  */
+/*
+ * Whether ev is a deploy queue's event (superseded, replaced: exec
+ * --pending, --replace), which says nothing of the holds around it: the
+ * hold before it is the one an expiry is judged from.
+ */
+int	history_queue_event(const struct hist_event *ev);
 int	history_expired(const struct hist_event *prev,
 	    const struct hist_event *next, struct hist_event *out);
 /*

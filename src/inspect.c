@@ -258,6 +258,10 @@ lock_reply_status(const struct redis_reply *r, struct lock_status *st)
 	st->ttl_ms = lock_clamp(lock_to_ll(el[STATUS_TTL_MS]), 0,
 	    LOCK_REPLY_MAX_TIME);
 	st->fence = lock_to_ll(el[STATUS_FENCE]);
+	if (el[STATUS_REPLACE_HOST]->type == REDIS_T_STRING) {
+		st->replace_host = dup_str(el[STATUS_REPLACE_HOST]);
+		st->replace_pid = lock_to_ll(el[STATUS_REPLACE_PID]);
+	}
 }
 
 static void	lock_status_clear_holder(struct lock_status *);
@@ -685,7 +689,9 @@ lock_status_clear_holder(struct lock_status *st)
 	free(st->host);
 	free(st->user);
 	free(st->command);
-	st->host = st->user = st->command = NULL;
+	free(st->replace_host);
+	st->host = st->user = st->command = st->replace_host = NULL;
+	st->replace_pid = 0;
 	st->held = 0;
 	st->pid = st->acquired_ms = st->ttl_ms = st->fence = 0;
 }

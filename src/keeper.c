@@ -41,6 +41,11 @@
  *    the owner alone -- then a line on its standard error, if it is still
  *    open (reopened through /proc: the keeper keeps none of the caller's
  *    descriptors), in syslog with --syslog, and in the history.
+ *  - A newcomer's exec --replace (an extend's reply says who): the owner
+ *    is stopped as exec stops its command: --on-lost's signal (TERM if
+ *    that is ignore) and a line, SIGKILL KEEPER_KILL_MS later; the keeper
+ *    holds on until the owner has ended, then gives the lock back, which
+ *    hands it to the newcomer.  Not with acquire --no-replace.
  *  - SIGTERM, SIGINT or SIGQUIT: the owner loses its keeper, and is told as
  *    on a loss; the lock is left to expire with its TTL, since the owner
  *    may still be running.
@@ -94,6 +99,8 @@
 #define SILENT_MAX_MS		1000
 #define BACKOFF_FIRST_MS	50
 #define BACKOFF_MAX_MS		1000
+/* A replaced owner (see the top) is sent SIGKILL this long after. */
+#define KEEPER_KILL_MS		10000
 #define ANNOUNCE		"release "
 #define ANNOUNCE_TRIES		3
 /* The watcher's shared memory: its first word. */
@@ -482,6 +489,7 @@ struct keep {
 	int64_t		 conn_until;	/* ... which must speak by then */
 	int		 releasing;	/* announced: no more extends */
 	int64_t		 next;		/* the next extend */
+	int64_t		 kill_at;	/* replaced: SIGKILL due (-1 sent) */
 	int64_t		 backoff;
 	char		 last_error[sizeof ((struct err *)0)->msg];
 	/* The watcher (see the top of the file): -1 / NULL if none. */
@@ -721,6 +729,30 @@ lost(struct keep *kp, const char *fmt, ...)
 	done(kp, 0);
 }
 
+/* A newcomer's exec --replace: the owner is stopped (see the top). */
+static void
+replaced(struct keep *kp)
+{
+	const struct keeper	*k = kp->k;
+	int			 sig = k->on_lost != 0 ? k->on_lost : SIGTERM;
+	int			 fd = owner_stderr(k);
+	struct buf		 b;
+
+	signal_owner(k, sig);
+	buf_init(&b);
+	buf_printf(&b, "rlock: lock '%s' held by acquire --hold is replaced "
+	    "by ", kp->h.l.name);
+	escape_adds(&b, kp->h.l.replace_host);
+	buf_adds(&b, " pid ");
+	escape_adds(&b, kp->h.l.replace_pid);
+	buf_printf(&b, " (--replace); pid %d was sent SIG%s\n",
+	    (int)k->owner, sigabbrev_np(sig));
+	tell_owner(fd, b.p);
+	log_notice("%.*s", (int)b.len - 8, b.p + 7);
+	buf_free(&b);
+	kp->kill_at = now_mono_ms() + KEEPER_KILL_MS;
+}
+
 /*
  * One extend.  Confirmed: the next is due in TTL/3; failed: retried after
  * a backoff; refused: a release, or a loss (neither returns).
@@ -742,6 +774,8 @@ extend(struct keep *kp)
 		    duration_format(kp->h.l.ttl_ms, d, sizeof d));
 		kp->next = now_mono_ms() + kp->h.l.ttl_ms / 3;
 		kp->backoff = BACKOFF_FIRST_MS;
+		if (kp->h.l.replace_host[0] != '\0' && kp->kill_at == 0)
+			replaced(kp);
 		return;
 	}
 	if (rc == 0) {
@@ -852,6 +886,8 @@ wait_events(struct keep *kp, int64_t now, const sigset_t *waitmask)
 		until = kp->conn_until;
 	if (k->pidfd == -1 && !kp->releasing && now + OWNER_POLL_MS < until)
 		until = now + OWNER_POLL_MS;
+	if (kp->kill_at > 0 && kp->kill_at < until)
+		until = kp->kill_at;
 	if (k->pidfd != -1 && !kp->releasing) {
 		pfd[n] = (struct pollfd){ .fd = k->pidfd, .events = POLLIN };
 		ipid = n++;
@@ -917,6 +953,10 @@ keep(struct keeper *k, const struct lock *src, int lsock)
 			lost(&kp, "no extend was confirmed before the lock's "
 			    "validity ended (last error: %s)",
 			    kp.last_error[0] ? kp.last_error : "none");
+		}
+		if (kp.kill_at > 0 && now >= kp.kill_at) {
+			signal_owner(k, SIGKILL);
+			kp.kill_at = -1;
 		}
 		if (!kp.releasing && now >= kp.next) {
 			extend(&kp);

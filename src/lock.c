@@ -194,9 +194,11 @@ static int
 acquire_shape(const struct redis_reply *r, void *arg)
 {
 	(void)arg;
-	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -3, 1))
+	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, 0, -4, 1))
 		return 0;
 	switch (r->element[0]->integer) {
+	case -4:
+		return r->elements >= ACQUIRE_SUPERSEDED__COUNT;
 	case -3:
 		return r->elements >= ACQUIRE_UPGRADE__COUNT;
 	case -2:
@@ -453,7 +455,7 @@ lock_history_args(const struct lock *l, struct history_args *h)
 struct acquire_args {
 	const char		*args[ACQUIRE__COUNT];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
-	char			 every[24];
+	char			 every[24], pending[16];
 	char			 floor[24];
 	struct history_args	 h;
 };
@@ -504,6 +506,10 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	snprintf(a->every, sizeof a->every, "%lld", (long long)l->every_ms);
 	a->args[ACQUIRE_EVERY] = a->every;
 	a->args[ACQUIRE_RETRY] = l->retry_failed ? "1" : "0";
+	snprintf(a->pending, sizeof a->pending, "%d", l->pending);
+	a->args[ACQUIRE_PENDING] = a->pending;
+	a->args[ACQUIRE_REPLACE] = l->replace ? "1" : "0";
+	a->args[ACQUIRE_NO_REPLACE] = l->no_replace ? "1" : "0";
 }
 
 /*
@@ -599,11 +605,29 @@ note_started(struct lock *l, const struct redis_reply *r)
 	l->started_pid = lock_to_ll(el[ACQUIRE_SKIPPED_PID]);
 }
 
+/* Remember who superseded this waiter, from acquire_superseded. */
+static void
+note_superseded(struct lock *l, const struct redis_reply *r)
+{
+	struct redis_reply	*const *el = r->element;
+
+	if (l->superseded)
+		return;		/* the first server's word is enough */
+	l->superseded = 1;
+	snprintf(l->superseded_host, sizeof l->superseded_host, "%s",
+	    el[ACQUIRE_SUPERSEDED_HOST]->type == REDIS_T_STRING ?
+	    el[ACQUIRE_SUPERSEDED_HOST]->str : "?");
+	snprintf(l->superseded_pid, sizeof l->superseded_pid, "%s",
+	    el[ACQUIRE_SUPERSEDED_PID]->type == REDIS_T_STRING ?
+	    el[ACQUIRE_SUPERSEDED_PID]->str : "?");
+}
+
 /*
  * One attempt, after blocking on the wake list for at most wait_ms when
  * wait_ms >= 0 (one server only: see lock_acquire).  Returns 1 held, 0
  * busy (*pttl_ms: how long until the lock may expire, -1 if it has no
- * expiry), 2 refused by --every (nothing held, nothing listed), -1 error.
+ * expiry), 2 refused by --every (nothing held, nothing listed), 3
+ * superseded by a newer waiter (--pending: the same), -1 error.
  */
 static int
 try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
@@ -664,6 +688,9 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 			note_started(l, rep[i]);
 			refusals++;
 		}
+		if (rep[i] != NULL &&
+		    rep[i]->element[ACQUIRE_SUPERSEDED_CODE]->integer == -4)
+			note_superseded(l, rep[i]);
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
 		else if (rep[i] != NULL &&
@@ -708,6 +735,19 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		return 1;
 	}
 	free(won);
+	if (l->superseded) {
+		/*
+		 * A newer waiter took this one's place (on one server of a
+		 * quorum at least: the others will say so too): give back
+		 * what it took anywhere, and its places among the waiters,
+		 * and go.  (A grant on a majority came first, above.)
+		 */
+		if (got > 0 || ok < n || n > 1)
+			lock_give_back(l);
+		l->listed = 0;
+		l->maybe_held = 0;
+		return 3;
+	}
 	if (refusals > 0 && ok >= quorum_majority(l->q)) {
 		/*
 		 * The period's run has started (on one server of a quorum
@@ -960,6 +1000,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->wait_start = start;
 	l->was_busy = 0;
 	l->refused = 0;
+	l->superseded = 0;
 	l->meta = *m;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
@@ -969,8 +1010,8 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 			sleep = -1;
 			continue;
 		}
-		if (rc == 2)
-			return 0;	/* refused by --every: l->refused */
+		if (rc == 2 || rc == 3)
+			return 0;	/* --every's l->refused, l->superseded */
 		if (rc != 0)
 			return rc;
 		if (sleep >= 0)
@@ -1234,6 +1275,26 @@ lock_note(struct lock *l, const char *event, const char *why,
 	free(rep);
 }
 
+/*
+ * An extend's word that a newcomer asked the holder to stop (exec
+ * --replace, see acquire.lua): who, kept in l->replace_host and _pid
+ * (the first server's that says so).
+ */
+static void
+note_replace(struct lock *l, const struct redis_reply *r)
+{
+	struct redis_reply	*const *el = r->element;
+
+	if (l->replace_host[0] != '\0' || r->elements < EXTENDED__COUNT ||
+	    el[EXTENDED_REPLACE_HOST]->type != REDIS_T_STRING)
+		return;
+	snprintf(l->replace_host, sizeof l->replace_host, "%s",
+	    el[EXTENDED_REPLACE_HOST]->str);
+	snprintf(l->replace_pid, sizeof l->replace_pid, "%s",
+	    el[EXTENDED_REPLACE_PID]->type == REDIS_T_STRING ?
+	    el[EXTENDED_REPLACE_PID]->str : "?");
+}
+
 int
 lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 {
@@ -1266,6 +1327,7 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
 			continue;
 		new_ttl = rep[i]->element[EXTENDED_TTL_MS]->integer; /* extend_shape */
+		note_replace(l, rep[i]);
 	}
 	quorum_free_replies(l->q, rep);
 	free(rep);

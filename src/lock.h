@@ -117,6 +117,24 @@ struct lock {
 	long long	 started_ms, started_ago_ms;
 	char		 started_host[128];
 	long long	 started_pid;
+	/*
+	 * exec --pending N: at most N such waiters (0: not asked); a newer
+	 * one superseded this run, which holds nothing and is listed
+	 * nowhere: who it was.
+	 */
+	int		 pending;
+	/*
+	 * exec --replace: ask a plain holder to stop; --no-replace: this
+	 * hold may not be asked.  Held: who asked it to stop (its last
+	 * extend's word; "" none).
+	 */
+	int		 replace;
+	int		 no_replace;
+	char		 replace_host[128];
+	char		 replace_pid[24];
+	int		 superseded;
+	char		 superseded_host[128];
+	char		 superseded_pid[24];
 	int64_t		 wait_ms;	/* the acquire's --wait */
 	int64_t		 wait_start;	/* monotonic, when it began */
 	int		 was_busy;	/* this run has been answered busy */
@@ -222,6 +240,9 @@ struct lock_status {
 	char		*last_host;
 	long long	 last_pid;
 	char		*last_outcome;	/* "" while it runs: see lib.lua */
+	/* Held: a newcomer's exec --replace asked it to stop (or NULL). */
+	char		*replace_host;
+	long long	 replace_pid;
 };
 
 /*

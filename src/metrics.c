@@ -66,6 +66,14 @@ v_waiters(const struct metrics_lock *m, double *v)
 	return 1;
 }
 
+/* 1 while a newcomer's exec --replace has asked the holder to stop. */
+static int
+v_replace_requested(const struct metrics_lock *m, double *v)
+{
+	*v = m->st->held && m->st->replace_host != NULL;
+	return 1;
+}
+
 static int
 v_held_seconds(const struct metrics_lock *m, double *v)
 {
@@ -117,6 +125,8 @@ v_last_status(const struct metrics_lock *m, double *v)
 		*v = atoi(x + 5);
 	else if (strcmp(x, "max-runtime") == 0)
 		*v = 124;
+	else if (strcmp(x, "replaced") == 0)
+		*v = 37;
 	else {
 		*v = 128;
 		for (s = 1; s < NSIG; s++)
@@ -179,6 +189,8 @@ static const struct family families[] = {
 	{ "rlock_holders", "How many hold it (semaphores and shared locks "
 	  "may have several).", v_holders },
 	{ "rlock_waiters", "How many wait for it.", v_waiters },
+	{ "rlock_replace_requested", "1 while a newcomer (exec --replace) "
+	  "has asked the holder to stop.", v_replace_requested },
 	{ "rlock_held_seconds", "How long it has been held (the longest "
 	  "holder); 0 when free.", v_held_seconds },
 	{ "rlock_fence", "The newest fencing token handed out.", v_fence },

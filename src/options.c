@@ -172,6 +172,14 @@ parse_limit(struct opts *o, const char *v, const struct opt_where *w)
 	    "a number of holders", w);
 }
 
+/* exec --pending N: at most N waiters (rlock-exec(7), deploy queues). */
+static int
+parse_pending(struct opts *o, const char *v, const struct opt_where *w)
+{
+	return parse_count(v, 1, 1000, &o->pending, "pending",
+	    "a number of waiters", w);
+}
+
 /* acquire --hold --pid PID: the process the lock is kept for. */
 static int
 parse_pid(struct opts *o, const char *v, const struct opt_where *w)
@@ -445,8 +453,7 @@ static const struct opt_def opt_defs[] = {
 	{ O_COMMAND, 'c', "command", "STRING", "run sh -c STRING",
 	  STRING(command), .flags = OPTF_ARGV_ONLY },
 	{ O_LEFTOVERS, 0, "leftovers", "MODE",
-	  "what the command left running: wait for it (the "
-	  "default), kill it, or leave it and release",
+	  "what it left running: wait (the default), kill or leave",
 	  PARSE(parse_leftovers) },
 	{ O_REASON, 0, "reason", "TEXT",
 	  "what the history says (default: by rlock release)",
@@ -529,6 +536,15 @@ static const struct opt_def opt_defs[] = {
 	{ O_FIFO, 0, "fifo", NULL,
 	  "wait in line: first come, first served",
 	  SET(fifo, 1) },
+	{ O_PENDING, 0, "pending", "N",
+	  "keep the N newest waiters; older ones exit 36",
+	  PARSE(parse_pending), .flags = OPTF_ARGV_ONLY },
+	{ O_REPLACE, 0, "replace", NULL,
+	  "stop the holder (it exits 37), then run",
+	  SET(replace, 1), .flags = OPTF_ARGV_ONLY },
+	{ O_NO_REPLACE, 0, "no-replace", NULL,
+	  "a newcomer's --replace waits for this run",
+	  SET(no_replace, 1), .flags = OPTF_ARGV_ONLY },
 	{ O_CONFIG, 0, "config", "FILE",
 	  "read FILE (default $RLOCK_CONFIG, else " DEFAULT_CONFIG ")",
 	  STRING(config), .flags = OPTF_ARGV_ONLY },

@@ -49,6 +49,9 @@ enum opt_id {
 	O_WAIT_REPLICAS,
 	O_SYSLOG,
 	O_FIFO,
+	O_PENDING,
+	O_REPLACE,
+	O_NO_REPLACE,
 	O_MAX_RUNTIME,
 	O_LIMIT,
 	O_SHARED,
@@ -113,6 +116,9 @@ struct opts {
 	int		 wait_replicas;
 	int		 syslog;
 	int		 fifo;
+	int		 pending;	/* exec --pending N: waiters kept; 0: all */
+	int		 replace;	/* exec --replace: stop the holder */
+	int		 no_replace;	/* exec --no-replace: never stopped so */
 	int64_t		 max_runtime_ms;	/* 0: no limit */
 	int		 limit;		/* --limit: holders at once; 0: one */
 	int		 shared;	/* --shared: a reader */

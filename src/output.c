@@ -313,6 +313,11 @@ output_status_text(struct buf *b, const struct output_status *st)
 	if (st->nservers > 0)
 		buf_printf(b, " (on %d of %d servers)", st->nholding,
 		    st->nservers);
+	if (st->replace_host != NULL) {
+		buf_adds(b, ", being replaced by ");
+		escape_adds(b, st->replace_host);
+		buf_printf(b, " pid %lld", st->replace_pid);
+	}
 	buf_adds(b, "\n");
 	schedule_text(b, st);
 	nodes_text(b, st);
@@ -409,6 +414,15 @@ output_status_json(struct json *j, const struct output_status *st)
 	json_int(j, st->ttl_ms);
 	json_key(j, "fence");
 	json_int(j, st->fence);
+	if (st->replace_host != NULL) {
+		json_key(j, "replaced_by");
+		json_object_begin(j);
+		json_key(j, "host");
+		json_str(j, st->replace_host);
+		json_key(j, "pid");
+		json_int(j, st->replace_pid);
+		json_object_end(j);
+	}
 	schedule_json(j, st);
 	nodes_json(j, st);
 	waiters_json(j, st);

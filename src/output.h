@@ -83,6 +83,9 @@ struct output_status {
 	long long	 last_pid;
 	const char	*last_outcome;	/* "" while it runs */
 	int		 overdue;	/* no start for 1.5 periods */
+	/* Held: who asked the holder to stop (exec --replace), or NULL. */
+	const char	*replace_host;
+	long long	 replace_pid;
 };
 
 /* "NAME: held by USER@HOST pid PID (COMMAND) for 3.2s, expires in 26.8s, fence 7" */

@@ -915,6 +915,13 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 		if (sv->max_runtime_ms > 0 && !sv->lost && !sv->timed_out &&
 		    now >= sv->spawned_at + sv->max_runtime_ms)
 			time_out(sv, now);
+		/* exec --replace: stopped as at --max-runtime. */
+		if (!sv->lost && !sv->timed_out && !sv->ended &&
+		    heartbeat_replaced(hb, sv->replaced_by,
+		    sizeof sv->replaced_by)) {
+			sv->replaced = 1;
+			time_out(sv, now);
+		}
 		/*
 		 * After a loss nothing the command started may run on
 		 * unguarded: once the command has gone, what is left goes at

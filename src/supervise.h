@@ -42,6 +42,8 @@ struct supervise {
 	int64_t		 lost_at;	/* wall clock ms, for the message */
 	int		 sent;		/* signal sent on loss, 0 if none */
 	int		 timed_out;	/* signal sent at --max-runtime, or 0 */
+	int		 replaced;	/* ... because a newcomer asked (--replace) */
+	char		 replaced_by[160];	/* "HOST pid PID" */
 	int		 signaled;	/* the signal that ended the command, or 0 */
 	int		 stopping;	/* a terminating signal forwarded, or 0 */
 	int		 left;		/* processes left running at a normal exit */

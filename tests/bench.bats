@@ -18,7 +18,7 @@ setup() {
 
 @test "bench: no bench script traps TERM, and each bounds its run with bench/bound.bash" {
 	local f bad=
-	for f in "$BENCH"/run "$BENCH"/interleaved "$BENCH"/fleet "$BENCH"/floors "$BENCH"/instr; do
+	for f in "$BENCH"/run "$BENCH"/interleaved "$BENCH"/fleet "$BENCH"/floors "$BENCH"/instr "$BENCH"/deploy; do
 		grep -nE "^[[:space:]]*trap [^-].*[[:space:]]TERM([[:space:]]|$)" "$f" && bad+=" ${f##*/}"
 		grep -q 'bound_run ' "$f" || bad+=" ${f##*/}(no bound_run)"
 		grep -q 'exec timeout' "$f" && bad+=" ${f##*/}(exec timeout)"

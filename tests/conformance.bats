@@ -126,3 +126,39 @@ open(p, "w").write(s.replace(os.environ["FROM"], os.environ["TO"], 1))
 	assert_failure 1
 	assert_output --regexp "^MISMATCH uplive seed [0-9]+, step [0-9]+ .*acquire of c[0-9]: the model says upgrade refused, the script busy"
 }
+
+# The trace of a superseding (the model's -DNEWEST, exec --pending 1): c1
+# holds; c0 waits; c2 waits and supersedes c0 (c0's entry goes); c0's
+# next attempt is answered superseded and it gives back; c1's release
+# hands the lock to c2.
+supersede_trace() {
+	printf '%s\n' 'TRR 1 0' 'TRO 0 1 1 0 0 0 2' \
+	    'TRS 0 1 0 0 1 0 0 0 0 0 0 0 0 0 0' 'TRR 0 0' 'TRO 0 0 1 0 2 0 4' \
+	    'TRS 0 1 0 0 1 0 1 0 0 0 0 0 1 0 0' 'TRR 2 0' 'TRO 0 2 1 0 2 0 4' \
+	    'TRS 0 1 0 0 1 0 0 0 1 0 0 0 0 0 1' 'TRO 0 0 1 0 2 0 8' \
+	    'TRS 0 1 0 0 1 0 0 0 1 0 0 0 0 0 1' 'TRO 3 0 1 0 2 0 0' \
+	    'TRS 0 1 0 0 1 0 0 0 1 0 0 0 0 0 1' 'TRO 1 1 1 0 0 0 1' \
+	    'TRS 0 0 1 0 0 2 0 0 0 0 0 0 0 0 0' >supersede.tr
+}
+
+@test "conformance: newest waiter wins (--pending 1): the model's superseding agrees with the scripts, in a trace and in random ones" {
+	need_spin
+	supersede_trace
+	run conform --trace supersede.tr --pending
+	assert_success
+	assert_output --partial "conform: 6 script steps in 1 traces agree"
+	run conform --config pending --seeds 1-16
+	assert_success
+	refute_output --partial MISMATCH
+}
+
+@test "conformance: an acquire.lua whose newcomer does not supersede is caught, at the step that shows it" {
+	need_spin
+	local d
+	d=$(sabotage "if pending > 0 and not (own and" \
+	    "if false and pending > 0 and not (own and")
+	supersede_trace
+	run conform --lua "$d" --trace supersede.tr --pending
+	assert_failure 1
+	assert_output --regexp "^MISMATCH supersede.tr, step 6 \(TRO 0 2 1 0 2 0 4: c2 acquire plain -w \(unbounded\)\): state after it: wk\[0\] model 0, server 1"
+}

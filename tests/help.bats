@@ -15,11 +15,11 @@ teardown() { cleanup_test; }
 
 # Each command's own options (not the global ones), as the spec gives them.
 declare -gA OWN_OPTIONS=(
-	[acquire]="--ttl --wait --no-wait --conflict-exit-code --token --wait-replicas --fifo --limit --shared --hold --pid --on-lost --splay --no-history --history-length --history-expiry"
+	[acquire]="--ttl --wait --no-wait --conflict-exit-code --token --wait-replicas --fifo --limit --shared --hold --pid --on-lost --no-replace --splay --no-history --history-length --history-expiry"
 	[release]="--token --force --reason --no-history --history-length --history-expiry"
 	[extend]="--token --ttl --wait-replicas"
 	[status]="--format --overdue"
-	[exec]="--ttl --wait --no-wait --conflict-exit-code --token --heartbeat --on-lost --kill-after --foreground --command --min-hold --leftovers --wait-replicas --fifo --limit --max-runtime --shared --record --label --every --retry-failed --splay --no-history --history-length --history-expiry"
+	[exec]="--ttl --wait --no-wait --conflict-exit-code --token --heartbeat --on-lost --kill-after --foreground --command --min-hold --leftovers --wait-replicas --fifo --pending --replace --no-replace --limit --max-runtime --shared --record --label --every --retry-failed --splay --no-history --history-length --history-expiry"
 	[log]="--count --since"
 	[watch]=""
 	[doctor]=""

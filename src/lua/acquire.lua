@@ -16,7 +16,8 @@
 -- schedule_closed() in lib.lua), acquire_upgrade when the caller, a
 -- reader, asks to upgrade while another reader's upgrade is pending (that
 -- reader's host and pid; nothing changes but the caller's own waiter
--- entry, which goes).
+-- entry, which goes), acquire_superseded when a newer waiter superseded
+-- the caller (exec --pending, below: who it was; the caller's mark goes).
 --
 -- The rule, judged on the live holders only:
 --  - a free name: any kind of holder takes it;
@@ -47,6 +48,28 @@
 -- except a quorum's (keep_listed): a server where it won keeps its entry
 -- until its release, so that readers stay out while it tries again
 -- elsewhere.
+-- Newest waiter wins (pending, exec --pending N: '0' without): a
+-- caller that asks with it is listed with it (m), and its first listing
+-- (or one after its entry lapsed: it is placed last then) leaves at most
+-- N such waiters: the oldest beyond N (in the one order of
+-- waiting, holders apart) are superseded.  A superseded waiter's entry
+-- becomes a mark of who superseded it (sh, sp: host and pid; u: its lease
+-- as it was, so that it lapses as the entry would), which no reader of
+-- the waiters takes for a waiter (it has no s), and it is woken on its
+-- own list: its next attempt, which the wake sets off at once, finds the
+-- mark, takes it away and is answered acquire_superseded; it runs
+-- nothing.  The history gets 'superseded' (the waiter, and by whom).
+-- Waiters that did not ask with --pending are neither counted nor
+-- superseded.  The release then hands the lock to a waiter that is left
+-- (see hand_over() in lib.lua): with --pending 1, the newest.
+-- Replace the holder (replace, exec --replace: '1'): a caller that finds
+-- a plain holder that may be replaced (no nr, exec --no-replace: '1'
+-- sets it on the caller's own hold) asks it to stop: the holder's record
+-- gets qh, qp (the caller's host and pid; the first to ask keeps them),
+-- which its next extend answers (extend.lua): its rlock stops its
+-- command, releases, and the release hands the lock to the next waiter.
+-- The caller waits as any waiter does (it is refused -n).  The history
+-- gets 'replaced' (the holder, and by whom) when the request is made.
 -- Each hold records the run that took it (a, see lib.lua); a hold handed
 -- over by a release (a = 'g') is claimed by its waiter's attempt.
 -- A new holder is recorded in the history ('acquired'), and nothing else:
@@ -78,6 +101,13 @@ local own
 if not nobody then
 	local ok, e = pcall(cjson.decode, redis.call('HGET', K.waiters, token) or
 		'')
+	if ok and type(e) == 'table' and e.sh then
+		-- Superseded by a newer waiter: told by whom, its mark gone.
+		redis.call('HDEL', K.waiters, token)
+		redis.call('ZREM', K.queue, token)
+		return reply(R_ACQUIRE_SUPERSEDED, {code = -4,
+			host = tostring(e.sh), pid = tostring(e.sp or '')})
+	end
 	if ok and type(e) == 'table' and tonumber(e.s) then
 		own = e
 	end
@@ -115,6 +145,31 @@ if every > 0 then
 	end
 end
 
+-- A first listing with --pending N: the oldest waiters beyond N that
+-- asked with --pending, holders apart, are superseded (see the top).
+local pending = tonumber(A.pending) or 0
+local function supersede(now)
+	local list = {}
+	for _, e in ipairs(waiting(K.waiters, now)) do
+		if e.m and not hold_find(H, e.token) then
+			list[#list + 1] = e
+		end
+	end
+	for i = 1, #list - pending do
+		local e = list[i]
+		if e.token ~= token then
+			redis.call('HSET', K.waiters, e.token, cjson.encode({
+				sh = A.host, sp = A.pid, u = e.u}))
+			redis.call('ZREM', K.queue, e.token)
+			record(K.lock, A.history_len, A.history_ttl_ms,
+				'superseded', {'h', e.h, 'p', e.p, 'u', e.n,
+				'c', e.c, 'r', run_id(e.token), 'bh', A.host,
+				'bp', A.pid, 'bu', A.user})
+			wake_one(K.wake .. ':' .. e.token)
+		end
+	end
+end
+
 -- The caller may not have it now: list it among the waiters (when it will
 -- wait) and say who holds it (h, see who() in lib.lua) and when to look
 -- again (pttl).
@@ -130,7 +185,8 @@ local function busy(pttl, h)
 		redis.call('HSET', K.waiters, token, cjson.encode({u = now + due,
 			s = own and tonumber(own.s) or now,
 			o = string.format('%.0f', place), h = A.host,
-			p = A.pid, n = A.user, c = A.command, k = want}))
+			p = A.pid, n = A.user, c = A.command, k = want,
+			m = pending > 0 and pending or nil}))
 		-- Both keys outlive every entry: never shorten them.
 		if redis.call('PTTL', K.waiters) < due + 10000 then
 			redis.call('PEXPIRE', K.waiters, due + 10000)
@@ -141,6 +197,9 @@ local function busy(pttl, h)
 				redis.call('PEXPIRE', K.queue, due + 10000)
 			end
 		end
+		if pending > 0 and not (own and (tonumber(own.u) or 0) > now) then
+			supersede(now)
+		end
 	end
 	return reply(R_ACQUIRE_BUSY, {code = 0, pttl_ms = pttl, host = h[1],
 		pid = h[2], command = h[3], acquired_ms = h[4], now_ms = now})
@@ -149,7 +208,17 @@ local NOBODY = {false, false, false, false}
 
 -- Does the rule let the caller in?
 if kind == 'x' and not mine then
-	return busy(H.latest - now, who(H.live[1]))
+	local r = H.live[1]
+	if A.replace == '1' and not r.nr and not r.qh then
+		r.qh, r.qp = A.host, A.pid
+		hold_set(H, r.token, r)
+		hold_write(H, now)
+		record(K.lock, A.history_len, A.history_ttl_ms, 'replaced',
+			{'h', r.h or '', 'p', r.p or '', 'u', r.n or '', 'c',
+			r.c or '', 'f', fence_text(r.f), 'r', run_id(r.token),
+			'bh', A.host, 'bp', A.pid, 'bu', A.user})
+	end
+	return busy(H.latest - now, who(r))
 elseif kind == 's' and want == 's' and not mine and not nobody then
 	local w = writers(K.waiters, now, token)
 	if #w > 0 then
@@ -239,6 +308,7 @@ if mine then
 	end
 	mine.h, mine.p, mine.n, mine.c = A.host, A.pid, A.user, A.command
 	mine.l, mine.e = ttl, now + ttl
+	mine.nr = A.no_replace == '1' and 1 or nil
 	hold_set(H, token, mine)
 else
 	fence = new_fence(K.fence, t, A.fence_floor_us,
@@ -256,7 +326,8 @@ else
 		now + math.min(ttl, tonumber(A.history_ttl_ms)) or nil
 	hold_set(H, token, {k = k, e = now + ttl, f = fence, t = now,
 		l = ttl, a = upgraded or A.run, h = A.host, p = A.pid,
-		n = A.user, c = A.command, v = v})
+		n = A.user, c = A.command, v = v,
+		nr = A.no_replace == '1' and 1 or nil})
 	-- A plain lock's waiters block on the wake list: a fresh hold
 	-- starts with it empty.  (With nobody listed, a release pushed
 	-- none: one left by waiters gone since costs a waiter to come an

@@ -1,7 +1,8 @@
 -- extend: push the token's hold out to ttl_ms from now, if it has one.
 -- KEYS (K), ARGV (A: ttl_ms 0 is the TTL it was acquired with) and its
--- reply (extended, code 1, or 0 when the token holds nothing): see
--- src/lua/contract.  The hold's record
+-- reply (extended, code 1, or 0 when the token holds nothing; with who
+-- asked the holder to stop, exec --replace, when someone has: see
+-- acquire.lua): see src/lua/contract.  The hold's record
 -- gets its new end, and the key its expiry at the latest holder's end
 -- (hold_write() in lib.lua).
 local token = A.token
@@ -26,4 +27,5 @@ r.e = now + ttl
 hold_set(H, token, r)
 hold_write(H, now)
 return reply(R_EXTENDED, {code = 1, fence = tonumber(r.f) or 0,
-	ttl_ms = ttl})
+	ttl_ms = ttl, replace_host = r.qh and tostring(r.qh),
+	replace_pid = r.qp and tostring(r.qp)})

@@ -28,6 +28,8 @@ local function inspect(k)
 		v.host, v.pid, v.user, v.command = x.h, x.p, x.n, x.c
 		v.acquired_ms, v.ttl_ms, v.fence = x.t, x.l, fence_text(x.f)
 		v.token = x.token
+		-- A newcomer's exec --replace asked it to stop (see acquire.lua).
+		v.replace_host, v.replace_pid = x.qh, x.qp
 	end
 	local w, all = {}, redis.call('HGETALL', waiters)
 	for i = 1, #all, 2 do

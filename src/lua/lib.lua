@@ -19,7 +19,10 @@ end
 -- yet claimed, so that a run that fails or gives up gives back only what
 -- it took, see release.lua), who it is (h host, p pid, n user, c
 -- command), and the time until which the history's expiry already covers
--- its release (v, see record()).  What is held is judged from the live
+-- its release (v, see record()); a plain hold also nr = 1 when its holder
+-- may not be replaced (exec --no-replace), and qh, qp (host and pid) once
+-- a newcomer asked it to stop (exec --replace, see acquire.lua), which
+-- its next extend answers (extend.lua).  What is held is judged from the live
 -- records alone (e > now, all of one kind: see hold_read()); one piece
 -- of code writes them back (hold_write()), which drops those that have
 -- ended and sets the key's expiry at the latest live end, so that nothing
@@ -377,7 +380,8 @@ local function fence_text(f)
 end
 local function encoded(r)
 	return cjson.encode({k = r.k, e = r.e, f = fence_text(r.f), t = r.t,
-		l = r.l, a = r.a, h = r.h, p = r.p, n = r.n, c = r.c, v = r.v})
+		l = r.l, a = r.a, h = r.h, p = r.p, n = r.n, c = r.c, v = r.v,
+		nr = r.nr, qh = r.qh, qp = r.qp})
 end
 
 -- Write back what H's changes left (see hold_set): the records put, the
@@ -688,7 +692,7 @@ local function waiting(waiters, now)
 			-- As numbers and strings, whatever a stray writer put.
 			list[#list + 1] = {token = all[i], u = tonumber(e.u),
 				s = tonumber(e.s), q = place_of(e),
-				k = kind_of(e),
+				k = kind_of(e), m = tonumber(e.m),
 				h = tostring(e.h or ''), p = tostring(e.p or ''),
 				n = tostring(e.n or ''), c = tostring(e.c or '')}
 		end

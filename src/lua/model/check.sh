@@ -138,6 +138,9 @@ if [ "$mode" = new ]; then
 	run every safety pass "--every: refused starts and releases that hand nothing over, beside --fifo, shared and limit asks" \
 	    -DMIX -DEVERY -DKS0=2 -DKS1=2 -DKS2=12 -DFS0=3 -DFS1=1 -DFS2=1 \
 	    -DUP0=0 -DUP1=0 -DUP2=0 -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
+	run pending safety pass "--pending 1: a first listing supersedes the other waiters, which give up, beside --fifo and -n (mutex, fences, phantom, loss, one rule)" \
+	    -DMIX -DNEWEST -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=3 -DFS1=3 -DFS2=1 \
+	    -DUP0=0 -DWS0=2 -DWS1=2 -DWS2=3 -DP_ALL $FIXES
 	run mix-upgrade safety pass "readers, a writer, an upgrade (mutex, phantom, loss, one rule)" \
 	    $MIXUP -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
 	# The two quorum configurations do not finish in 2 GB (quorum-w's

@@ -46,15 +46,21 @@ CONFIGS = {
     "mix-fifo": "-DMIX -DKS0=2 -DKS1=12 -DKS2=6 -DFS0=2 -DFS1=3 -DFS2=1"
                 " -DUP0=0 -DWS0=2 -DRUNS=6 -DFAULTS=3",
     "fifo": "-DFIFO -DCRASHES=0 -DFAULTS=3",
+    # exec --pending 1 (-DNEWEST): plain asks, --fifo or not, -n/-w
+    "pending": "-DMIX -DNEWEST -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=3 -DFS1=3"
+               " -DFS2=1 -DUP0=0 -DWS0=2 -DWS1=2 -DWS2=3 -DRUNS=6"
+               " -DFAULTS=3",
     "uplive": "-DUPLIVE -DFAULTS=2",
 }
 
 X, S, L = 1, 2, 3
 A_OLD, A_RUN, A_G = 0, 1, 2
-R_KEEP, R_NEW, R_UP, R_BUSYH, R_BUSYW, R_USAGE, R_DEADLK = range(1, 8)
+R_KEEP, R_NEW, R_UP, R_BUSYH, R_BUSYW, R_USAGE, R_DEADLK, R_SUPER = \
+    range(1, 9)
 R_NAME = {R_KEEP: "kept", R_NEW: "new", R_UP: "upgraded",
           R_BUSYH: "busy (holder)", R_BUSYW: "busy (waiter's turn)",
-          R_USAGE: "usage", R_DEADLK: "upgrade refused"}
+          R_USAGE: "usage", R_DEADLK: "upgrade refused",
+          R_SUPER: "superseded"}
 OPS = {0: "acquire", 1: "release", 2: "extend", 3: "give-back"}
 EVENTS = {1: "a hold expires", 2: "an entry lapses",
           3: "a finished run's hold goes", 4: "a crash"}
@@ -209,6 +215,8 @@ class Replay:
         self.run = ["", "", ""]
         self.runs = 0
         self.listed = [0, 0, 0]
+        # The pending configuration's clients ask with --pending 1.
+        self.pending = "1" if name.startswith("pending") else "0"
         self.pre = None
 
     # The server's state, abstracted as the model's, and what else a step
@@ -250,6 +258,8 @@ class Replay:
                 continue
             if float(e.get("u", 0)) <= now:
                 continue            # lapsed: as waiting() sees it
+            if "sh" in e:
+                continue            # superseded: a mark, not a waiter
             st["wk"][c] = {"x": X, "s": S, "l:2": L}.get(e.get("k"), 9)
             st["wf"][c] = 1 if wh[i] in q else 0
             o = float(e["o"]) if "o" in e else float(e.get("s", 0)) * 1000
@@ -265,7 +275,8 @@ class Replay:
                 SLACK if wt else "0", "0",
                 "1" if fifo and wt else "0", "2" if k == L else "1",
                 "1" if self.listed[c] else "0", "1" if k == S else "0",
-                HIST_LEN, HIST_TTL, "0", self.run[c], "0", "0", "0"]
+                HIST_LEN, HIST_TTL, "0", self.run[c], "0", "0", "0",
+                self.pending, "0", "0"]
         return self.r.pipe([["EVALSHA", self.shas["acquire"], len(keys)] + keys +
                             args])[0]
 
@@ -342,6 +353,8 @@ class Replay:
             return R_USAGE
         if code == -3:
             return R_DEADLK
+        if code == -4:
+            return R_SUPER
         raise Mismatch("unexpected reply %r" % (reply,))
 
     def step(self, line, kind, f, model):
@@ -383,7 +396,8 @@ class Replay:
                                "%s (reply %r)" % (OPS[op], c, name(mr),
                                                   name(got), reply))
             if op == 0:
-                if mr in (R_KEEP, R_NEW, R_UP, R_USAGE, R_DEADLK):
+                if mr in (R_KEEP, R_NEW, R_UP, R_USAGE, R_DEADLK,
+                          R_SUPER):
                     self.listed[c] = 0
                 elif wt:
                     self.listed[c] = 1
@@ -469,6 +483,8 @@ def main():
     ap.add_argument("--lapse", choices=("status", "keep"), default="status",
                     help="a lapsed entry: dropped by status (default), or "
                     "kept in the hash")
+    ap.add_argument("--pending", action="store_true",
+                    help="with --trace: its clients ask with --pending 1")
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("-v", action="store_true")
     o = ap.parse_args()
@@ -488,8 +504,8 @@ def main():
         if o.trace:
             with open(o.trace) as fh:
                 lines = [ln.strip() for ln in fh if ln.strip().startswith("TR")]
-            total = replay(r, shas, "file", parse(lines), o.trace, o.v,
-                           o.lapse)
+            total = replay(r, shas, "pending-file" if o.pending else
+                           "file", parse(lines), o.trace, o.v, o.lapse)
             traces = 1
         else:
             for cfg in configs:

@@ -28,6 +28,19 @@
  *          waiting without bound; liveness.
  *   UPLIVE one server: two readers that each upgrade, waiting without
  *          bound; liveness (every run ends: granted or refused).
+ * -DNEWEST: every client asks with exec --pending 1 (newest waiter wins,
+ * acquire.lua): a first listing supersedes every other waiter that holds
+ * nothing (its entry becomes a mark, sp), whose next attempt is answered
+ * R_SUPER and gives up (lock.c: a give-back everywhere, then exit 36).
+ * exec --replace is not a step of its own: the acquire script that finds a
+ * plain holder only marks its record with who asks it to stop (qh, qp),
+ * which no rule reads, and the holder's rlock answers the mark by stopping
+ * its command and then releasing, a release the client already makes at
+ * any moment of its hold; the newcomer gets the lock by that release (or
+ * the expiry) as any waiter does.  So P_MUTEX, checked with releases at
+ * every point, is the property "a replaced holder's command is stopped
+ * before the newcomer's starts" (the command runs only while its rlock
+ * believes it holds: exec-loss.bats, replace.bats).
  * -DPRE48: the new rules as on main d2d3035, before issue 48's one order
  * of waiting (ONE_ORDER) and the refused second upgrade (UP_REFUSE).
  * Properties are switched on one at a time for the old rules (each break
@@ -140,6 +153,7 @@
 #define R_BUSYW	5		/* busy: a waiter's turn, nobody's hold */
 #define R_USAGE	6		/* refused: held with another kind */
 #define R_DEADLK 7		/* refused: another reader's upgrade waits */
+#define R_SUPER	8		/* refused: a newer waiter superseded it */
 
 #define BIT(i)	(1 << (i))
 #define POP(m)	(((m) & 1) + (((m) >> 1) & 1) + (((m) >> 2) & 1))
@@ -166,6 +180,9 @@ typedef Srv {
 	byte	mpin;		/* old: tokens whose TTL the mark's PTTL covers */
 	byte	fc;		/* the fence counter L:fence */
 	bit	down;
+#ifdef NEWEST
+	bit	sp[NC];		/* the token's entry is a mark: superseded */
+#endif
 #ifdef LATE
 	bit	hl[NC];		/* the hold was taken by a late script, unheard */
 #endif
@@ -202,7 +219,7 @@ byte	lw[NC];
 #define HIDDEN hidden
 #endif
 HIDDEN byte	t_d, t_o, t_nx, t_ns, t_nl, t_r, t_f, t_x, t_k, t_m;
-HIDDEN byte	t_b, t_e, t_a, t_u;
+HIDDEN byte	t_b, t_e, t_a, t_u, t_p;
 
 /* -DTRACE (one server, spin's random simulation): every script step and
  * every change that env or a run's start makes to the server, each with
@@ -345,7 +362,12 @@ inline unlist(s, c)
 		srv[s].wo[c] = 0
 	:: else
 	fi;
-	srv[s].wk[c] = 0; srv[s].wf[c] = 0
+	srv[s].wk[c] = 0; srv[s].wf[c] = 0;
+#ifdef NEWEST
+	srv[s].sp[c] = 0
+#else
+	skip
+#endif
 }
 
 inline drop_hold(s, c)
@@ -827,7 +849,26 @@ inline new_busy(s, c, reason)
 				t_d++
 			:: else -> break
 			od;
-			srv[s].wo[c] = t_u + 1
+			srv[s].wo[c] = t_u + 1;
+#ifdef NEWEST
+			/* acquire.lua supersede(): a first listing leaves no
+			 * other waiter (--pending 1), holders apart: each
+			 * other entry becomes a mark */
+			t_p = 0;
+			do
+			:: t_p < NC ->
+				if
+				:: t_p != c && srv[s].wk[t_p] != 0 &&
+				    srv[s].hk[t_p] == 0 ->
+					unlist(s, t_p); srv[s].sp[t_p] = 1
+				:: else
+				fi;
+				t_p++
+			:: else -> break
+			od
+#else
+			skip
+#endif
 		:: else
 		fi;
 		srv[s].wk[c] = k; srv[s].wf[c] = fifo; lv[c] = 1
@@ -1114,6 +1155,7 @@ inline check_mutex(c)
 		if :: srv[i].hs[c] < mh -> mh = srv[i].hs[c] :: else fi	\
 	:: OP == 0 && (t_r == R_BUSYH || t_r == R_BUSYW) -> no = no | BIT(i)	\
 	:: OP == 0 && (t_r == R_USAGE || t_r == R_DEADLK) -> us = 1	\
+	:: OP == 0 && t_r == R_SUPER -> sp = 1				\
 	:: OP != 0 && t_r == 1 -> yes = yes | BIT(i); rf = rf | BIT(i);	\
 		UNLATE(i, c)						\
 	:: OP != 0 && t_r == 0 -> no = no | BIT(i)			\
@@ -1134,7 +1176,15 @@ inline check_mutex(c)
 #define REL(i, c)	had = had | (srv[i].hk[c] != 0 && srv[i].hr[c] &&	\
 			    HEARD_HOLD(i, c) -> BIT(i) : 0); release(i, c);	\
 			TR_OP(i, c, 1)
+#ifdef NEWEST
+/* acquire.lua: a superseded waiter's attempt finds its mark, which goes */
+#define ACQ(i, c)	if						\
+			:: srv[i].sp[c] -> srv[i].sp[c] = 0; t_r = R_SUPER	\
+			:: else -> acquire(i, c)				\
+			fi; TR_OP(i, c, 0)
+#else
 #define ACQ(i, c)	acquire(i, c); TR_OP(i, c, 0)
+#endif
 #define EXT(i, c)	extend(i, c); TR_OP(i, c, 2)
 #define GIVE(i, c)	giveback(i, c, keep); TR_OP(i, c, 3)
 
@@ -1142,7 +1192,7 @@ proctype client(byte c)
 {
 	byte	k, fifo, wt, up, runs, i, tries;
 	byte	yes, no, rf, had, won, f, mh, bl;
-	bit	us, keep, rerr, upg, rv, wk;
+	bit	us, keep, rerr, upg, rv, wk, sp;
 
 #ifdef LIVE
 	runs = 255;
@@ -1277,7 +1327,7 @@ attempt: skip;
 	 * with the validity left (env may end it between any two steps). */
 #define GRANTED	(!us && POP(yes) >= MAJ && fresh[c])
 #define ANSWERS	POP(yes | no)
-#define RESET	yes = 0; no = 0; rf = 0; f = 0; mh = 0; bl = 0; wk = 0
+#define RESET	yes = 0; no = 0; rf = 0; f = 0; mh = 0; bl = 0; wk = 0; sp = 0
 	if
 	:: d_step { us ->
 		/* mixed_limit: a usage error, nothing given back */
@@ -1328,7 +1378,12 @@ attempt: skip;
 			inrun[c] = 0; up = 0; fresh[c] = 0; RESET
 		};
 		goto hold
-	:: d_step { !us && !GRANTED && ANSWERS < MAJ ->
+	:: d_step { sp && !us && !GRANTED ->
+		/* lock.c: superseded (--pending): a give-back everywhere, and
+		 * the run ends without its command */
+		printf("c%d: superseded\n", c); RESET };
+		goto giveup
+	:: d_step { !sp && !us && !GRANTED && ANSWERS < MAJ ->
 		/* an error (too few answers): ride_through tries again, or
 		 * the caller gives back what may be held */
 		printf("c%d: no majority answered\n", c); RESET };
@@ -1341,7 +1396,7 @@ attempt: skip;
 #endif
 		:: wt != 2 -> goto giveup
 		fi
-	:: d_step { !us && !GRANTED && ANSWERS >= MAJ &&
+	:: d_step { !sp && !us && !GRANTED && ANSWERS >= MAJ &&
 	    (yes != 0 || ANSWERS < NS || bl != 0) ->
 		/* busy, or granted too late: give back what was taken, on
 		 * every server (lock.c undo_partial; a server given up
@@ -1354,7 +1409,7 @@ attempt: skip;
 		:: wt == 0 -> goto endrun
 		:: else -> goto waiting
 		fi
-	:: d_step { !us && !GRANTED && ANSWERS >= MAJ &&
+	:: d_step { !sp && !us && !GRANTED && ANSWERS >= MAJ &&
 	    !(yes != 0 || ANSWERS < NS || bl != 0) ->
 		printf("c%d: busy\n", c); RESET };
 		if
