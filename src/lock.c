@@ -453,7 +453,7 @@ lock_history_args(const struct lock *l, struct history_args *h)
 struct acquire_args {
 	const char		*args[ACQUIRE__COUNT];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
-	char			 every[24];
+	char			 every[24], fired[24];
 	char			 floor[24];
 	struct history_args	 h;
 };
@@ -504,6 +504,8 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	snprintf(a->every, sizeof a->every, "%lld", (long long)l->every_ms);
 	a->args[ACQUIRE_EVERY] = a->every;
 	a->args[ACQUIRE_RETRY] = l->retry_failed ? "1" : "0";
+	snprintf(a->fired, sizeof a->fired, "%lld", l->fired_ms);
+	a->args[ACQUIRE_FIRED] = a->fired;
 }
 
 /*
@@ -664,6 +666,12 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 			note_started(l, rep[i]);
 			refusals++;
 		}
+		/* The slot this run fired in: its first answer's clock. */
+		if (rep[i] != NULL && l->fired_ms == 0 &&
+		    rep[i]->element[ACQUIRE_BUSY_CODE]->integer == 0 &&
+		    lock_int_at(rep[i], ACQUIRE_BUSY_NOW_MS, 1,
+		    LOCK_REPLY_MAX_TIME))
+			l->fired_ms = rep[i]->element[ACQUIRE_BUSY_NOW_MS]->integer;
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
 		else if (rep[i] != NULL &&
@@ -914,22 +922,38 @@ ride_through(struct lock *l, int64_t deadline, int64_t *pause, int *rides,
 	 * a job waiting for ever for its lock does not wait for ever for a
 	 * dead server too.
 	 */
-	if (l->wait_ms == 0 || (deadline < 0 && !answered) || !passing(e) ||
-	    signal_caught)
+	if ((l->wait_ms == 0 && l->every_ms <= 0) || (deadline < 0 &&
+	    !answered) || !passing(e) || signal_caught)
 		return -1;
 	left = deadline < 0 ? INT64_MAX : deadline - now_mono_ms();
 	if (left <= 0)
 		return -1;
 	ms = *pause < left ? *pause : left;
 	(*rides)++;
-	log_verbose("%s: %s; trying again in %s (attempt %d), until --wait "
+	log_verbose("%s: %s; trying again in %s (attempt %d), until %s "
 	    "runs out", l->name, e->msg, duration_format(ms, d, sizeof d),
-	    *rides + 1);
+	    *rides + 1, l->wait_ms == 0 ? "--timeout" : "--wait");
 	if (pause_ms(ms, e) == -1)
 		return -1;
 	if ((*pause *= 2) > RIDE_MAX_MS)
 		*pause = RIDE_MAX_MS;
 	return 0;
+}
+
+/*
+ * exec -n --every: an attempt whose reply was lost (the server may have
+ * recorded the slot's start, this run's, which refuses every other
+ * machine) is tried again, as -w's is, until one --timeout after the first
+ * failure (the run finds its own start and takes the lock; the slot is not
+ * left without a run).  The deadline for ride_through, set on the first
+ * call.
+ */
+static int64_t
+own_retry_by(const struct lock *l, int64_t *retry_by)
+{
+	if (*retry_by < 0)
+		*retry_by = now_mono_ms() + l->q->opts->timeout_ms;
+	return *retry_by;
 }
 
 int
@@ -939,7 +963,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	static unsigned	runs;
 	struct timespec	ts;
 	int64_t	deadline, left, pttl, sleep = -1, start;
-	int64_t	pause = RIDE_FIRST_MS;
+	int64_t	pause = RIDE_FIRST_MS, retry_by = -1;
 	int	rc, rides = 0, answered = 0;
 
 	/*
@@ -960,11 +984,12 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->wait_start = start;
 	l->was_busy = 0;
 	l->refused = 0;
+	l->fired_ms = 0;
 	l->meta = *m;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
-		    ride_through(l, deadline, &pause, &rides, answered,
-		    e) == 0) {
+		    ride_through(l, wait_ms == 0 ? own_retry_by(l, &retry_by) :
+		    deadline, &pause, &rides, answered, e) == 0) {
 			/* The server comes back, or another stands in. */
 			sleep = -1;
 			continue;

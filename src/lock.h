@@ -110,6 +110,11 @@ struct lock {
 	 */
 	int64_t		 every_ms;
 	int		 retry_failed;
+	/*
+	 * --every: the server's clock (ms) at this run's first attempt, the
+	 * slot it fired in, sent with its later ones (0: not known yet).
+	 */
+	long long	 fired_ms;
 	int		 ended;		/* see lock_release_ended */
 	int		 refused;
 	long long	 started_ms, started_ago_ms;

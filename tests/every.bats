@@ -365,3 +365,65 @@ fleet() {
 	assert_equal "$every" "$plain"
 	assert_equal "$plain" 2	# acquire, release
 }
+
+# wait_server_ms MS: until the server's clock has passed MS (bounded: 30 s).
+wait_server_ms() {
+	local i
+	for ((i = 0; i < 3000; i++)); do
+		(($(server_ms) >= $1)) && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+@test "every: slots: one machine firing every 0.5 s with --every 4s starts once per 4 s slot, for 5 slots" {
+	# The slots are a grid of 4 s placed around the first start; each gets
+	# one start, however often the machine fires (the crontab idiom "fire
+	# often, run once a period": catch-up after a reboot).
+	local t0 k at now
+	t0=${EPOCHREALTIME/./}
+	for ((k = 0; k < 42; k++)); do
+		at=$((t0 + k * 500000))
+		now=${EPOCHREALTIME/./}
+		((at > now)) && sleep "$(awk -v d=$((at - now)) 'BEGIN { printf "%.6f", d / 1e6 }')"
+		st=0
+		"$RLOCK" exec -n --every 4s job -- sh -c 'echo "$RLOCK_FENCE" >>runs' 2>>err || st=$?
+		[[ "$st" == [01] ]] || fail "exit $st: $(cat err)"
+	done
+	assert_equal "$(cat err | wc -c)" 0
+	# Each start's slot, from the first start (its fence: the server's
+	# clock in microseconds): one start in each, none skipped, slots 0 to 4
+	# at least (42 firings cover 20.5 s).
+	run awk 'NR == 1 { f0 = $1 } { printf "%d\n", int(($1 - f0 + 2000000) / 4000000) }' runs
+	echo "starts: $(tr '\n' ' ' <runs); slots: $(echo $output)"
+	local slots
+	slots=$(echo $output)
+	[[ "$slots" == "0 1 2 3 4" || "$slots" == "0 1 2 3 4 5" ]] ||
+		fail "starts by slot: $slots (one a slot wanted)"
+}
+
+@test "every: slots: --retry-failed -w: a waiter that fired in the slot of a success longer than half the slot is refused, and the next slot runs" {
+	# A runs past half its 6 s slot and exits 0; B fired 0.3 s into the
+	# slot and waits: it belongs to A's slot, which has had its success.
+	bg_start A "$RLOCK" exec --every 6s --retry-failed job -- sh -c 'echo A >>runs; i=0; while [ ! -e a.go ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done'
+	wait_file runs 10000 || fail "A did not start: $(cat A.err)"
+	local s0
+	s0=$(last_start job)
+	wait_server_ms $((s0 + 300)) || fail "the server's clock stands still"
+	bg_start B "$RLOCK" exec -w 30s --every 6s --retry-failed job -- sh -c 'echo B >>runs'
+	until_waiting 1 rlock status job
+	(($(server_ms) < s0 + 3000)) || skip "B fired past half A's slot (a machine too busy for this test)"
+	# A ends past half the slot.
+	wait_server_ms $((s0 + 3300)) || fail "the server's clock stands still"
+	touch a.go
+	bg_wait "$A" 15000 || fail "A did not end"
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$B" 15000 || fail "B still waits after A's success"
+	assert_equal "$BG_STATUS" 1
+	assert_equal "$(cat runs | tr '\n' ' ')" "A "
+	# The next slot (3 s to 9 s after A's start): its firing runs.
+	wait_server_ms $((s0 + 6000)) || fail "the server's clock stands still"
+	run --separate-stderr rlock exec -n --every 6s --retry-failed job -- sh -c 'echo C >>runs'
+	assert_success
+	assert_equal "$(cat runs | tr '\n' ' ')" "A C "
+}

@@ -569,16 +569,28 @@ local function record_acquired(lock, len, ttl, who, fence, waited, token,
 end
 
 -- ------------------------------------------------------------ schedule
--- exec --every PERIOD: at most one start of a name a period, judged on the
--- server's clock.  The hash LOCK:every keeps the name's schedule: its
--- period (p, ms), its last start (s: server-clock ms; h, i: host and pid;
--- r: the run's id, see run_id(); a: the acquire run that took it), how
--- that run ended (x: '' while it runs, else its release's outcome,
--- 'exit:0' for a success, or 'lost'), and f = '1' when only a success
--- counts (--retry-failed); and the start before it (the same fields with
--- a leading 'o'), which a give-back of the run that recorded it restores
--- (a quorum's run that won too few servers started nothing).
-local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f'}
+-- exec --every PERIOD: at most one start of a name a slot, judged on the
+-- server's clock.  The slots are a grid of the period, placed so that the
+-- fleet's firings fall in the middle of their slot, never at its edge:
+-- the first start is its slot's middle (its centre, c), and each later
+-- slot's centre is a period further.  A firing belongs to the slot whose
+-- centre is nearest to it (a waiter: the time of its first attempt,
+-- whenever it is granted, see acquire.lua); each slot gets one start, or,
+-- with --retry-failed, one successful run.  A start after a slot or more
+-- that nobody started places the grid anew around itself (a fleet whose
+-- crontab changed, or that was down); so does one whose server's clock
+-- has gone back by more than a slot since the last start (a start left
+-- ahead of the clock would otherwise refuse every start for that long).
+-- The hash LOCK:every keeps the name's schedule: its period (p, ms), the
+-- centre of its last started slot (c: server-clock ms), its last start
+-- (s: server-clock ms; h, i: host and pid; r: the run's id, see run_id();
+-- a: the acquire run that took it), how that run ended (x: '' while it
+-- runs, else its release's outcome, 'exit:0' for a success, or 'lost'),
+-- and f = '1' when only a success counts (--retry-failed); and the start
+-- before it (the same fields with a leading 'o'), which a give-back of
+-- the run that recorded it restores (a quorum's run that won too few
+-- servers started nothing).
+local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f', 'c'}
 
 -- The schedule of key, as a table of its fields, or nil.  (Its fields by
 -- name: a hash that another program filled costs no more than rlock's.)
@@ -598,27 +610,56 @@ local function schedule(key)
 	return any and e or nil
 end
 
--- Does the run that started at e.s keep out a start at now, of a name
--- run every p ms?  Only for half a period (a start later than that is the
--- next period's, however early or late its machine's cron fired); and
--- only a success, when only a success counts (while such a run goes on,
--- the lock itself keeps others out; once it failed or was lost, the
--- period is open again).
-local function schedule_closed(e, p, now)
-	local s = e and tonumber(e.s)
-	if not s or not tonumber(p) or now - s >= tonumber(p) / 2 then
-		return false
+-- The centre of e's last started slot (a schedule written before the
+-- slots: its last start).
+local function slot_centre(e)
+	return tonumber(e.c) or tonumber(e.s)
+end
+
+-- The slot of a firing at fired, counted from e's last started slot, for
+-- a period of p ms: 0 that slot, 1 the next, -1 the one before...; nil
+-- when there is no start to count from, or the server's clock (now) has
+-- gone back more than a slot behind the last start.
+local function slot_of(e, p, fired, now)
+	local c, s = e and slot_centre(e), e and tonumber(e.s)
+	p = tonumber(p)
+	if not c or not p or p <= 0 or (s and now < s - p) then
+		return nil
 	end
+	return math.floor((fired - c + p / 2) / p)
+end
+
+-- Does the run that started e's last slot count for it: always, or only
+-- a success when only a success counts (while such a run goes on, the
+-- lock itself keeps others out; once it failed or was lost, the slot is
+-- open again)?
+local function schedule_counted(e)
 	return e.f ~= '1' or e.x == 'exit:0'
 end
 
--- Record a start at now in key (e: the schedule until now), for as long
--- as the history lasts and never less than three periods (status tells a
--- name overdue after one and a half).  who: {host, pid}.
-local function schedule_start(key, e, p, now, who, token, run, retry,
-    hist_ttl)
+-- Is a start refused for a firing at fired (server-clock ms), of a name
+-- run every p ms: one of the last start's slot, or of a slot before it?
+local function schedule_closed(e, p, fired, now)
+	local n = slot_of(e, p, fired, now)
+	if not n or n >= 1 then
+		return false
+	end
+	return n < 0 or schedule_counted(e)
+end
+
+-- Record a start at now, of a firing at fired, in key (e: the schedule
+-- until now), for as long as the history lasts and never less than three
+-- periods (status tells a name overdue after one and a half).  who:
+-- {host, pid}.
+local function schedule_start(key, e, p, now, fired, who, token, run,
+    retry, hist_ttl)
+	local n, c = slot_of(e, p, fired, now), fired
+	if n == 0 or n == 1 then
+		c = slot_centre(e) + n * p
+	end
 	local f = {'p', p, 's', now, 'h', who[1], 'i', who[2], 'r',
-		run_id(token), 'a', run, 'x', '', 'f', retry and '1' or ''}
+		run_id(token), 'a', run, 'x', '', 'f', retry and '1' or '',
+		'c', string.format('%.0f', c)}
 	for _, k in ipairs(SCHEDULE_FIELDS) do
 		f[#f + 1] = 'o' .. k
 		f[#f + 1] = e and e[k] or ''
