@@ -222,6 +222,8 @@ schedule_text(struct buf *b, const struct output_status *st)
 	buf_printf(b, " pid %lld, ", st->last_pid);
 	if (st->last_outcome == NULL || *st->last_outcome == '\0')
 		buf_adds(b, "running");
+	else if (strcmp(st->last_outcome, "ended-without-release") == 0)
+		buf_adds(b, "ended without a release");
 	else if (exit_status_of(st->last_outcome) >= 0)
 		buf_printf(b, "exit %lld", exit_status_of(st->last_outcome));
 	else

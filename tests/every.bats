@@ -427,3 +427,25 @@ wait_server_ms() {
 	assert_success
 	assert_equal "$(cat runs | tr '\n' ' ')" "A C "
 }
+
+@test "every: a run that ended without a release is shown so, in text and JSON, never running while the lock is free" {
+	# Running: it holds the lock.
+	bg_start A "$RLOCK" exec --every 1h job -- sh -c 'echo 1 >a.started; i=0; while [ ! -e a.go ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done'
+	wait_file a.started 10000 || fail "A did not start: $(cat A.err)"
+	run rlock status job
+	assert_line --regexp '^  every 1h: started .* ago on .* pid [0-9]+, running$'
+	run rlock --json status job
+	json_check 'd["last_outcome"] == "running" and d["last_exit_status"] is None' <<<"$output"
+	touch a.go
+	bg_wait "$A" 10000
+	# A run that died without a word: its schedule says it runs (no
+	# release wrote its outcome), and the lock is free.
+	rcli HSET 'rlock:{job}:every' x '' >/dev/null
+	run rlock status job
+	assert_line --regexp '^  every 1h: started .* ago on .* pid [0-9]+, ended without a release$'
+	refute_output --partial "running"
+	run rlock --json status job
+	json_check 'd["last_outcome"] == "ended-without-release" and d["last_exit_status"] is None' <<<"$output"
+	RLOCK_SCHEMA_DIR="$BATS_TEST_DIRNAME/../doc/schema" /usr/bin/python3 "$BATS_TEST_DIRNAME/validate-json.py" status.json <<<"$output" ||
+		fail "not the schema's"
+}

@@ -48,9 +48,16 @@ local function inspect(k)
 	v.waiters = w
 	expect({KEYS[k + KEY.every], 'hash'})
 	local e = schedule(KEYS[k + KEY.every])
+	-- A run that has not ended (x: '') but no longer holds the lock
+	-- died without a word (its release never came): so said, never
+	-- "running" while the lock is free.
+	local out = e and e.x or ''
+	if e and out == '' and not (x and run_id(x.token) == e.r) then
+		out = 'ended-without-release'
+	end
 	v.schedule = e and reply(R_SCHEDULE, {period_ms = tonumber(e.p) or 0,
 		last_start_ms = tonumber(e.s) or 0, host = e.h or '',
-		pid = e.i or '', outcome = e.x or ''}) or {}
+		pid = e.i or '', outcome = out}) or {}
 	v.removed = {}
 	return reply(R_STATUS, v)
 end
