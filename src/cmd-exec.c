@@ -502,6 +502,16 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 	output_wait_done();
 	/* -w is spent: it does not help the heartbeat or the release. */
 	ctx->set.ropts.offer_wait = 0;
+	if (rc == 0 && l->refused && l->paused_until_ms != 0) {
+		/* Its own status, whatever -E: a pause is not a skip. */
+		log_verbose("%s: its schedule is paused by %s %s; not running "
+		    "the command (rlock schedule resume %s)", l->name,
+		    l->paused_by[0] != '\0' ? l->paused_by : "?",
+		    l->paused_until_ms > 0 ? "for a while" : "until resumed",
+		    l->name);
+		*status = EXIT_PAUSED;
+		return 0;
+	}
 	if (rc == 0 && l->refused) {
 		log_verbose("%s: this period's run started %s ago on %s pid %lld "
 		    "(--every %s); not running the command", l->name,

@@ -83,6 +83,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_log_entry,
 	&cmd_watch_entry,
 	&cmd_doctor_entry,
+	&cmd_schedule_entry,
 	&cmd_help_entry,
 	NULL
 };
@@ -456,19 +457,68 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		.last_host = st->last_host, .last_pid = st->last_pid,
 		.last_outcome = st->last_outcome,
 		.overdue = cmd_overdue(st),
+		.now_ms = st->now_ms,
+		.grace_ms = cmd_grace(st),
+		.next_due_ms = cmd_next_due(st),
+		.declared_ms = st->declared_ms,
+		.last_success_ms = st->last_success_ms,
+		.failures = st->failures,
+		.failing = cmd_failing(st),
+		.paused = cmd_paused(st),
+		.paused_by = st->paused_by,
+		.paused_until_ms = st->paused_until_ms,
 	};
 }
 
+/* Whether rlock schedule pause stops NAME's starts now. */
+int
+cmd_paused(const struct lock_status *st)
+{
+	return st->every_ms > 0 && st->paused_until_ms != 0;
+}
+
+/* How late a slot's start may come: its grace, half the period unset. */
+long long
+cmd_grace(const struct lock_status *st)
+{
+	return st->grace_ms > 0 ? st->grace_ms : st->every_ms / 2;
+}
+
 /*
- * A name run with --every is overdue when nothing has started it for
- * more than one and a half periods: its period, and the half period by
- * which a machine's start may be late (both on the server's clock).
+ * When the next start is due (server's clock): the slot after the last
+ * started one (a period after its time), or a period after the
+ * declaration of one never started; 0 when paused or unknown.
+ */
+long long
+cmd_next_due(const struct lock_status *st)
+{
+	long long	base;
+
+	if (st->every_ms <= 0 || cmd_paused(st))
+		return 0;
+	base = st->last_start_ms > 0 ? (st->slot_ms > 0 ? st->slot_ms :
+	    st->last_start_ms) : st->declared_ms;
+	return base > 0 ? base + st->every_ms : 0;
+}
+
+/*
+ * A schedule is overdue when a slot's time and its grace (half the slot
+ * by default, the time by which a machine's start may be late) have passed
+ * with no start, on the server's clock; never while it is paused.
  */
 int
 cmd_overdue(const struct lock_status *st)
 {
-	return st->every_ms > 0 &&
-	    st->now_ms - st->last_start_ms > st->every_ms + st->every_ms / 2;
+	long long	due = cmd_next_due(st);
+
+	return due > 0 && st->now_ms > due + cmd_grace(st);
+}
+
+/* Its last run failed (and it is not paused): rlock status --failing. */
+int
+cmd_failing(const struct lock_status *st)
+{
+	return st->every_ms > 0 && !cmd_paused(st) && st->failures > 0;
 }
 
 void

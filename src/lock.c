@@ -587,6 +587,16 @@ note_started(struct lock *l, const struct redis_reply *r)
 {
 	struct redis_reply	*const *el = r->element;
 
+	/* A pause (rlock schedule pause), on any server, is the news. */
+	if (r->elements >= ACQUIRE_SKIPPED__COUNT &&
+	    lock_int_at(r, ACQUIRE_SKIPPED_PAUSED_UNTIL_MS, -1,
+	    LOCK_REPLY_MAX_TIME) &&
+	    el[ACQUIRE_SKIPPED_PAUSED_UNTIL_MS]->integer != 0) {
+		l->paused_until_ms = el[ACQUIRE_SKIPPED_PAUSED_UNTIL_MS]->integer;
+		if (el[ACQUIRE_SKIPPED_PAUSED_BY]->type == REDIS_T_STRING)
+			snprintf(l->paused_by, sizeof l->paused_by, "%s",
+			    el[ACQUIRE_SKIPPED_PAUSED_BY]->str);
+	}
 	if (l->refused && el[ACQUIRE_SKIPPED_STARTED_MS]->integer <=
 	    l->started_ms)
 		return;		/* the newest start, of all the servers' */
@@ -985,6 +995,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->was_busy = 0;
 	l->refused = 0;
 	l->fired_ms = 0;
+	l->paused_until_ms = 0;
 	l->meta = *m;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&

@@ -115,6 +115,9 @@ struct lock {
 	 * slot it fired in, sent with its later ones (0: not known yet).
 	 */
 	long long	 fired_ms;
+	/* Refused by a pause: until when (-1: until resumed), by whom. */
+	long long	 paused_until_ms;
+	char		 paused_by[128];
 	int		 ended;		/* see lock_release_ended */
 	int		 refused;
 	long long	 started_ms, started_ago_ms;
@@ -225,6 +228,16 @@ struct lock_status {
 	char		*last_host;
 	long long	 last_pid;
 	char		*last_outcome;	/* "" while it runs: see lib.lua */
+	/*
+	 * What rlock schedule set and the runs' record (0: none): the middle
+	 * of the last started slot, the grace (0: half the period), when it
+	 * was declared, the last success, failed runs in a row, a pause
+	 * (until when, -1 until resumed; by whom, since when).
+	 */
+	long long	 slot_ms, grace_ms, declared_ms, last_success_ms;
+	long long	 failures;
+	long long	 paused_until_ms, paused_ms;
+	char		*paused_by;
 };
 
 /*

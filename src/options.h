@@ -70,6 +70,9 @@ enum opt_id {
 	O_RETRY_FAILED,
 	O_SPLAY,
 	O_OVERDUE,
+	O_FAILING,
+	O_GRACE,
+	O_FOR,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -132,6 +135,10 @@ struct opts {
 	int		 retry_failed;	/* exec --retry-failed */
 	int64_t		 splay_ms;	/* --splay: a random pause first; 0: none */
 	int		 overdue;	/* status --overdue */
+	int		 failing;	/* status --failing */
+	int64_t		 grace_ms;	/* schedule declare --grace; 0: none */
+	int64_t		 for_ms;	/* schedule pause --for; 0: until resumed */
+	int		 schedules;	/* schedule list: only names with one */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

@@ -83,6 +83,15 @@ struct output_status {
 	long long	 last_pid;
 	const char	*last_outcome;	/* "" while it runs */
 	int		 overdue;	/* no start for 1.5 periods */
+	/* Its record, and rlock schedule's settings (see struct lock_status): */
+	long long	 now_ms;	/* the server's clock */
+	long long	 grace_ms;	/* as it applies */
+	long long	 next_due_ms;	/* 0: none (paused) */
+	long long	 declared_ms, last_success_ms, failures;
+	int		 failing;
+	int		 paused;
+	const char	*paused_by;
+	long long	 paused_until_ms;	/* -1: until resumed */
 };
 
 /* "NAME: held by USER@HOST pid PID (COMMAND) for 3.2s, expires in 26.8s, fence 7" */

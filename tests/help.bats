@@ -18,11 +18,12 @@ declare -gA OWN_OPTIONS=(
 	[acquire]="--ttl --wait --no-wait --conflict-exit-code --token --wait-replicas --fifo --limit --shared --hold --pid --on-lost --splay --no-history --history-length --history-expiry"
 	[release]="--token --force --reason --no-history --history-length --history-expiry"
 	[extend]="--token --ttl --wait-replicas"
-	[status]="--format --overdue"
+	[status]="--format --overdue --failing"
 	[exec]="--ttl --wait --no-wait --conflict-exit-code --token --heartbeat --on-lost --kill-after --foreground --command --min-hold --leftovers --wait-replicas --fifo --limit --max-runtime --shared --record --label --every --retry-failed --splay --no-history --history-length --history-expiry"
 	[log]="--count --since"
 	[watch]=""
 	[doctor]=""
+	[schedule]="--every --grace --for --overdue --failing"
 	[help]=""
 )
 GLOBAL_ONLY="--url --password-file --sentinel-user --sentinel-password-file --prefix --connect-timeout --timeout --json --quiet --verbose --version --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure --syslog --config"

@@ -111,15 +111,21 @@ if every > 0 then
 	if fired <= 0 then
 		fired = now
 	end
-	if sched and sched.a ~= A.run and schedule_closed(sched, every,
-	    fired, now) then
+	-- A pause (rlock schedule pause) refuses every start as well,
+	-- saying until when (-1: until resumed) and by whom.
+	local paused = sched and sched.a ~= A.run and schedule_paused(sched,
+		now)
+	if paused or (sched and sched.a ~= A.run and schedule_closed(sched,
+	    every, fired, now)) then
 		if A.listed == '1' then
 			redis.call('HDEL', K.waiters, token)
 			redis.call('ZREM', K.queue, token)
 		end
 		return reply(R_ACQUIRE_SKIPPED, {code = -2,
-			started_ms = tonumber(sched.s), host = sched.h,
-			pid = sched.i, now_ms = now})
+			started_ms = tonumber(sched.s) or 0, host = sched.h,
+			pid = sched.i, now_ms = now, paused_until_ms = paused and
+			(tonumber(paused) or -1) or 0,
+			paused_by = paused and sched.zb or ''})
 	end
 end
 

@@ -590,7 +590,16 @@ end
 -- before it (the same fields with a leading 'o'), which a give-back of
 -- the run that recorded it restores (a quorum's run that won too few
 -- servers started nothing).
+-- What a person set and the runs' record, kept across starts (a start
+-- rewrites only the fields above; the key has no expiry: a schedule lives
+-- until rlock schedule remove): its grace (g, ms; absent: half the
+-- period), when it was declared (d, ms; rlock schedule declare), its
+-- pause (z: until when, ms, or 'r' until resumed; zb: by whom; zs:
+-- since when), its last success (ok, ms: a release with 'exit:0') and its
+-- failed runs in a row (nf: releases with another outcome, and starts
+-- that found the run before them never released).
 local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f', 'c'}
+local SCHEDULE_KEPT = {'g', 'd', 'z', 'zb', 'zs', 'ok', 'nf'}
 
 -- The schedule of key, as a table of its fields, or nil.  (Its fields by
 -- name: a hash that another program filled costs no more than rlock's.)
@@ -599,6 +608,9 @@ local function schedule(key)
 	for _, k in ipairs(SCHEDULE_FIELDS) do
 		names[#names + 1] = k
 		names[#names + 1] = 'o' .. k
+	end
+	for _, k in ipairs(SCHEDULE_KEPT) do
+		names[#names + 1] = k
 	end
 	local v = redis.call('HMGET', key, unpack(names))
 	local e, any = {}, false
@@ -637,6 +649,15 @@ local function schedule_counted(e)
 	return e.f ~= '1' or e.x == 'exit:0'
 end
 
+-- Is e paused at now: until when (ms, or 'r' until resumed), else nil.
+local function schedule_paused(e, now)
+	local z = e and e.z
+	if z == 'r' or (tonumber(z) and tonumber(z) > now) then
+		return z
+	end
+	return nil
+end
+
 -- Is a start refused for a firing at fired (server-clock ms), of a name
 -- run every p ms: one of the last start's slot, or of a slot before it?
 local function schedule_closed(e, p, fired, now)
@@ -664,16 +685,40 @@ local function schedule_start(key, e, p, now, fired, who, token, run,
 		f[#f + 1] = 'o' .. k
 		f[#f + 1] = e and e[k] or ''
 	end
-	redis.call('DEL', key)
+	-- The run before, never released (it died without a word): a
+	-- failure in the row.
+	if e and tonumber(e.s) and (e.x or '') == '' then
+		f[#f + 1] = 'nf'
+		f[#f + 1] = (tonumber(e.nf) or 0) + 1
+	end
 	redis.call('HSET', key, unpack(f))
-	redis.call('PEXPIRE', key, math.max(tonumber(hist_ttl) or 0, 3 * p))
+	-- Kept until removed (a key written by an earlier build expired).
+	redis.call('PERSIST', key)
+end
+
+-- The outcome x of the run that started e, written at its release (now:
+-- the server's clock), with the runs' record: a success's time, or one
+-- more failure in a row.
+local function schedule_ended(key, e, x, now)
+	if x == 'exit:0' then
+		redis.call('HSET', key, 'x', x, 'ok', now, 'nf', 0)
+	else
+		redis.call('HSET', key, 'x', x, 'nf', (tonumber(e.nf) or 0) + 1)
+	end
+	e.x = x
 end
 
 -- A give-back of the run that recorded the start: the start before it
 -- comes back (or none).
 local function schedule_undo(key, e)
 	if (e.os or '') == '' then
-		redis.call('DEL', key)
+		-- No start before it: its fields go, what a person set stays.
+		local f = {}
+		for _, k in ipairs(SCHEDULE_FIELDS) do
+			f[#f + 1] = k
+			f[#f + 1] = 'o' .. k
+		end
+		redis.call('HDEL', key, unpack(f))
 		return
 	end
 	local f = {}

@@ -99,8 +99,7 @@ if sched and run ~= '' then
 elseif sched and A.outcome ~= '' and (mine or A.settling ~= '1' or
     A.ended == '1') then
 	local x = (mine or A.ended == '1') and A.outcome or 'lost'
-	redis.call('HSET', K.every, 'x', x)
-	sched.x = x
+	schedule_ended(K.every, sched, x, clock_now())
 end
 
 local function settled()

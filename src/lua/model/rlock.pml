@@ -1257,7 +1257,8 @@ start: skip;
 	};
 attempt: skip;
 #ifdef EVERY
-	/* acquire.lua with exec --every: the start is refused (its slot's run
+	/* acquire.lua with exec --every: the start is refused (its schedule
+	 * is paused: rlock schedule pause, at any attempt; or its slot's run
 	 * has started, and counts: a slot the run fired in, by the server's
 	 * clock at its first attempt, which the model does not have, so at any
 	 * attempt but its own run's after it recorded the start: the same
