@@ -148,6 +148,8 @@ complete -c rlock -n '__fish_seen_subcommand_from status' -l failing -d 'Only sc
 # schedule
 complete -c rlock -n '__fish_seen_subcommand_from schedule; and not __fish_seen_subcommand_from declare list pause resume remove' -x -a 'declare list pause resume remove'
 complete -c rlock -n '__fish_seen_subcommand_from schedule' -l every -x -d "Declare: the schedule's period"
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l cron -x -d "Declare: the schedule's crontab(5) expression"
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l cron-tz -x -d "--cron's time zone, as CRON_TZ (default: the machine's)"
 complete -c rlock -n '__fish_seen_subcommand_from schedule' -l grace -x -d "How late a slot's start may come before it is overdue (default: half the period)"
 complete -c rlock -n '__fish_seen_subcommand_from schedule' -l for -x -d 'Pause for DUR (default: until resumed)'
 complete -c rlock -n '__fish_seen_subcommand_from schedule' -l overdue -d 'List: only overdue schedules; exit 1 if any'
@@ -181,6 +183,8 @@ complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's proc
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'
 complete -c rlock -n $exec_opt -l every -x -d 'At most one start of NAME a PERIOD, across machines'
+complete -c rlock -n $exec_opt -l cron -x -d 'At most one start of NAME at each time of a crontab(5) expression, across machines'
+complete -c rlock -n $exec_opt -l cron-tz -x -d "--cron's time zone, as CRON_TZ (default: the machine's)"
 complete -c rlock -n $exec_opt -l retry-failed -d 'With --every: only a run that exits 0 counts for its period'
 complete -c rlock -n $exec_opt -l splay -x -d 'First sleep a random time below DUR (spread a fleet'"'"'s starts)'
 complete -c rlock -n $exec_opt -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'

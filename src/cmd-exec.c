@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -26,6 +27,7 @@
 #include "heartbeat.h"
 #include "log.h"
 #include "output.h"
+#include "schedule.h"
 #include "settings.h"
 #include "supervise.h"
 #include "signals.h"
@@ -47,7 +49,8 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
 	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPT(EVERY) |
-	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPTS_HISTORY,
+	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(CRON) | OPT(CRON_TZ) |
+	    OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -424,13 +427,27 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
  * a late machine may be let in by.
  */
 static int
-check_every(const struct opts *o)
+check_every(struct opts *o)
 {
-	char	p[32], s[32];
+	char	p[32], s[32], slots[128], err[256];
+	int64_t	gap;
 
+	if (o->cron_tz != NULL && o->cron == NULL)
+		return cmd_usage_error("--cron-tz goes with --cron 'EXPR': it "
+		    "names the expression's time zone");
+	if (o->cron != NULL) {
+		if (o->every_ms != 0)
+			return cmd_usage_error("give either --every PERIOD or "
+			    "--cron 'EXPR', not both");
+		/* The period, for the checks below: the gap around now. */
+		if (schedule_cron_slots(o->cron, o->cron_tz, time(NULL), slots,
+		    sizeof slots, &gap, err, sizeof err) == -1)
+			return cmd_usage_error("%s", err);
+		o->every_ms = gap;
+	}
 	if (o->retry_failed && o->every_ms == 0)
-		return cmd_usage_error("--retry-failed goes with --every PERIOD: "
-		    "it says which runs count for their period");
+		return cmd_usage_error("--retry-failed goes with --every PERIOD "
+		    "or --cron 'EXPR': it says which runs count for their slot");
 	if (o->every_ms == 0)
 		return 0;
 	if (o->shared || o->limit > 1)
@@ -443,6 +460,13 @@ check_every(const struct opts *o)
 	if (o->every_ms < 2)
 		return cmd_usage_error("--every %s is too short: give a period "
 		    "of at least 2ms", duration_format(o->every_ms, p, sizeof p));
+	if (o->cron != NULL && o->splay_ms >= o->every_ms / 2 +
+	    (o->every_ms % 2))
+		return cmd_usage_error("--splay %s is not less than half the "
+		    "time between two of --cron's times (%s now): a start that "
+		    "late would be taken for the next one's; give a shorter "
+		    "--splay", duration_format(o->splay_ms, s, sizeof s),
+		    duration_format(o->every_ms, p, sizeof p));
 	if (o->splay_ms >= o->every_ms / 2 + (o->every_ms % 2))
 		return cmd_usage_error("--splay %s is not less than half of "
 		    "--every %s: a start that late would be taken for the next "
@@ -487,6 +511,29 @@ check_options(struct cmd_ctx *ctx, char ***argvp)
 }
 
 /*
+ * --cron: the expression's times around this machine's clock now, for the
+ * acquire script to pick the slot of its firing from (the one nearest the
+ * server's clock at its first attempt), and the gap around now as the
+ * period.  0, or -1 with ctx->err (a zone file gone since the check).
+ */
+static int
+set_cron(struct cmd_ctx *ctx, struct lock *l)
+{
+	char	err[256];
+	int64_t	gap;
+
+	if (schedule_cron_slots(ctx->o.cron, ctx->o.cron_tz, time(NULL),
+	    l->slots, sizeof l->slots, &gap, err, sizeof err) == -1) {
+		err_set(&ctx->err, ERR_USAGE, "%s", err);
+		return -1;
+	}
+	l->every_ms = gap;
+	l->cron = ctx->o.cron;
+	l->cron_tz = ctx->o.cron_tz != NULL ? ctx->o.cron_tz : "";
+	return 0;
+}
+
+/*
  * Acquire l (waiting as --wait says): 1 held, or 0 with nothing held and
  * *status the exit status (which -E may make 0: never "held").
  */
@@ -513,12 +560,13 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 		return 0;
 	}
 	if (rc == 0 && l->refused) {
-		log_verbose("%s: this period's run started %s ago on %s pid %lld "
-		    "(--every %s); not running the command", l->name,
+		log_verbose("%s: this slot's run started %s ago on %s pid %lld "
+		    "(%s %s); not running the command", l->name,
 		    duration_format(l->started_ago_ms > 0 ? l->started_ago_ms : 0,
 		    d, sizeof d), l->started_host[0] != '\0' ? l->started_host :
-		    "?", l->started_pid, duration_format(ctx->o.every_ms, p,
-		    sizeof p));
+		    "?", l->started_pid, ctx->o.cron != NULL ? "--cron" :
+		    "--every", ctx->o.cron != NULL ? ctx->o.cron :
+		    duration_format(ctx->o.every_ms, p, sizeof p));
 		*status = ctx->o.conflict_exit_code;
 		return 0;
 	}
@@ -599,6 +647,12 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	l.every_ms = ctx->o.every_ms;
 	l.retry_failed = ctx->o.retry_failed;
+	/* --cron: its times around now, after the splay. */
+	if (ctx->o.cron != NULL && set_cron(ctx, &l) == -1) {
+		lock_free(&l);
+		free(cmdline);
+		return cmd_fail(ctx);
+	}
 	if (!take_lock(ctx, &l, &meta, &rc))
 		goto out;
 

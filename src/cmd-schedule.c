@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -19,12 +20,13 @@ const struct cmd_entry cmd_schedule_entry = {
 	.name = "schedule",
 	.args = "ACTION [NAME]",
 	.summary = "Declare, list, pause, resume or remove a schedule",
-	.options = OPT(EVERY) | OPT(GRACE) | OPT(FOR) | OPT(OVERDUE) |
-	    OPT(FAILING),
+	.options = OPT(EVERY) | OPT(CRON) | OPT(CRON_TZ) | OPT(GRACE) |
+	    OPT(FOR) | OPT(OVERDUE) | OPT(FAILING),
 	.min_args = 1,
 	.max_args = 2,
 	.opt_help = {
 		[O_EVERY] = "declare: the schedule's period",
+		[O_CRON] = "declare: the schedule's crontab(5) expression",
 		[O_OVERDUE] = "list: only overdue schedules; exit 1 if any",
 		[O_FAILING] = "list: only failing schedules; exit 1 if any",
 	},
@@ -37,7 +39,8 @@ static const struct {
 	int		 op;	/* enum sched_op; -1: list */
 	uint64_t	 options;
 } actions[] = {
-	{ "declare", SCHED_DECLARE, OPT(EVERY) | OPT(GRACE) },
+	{ "declare", SCHED_DECLARE, OPT(EVERY) | OPT(CRON) | OPT(CRON_TZ) |
+	    OPT(GRACE) },
 	{ "list", -1, OPT(OVERDUE) | OPT(FAILING) },
 	{ "pause", SCHED_PAUSE, OPT(FOR) },
 	{ "resume", SCHED_RESUME, 0 },
@@ -47,7 +50,8 @@ static const struct {
 static int
 check(struct cmd_ctx *ctx, int *a)
 {
-	const struct opts	*o = &ctx->o;
+	struct opts		*o = &ctx->o;
+	char			 slots[128], err[256];
 	const char		*act = o->args[0];
 	uint64_t		 stray;
 	size_t			 i;
@@ -59,8 +63,9 @@ check(struct cmd_ctx *ctx, int *a)
 		return cmd_usage_error("schedule: unknown action '%s'; give "
 		    "declare, list, pause, resume or remove", act);
 	*a = (int)i;
-	stray = o->given & (OPT(EVERY) | OPT(GRACE) | OPT(FOR) |
-	    OPT(OVERDUE) | OPT(FAILING)) & ~actions[i].options;
+	stray = o->given & (OPT(EVERY) | OPT(CRON) | OPT(CRON_TZ) |
+	    OPT(GRACE) | OPT(FOR) | OPT(OVERDUE) | OPT(FAILING)) &
+	    ~actions[i].options;
 	if (stray != 0)
 		return cmd_usage_error("option --%s does not apply to schedule "
 		    "%s", options_first_name(stray), act);
@@ -70,9 +75,20 @@ check(struct cmd_ctx *ctx, int *a)
 	if (actions[i].op != -1 && o->nargs < 2)
 		return cmd_usage_error("schedule %s needs NAME: rlock schedule "
 		    "%s NAME", act, act);
+	if (actions[i].op == SCHED_DECLARE && o->cron != NULL &&
+	    o->every_ms != 0)
+		return cmd_usage_error("give either --every PERIOD or --cron "
+		    "'EXPR', not both");
+	if (o->cron_tz != NULL && o->cron == NULL)
+		return cmd_usage_error("--cron-tz goes with --cron 'EXPR'");
+	if (actions[i].op == SCHED_DECLARE && o->cron != NULL &&
+	    schedule_cron_slots(o->cron, o->cron_tz, time(NULL), slots,
+	    sizeof slots, &o->every_ms, err, sizeof err) == -1)
+		return cmd_usage_error("%s", err);
 	if (actions[i].op == SCHED_DECLARE && o->every_ms == 0)
 		return cmd_usage_error("schedule declare needs the period: "
-		    "rlock schedule declare %s --every PERIOD", o->args[1]);
+		    "rlock schedule declare %s --every PERIOD (or --cron "
+		    "'EXPR')", o->args[1]);
 	if (actions[i].op == SCHED_DECLARE && o->every_ms < 2)
 		return cmd_usage_error("--every is too short: give a period of "
 		    "at least 2ms");
@@ -101,6 +117,8 @@ cmd_schedule_exec(struct cmd_ctx *ctx)
 	ctx->o.args++;		/* NAME, as the other commands have it */
 	ctx->o.nargs--;
 	cmd_lock_init(ctx, &l, "");
+	l.cron = ctx->o.cron;
+	l.cron_tz = ctx->o.cron_tz;
 	ctx->o.args--;
 	ctx->o.nargs++;
 	cmd_meta(&meta, (long long)getpid(), "");

@@ -27,6 +27,7 @@
 #include "duration.h"
 #include "log.h"
 #include "output.h"
+#include "schedule.h"
 #include "settings.h"
 #include "signals.h"
 #ifdef RLOCK_STATIC_TLS
@@ -467,6 +468,8 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		.paused = cmd_paused(st),
 		.paused_by = st->paused_by,
 		.paused_until_ms = st->paused_until_ms,
+		.cron = st->cron,
+		.cron_tz = st->cron_tz,
 	};
 }
 
@@ -477,28 +480,53 @@ cmd_paused(const struct lock_status *st)
 	return st->every_ms > 0 && st->paused_until_ms != 0;
 }
 
-/* How late a slot's start may come: its grace, half the period unset. */
-long long
-cmd_grace(const struct lock_status *st)
-{
-	return st->grace_ms > 0 ? st->grace_ms : st->every_ms / 2;
-}
-
 /*
  * When the next start is due (server's clock): the slot after the last
- * started one (a period after its time), or a period after the
- * declaration of one never started; 0 when paused or unknown.
+ * started one (a period after its time; --cron: the expression's next
+ * time after it), or the same after the declaration of one never
+ * started; 0 when paused or unknown.  *grace: how late its start may
+ * come, its own or by default half the slot (--cron: half the gap to the
+ * time after).
  */
-long long
-cmd_next_due(const struct lock_status *st)
+static long long
+next_due(const struct lock_status *st, long long *grace)
 {
-	long long	base;
+	long long	base, due, g;
 
+	*grace = st->grace_ms > 0 ? st->grace_ms : st->every_ms / 2;
 	if (st->every_ms <= 0 || cmd_paused(st))
 		return 0;
 	base = st->last_start_ms > 0 ? (st->slot_ms > 0 ? st->slot_ms :
 	    st->last_start_ms) : st->declared_ms;
-	return base > 0 ? base + st->every_ms : 0;
+	if (base <= 0)
+		return 0;
+	if (st->cron != NULL && *st->cron != '\0') {
+		if (schedule_cron_due(st->cron, st->cron_tz, base, &due,
+		    &g) == -1)
+			return 0;
+		if (st->grace_ms <= 0)
+			*grace = g;
+		return due;
+	}
+	return base + st->every_ms;
+}
+
+/* How late a slot's start may come: its grace, half the period unset. */
+long long
+cmd_grace(const struct lock_status *st)
+{
+	long long	g;
+
+	next_due(st, &g);
+	return g;
+}
+
+long long
+cmd_next_due(const struct lock_status *st)
+{
+	long long	g;
+
+	return next_due(st, &g);
 }
 
 /*
@@ -509,9 +537,9 @@ cmd_next_due(const struct lock_status *st)
 int
 cmd_overdue(const struct lock_status *st)
 {
-	long long	due = cmd_next_due(st);
+	long long	g, due = next_due(st, &g);
 
-	return due > 0 && st->now_ms > due + cmd_grace(st);
+	return due > 0 && st->now_ms > due + g;
 }
 
 /* Its last run failed (and it is not paused): rlock status --failing. */

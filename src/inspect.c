@@ -302,6 +302,10 @@ add_schedule(const struct redis_reply *r, struct lock_status *st)
 	st->paused_until_ms = sched_int(e, SCHEDULE_PAUSED_UNTIL_MS, -1);
 	st->paused_ms = sched_int(e, SCHEDULE_PAUSED_MS, 0);
 	st->paused_by = dup_str(e->element[SCHEDULE_PAUSED_BY]);
+	free(st->cron);
+	free(st->cron_tz);
+	st->cron = dup_str(e->element[SCHEDULE_CRON]);
+	st->cron_tz = dup_str(e->element[SCHEDULE_CRON_TZ]);
 	st->every_ms = e->element[SCHEDULE_PERIOD_MS]->integer;
 	st->last_start_ms = e->element[SCHEDULE_LAST_START_MS]->integer;
 	st->last_host = dup_str(e->element[SCHEDULE_HOST]);
@@ -733,6 +737,8 @@ lock_status_free(struct lock_status *st)
 	free(st->last_host);
 	free(st->last_outcome);
 	free(st->paused_by);
+	free(st->cron);
+	free(st->cron_tz);
 	memset(st, 0, sizeof *st);
 }
 

@@ -394,6 +394,33 @@ static int	release_script(struct lock *, const char *outcome, int give_back,
 		    int keep_listed, int settling, struct err *);
 
 /*
+ * --wait-replicas covers a scheduled run's outcome as it covers its start:
+ * the release that wrote it into the schedule (on the servers in
+ * answered) waits for the replicas too.  One that did not hear in time is
+ * said: a failover now would forget the outcome, and with --retry-failed
+ * another machine would run the job again in this slot.  The release
+ * itself stands.
+ */
+static void
+await_outcome(struct lock *l, unsigned answered)
+{
+	int	*won, i, n = l->q->n;
+
+	won = xcalloc(n, sizeof *won);
+	for (i = 0; i < n; i++)
+		won[i] = (answered >> i) & 1;
+	await_replicas(l, won);
+	if (count(won, n) < quorum_majority(l->q))
+		log_warn("%s: fewer than %d replica%s acknowledged the run's "
+		    "outcome within %lldms (--wait-replicas): a failover now "
+		    "would forget it (see \"Schedules across a fleet\" in "
+		    "rlock-exec(7))", l->name, l->wait_replicas,
+		    l->wait_replicas == 1 ? "" : "s",
+		    (long long)l->wait_timeout_ms);
+	free(won);
+}
+
+/*
  * Give back what this run took where it won too few servers, or too
  * late, to try again: its waiter entries stay, so that new readers stay
  * out meanwhile (see acquire.lua).  Errors do not matter here.
@@ -506,6 +533,9 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->args[ACQUIRE_RETRY] = l->retry_failed ? "1" : "0";
 	snprintf(a->fired, sizeof a->fired, "%lld", l->fired_ms);
 	a->args[ACQUIRE_FIRED] = a->fired;
+	a->args[ACQUIRE_SLOTS] = l->slots;
+	a->args[ACQUIRE_CRON] = l->cron != NULL ? l->cron : "";
+	a->args[ACQUIRE_CRON_TZ] = l->cron_tz != NULL ? l->cron_tz : "";
 }
 
 /*
@@ -1216,6 +1246,9 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	if (ok < quorum_majority(l->q))
 		return -1;
 	l->maybe_held = 0;
+	if (l->every_ms > 0 && outcome != NULL && *outcome != '\0' &&
+	    !give_back && l->wait_replicas > 0)
+		await_outcome(l, gone | yes);
 	/*
 	 * Lost only when fewer than a majority can still have held it:
 	 * a server we never won, or one that did not answer in time (it

@@ -115,6 +115,12 @@ struct lock {
 	 * slot it fired in, sent with its later ones (0: not known yet).
 	 */
 	long long	 fired_ms;
+	/*
+	 * --cron: the expression's times around this machine's clock (ms,
+	 * comma separated; "" without), the expression and its zone.
+	 */
+	char		 slots[128];
+	const char	*cron, *cron_tz;
 	/* Refused by a pause: until when (-1: until resumed), by whom. */
 	long long	 paused_until_ms;
 	char		 paused_by[128];
@@ -238,6 +244,7 @@ struct lock_status {
 	long long	 failures;
 	long long	 paused_until_ms, paused_ms;
 	char		*paused_by;
+	char		*cron, *cron_tz;	/* --cron's; NULL or "": none */
 };
 
 /*

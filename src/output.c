@@ -223,6 +223,15 @@ schedule_record_text(struct buf *b, const struct output_status *st)
 		else
 			buf_adds(b, "no success yet");
 	}
+	/* --cron: when the next is due (--every's is a period on). */
+	if (st->cron != NULL && *st->cron != '\0' && st->next_due_ms > 0) {
+		if (st->next_due_ms >= st->now_ms)
+			buf_printf(b, "; next due in %s", duration_format(
+			    st->next_due_ms - st->now_ms, ago, sizeof ago));
+		else
+			buf_printf(b, "; next was due %s ago", duration_format(
+			    st->now_ms - st->next_due_ms, ago, sizeof ago));
+	}
 	if (st->paused) {
 		buf_adds(b, "; paused by ");
 		escape_adds(b, or_unknown(st->paused_by));
@@ -249,16 +258,25 @@ schedule_text(struct buf *b, const struct output_status *st)
 
 	if (st->every_ms <= 0)
 		return;
+	if (st->cron != NULL && *st->cron != '\0') {
+		buf_adds(b, "  cron '");
+		escape_adds(b, st->cron);
+		buf_adds(b, "'");
+		if (st->cron_tz != NULL && *st->cron_tz != '\0') {
+			buf_adds(b, " ");
+			escape_adds(b, st->cron_tz);
+		}
+	} else
+		buf_printf(b, "  every %s", duration_format(st->every_ms, p,
+		    sizeof p));
 	if (st->last_start_ms <= 0) {
-		buf_printf(b, "  every %s: declared %s ago, never started",
-		    duration_format(st->every_ms, p, sizeof p),
+		buf_printf(b, ": declared %s ago, never started",
 		    duration_format(st->now_ms - st->declared_ms > 0 ?
 		    st->now_ms - st->declared_ms : 0, ago, sizeof ago));
 		schedule_record_text(b, st);
 		return;
 	}
-	buf_printf(b, "  every %s: started %s ago on ",
-	    duration_format(st->every_ms, p, sizeof p),
+	buf_printf(b, ": started %s ago on ",
 	    duration_format(st->last_start_ago_ms > 0 ? st->last_start_ago_ms :
 	    0, ago, sizeof ago));
 	escape_adds(b, or_unknown(st->last_host));
@@ -319,6 +337,10 @@ schedule_json(struct json *j, const struct output_status *st)
 	json_key(j, "paused_until_ms");
 	int_or_null(j, st->paused && st->paused_until_ms > 0 ?
 	    st->paused_until_ms : 0);
+	json_key(j, "cron");
+	str_or_null(j, st->cron);
+	json_key(j, "cron_tz");
+	str_or_null(j, st->cron_tz);
 }
 
 /* A time, or null for 0 (none). */

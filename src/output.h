@@ -92,6 +92,7 @@ struct output_status {
 	int		 paused;
 	const char	*paused_by;
 	long long	 paused_until_ms;	/* -1: until resumed */
+	const char	*cron, *cron_tz;	/* --cron's; NULL or "": none */
 };
 
 /* "NAME: held by USER@HOST pid PID (COMMAND) for 3.2s, expires in 26.8s, fence 7" */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cron.h"
 #include "lock-private.h"
 #include "quorum.h"
 #include "schedule.h"
@@ -49,6 +50,8 @@ schedule_change(struct lock *l, enum sched_op op, int64_t period_ms,
 	args[SCHED_GRACE_MS] = grace;
 	args[SCHED_FOR_MS] = dur;
 	args[SCHED_BY] = by != NULL ? by : "";
+	args[SCHED_CRON] = l->cron != NULL ? l->cron : "";
+	args[SCHED_CRON_TZ] = l->cron_tz != NULL ? l->cron_tz : "";
 	rep = xcalloc(n, sizeof *rep);
 	ok = quorum_script(l->q, NULL, &script_sched, KEY__COUNT, lock_keys(l),
 	    SCHED__COUNT, args, rep, e);
@@ -70,4 +73,66 @@ schedule_change(struct lock *l, enum sched_op op, int64_t period_ms,
 	if (ok < quorum_majority(l->q))
 		return -1;
 	return done;
+}
+
+int
+schedule_cron_slots(const char *expr, const char *zone, time_t now,
+    char *slots, size_t len, int64_t *gap_ms, char *err, size_t errlen)
+{
+	struct cron	 c;
+	time_t		 t[4];
+	char		*saved, why[200];
+	int		 rc = -1;
+
+	if (cron_parse(expr, &c, why, sizeof why) == -1) {
+		snprintf(err, errlen, "--cron '%.60s': %s", expr, why);
+		return -1;
+	}
+	if (cron_zone_enter(zone, &saved) == -1) {
+		snprintf(err, errlen, "--cron-tz %s is no time zone this "
+		    "machine knows (see /usr/share/zoneinfo)", zone);
+		cron_zone_leave(saved);
+		return -1;
+	}
+	t[1] = cron_prev(&c, now);
+	t[2] = cron_next(&c, now);
+	t[0] = t[1] != (time_t)-1 ? cron_prev(&c, t[1] - 1) : (time_t)-1;
+	t[3] = t[2] != (time_t)-1 ? cron_next(&c, t[2]) : (time_t)-1;
+	cron_zone_leave(saved);
+	if (t[1] == (time_t)-1 || t[2] == (time_t)-1)
+		snprintf(err, errlen, "--cron '%.60s' has no time within five "
+		    "years of now", expr);
+	else {
+		snprintf(slots, len, "%lld,%lld,%lld,%lld",
+		    t[0] != (time_t)-1 ? (long long)t[0] * 1000 : 0LL,
+		    (long long)t[1] * 1000, (long long)t[2] * 1000,
+		    t[3] != (time_t)-1 ? (long long)t[3] * 1000 : 0LL);
+		*gap_ms = ((int64_t)t[2] - t[1]) * 1000;
+		rc = 0;
+	}
+	return rc;
+}
+
+int
+schedule_cron_due(const char *expr, const char *zone, long long slot_ms,
+    long long *due_ms, long long *grace_ms)
+{
+	struct cron	 c;
+	time_t		 due, after;
+	char		*saved, err[256];
+
+	if (cron_parse(expr, &c, err, sizeof err) == -1)
+		return -1;
+	if (cron_zone_enter(zone, &saved) == -1) {
+		cron_zone_leave(saved);
+		return -1;
+	}
+	due = cron_next(&c, (time_t)(slot_ms / 1000));
+	after = due != (time_t)-1 ? cron_next(&c, due) : (time_t)-1;
+	cron_zone_leave(saved);
+	if (due == (time_t)-1 || after == (time_t)-1)
+		return -1;
+	*due_ms = (long long)due * 1000;
+	*grace_ms = ((long long)after - due) * 1000 / 2;
+	return 0;
 }

@@ -5,11 +5,14 @@
 # real redis-server behind it ran the script): with -n too, the run tries
 # again within --timeout, finds the start its own, and runs; the other
 # machines, refused by that start, leave the slot to it, so the slot has
-# its one run, not none.
+# its one run, not none.  And --wait-replicas covers the run's outcome
+# written at its release, as it covers its start: a replica that did not
+# acknowledge it is said.
 
 load helpers
 setup() { own_server_setup; }
 teardown() {
+	[[ -z "${REP_PID:-}" ]] || kill -CONT "$REP_PID" 2>/dev/null || true
 	stop_all_proxies || true
 	test_teardown
 }
@@ -57,4 +60,25 @@ warm() {
 	run rlock -u "$RLOCK_URL" exec -n --every 20s job -- touch ran
 	assert_success
 	[[ -e ran ]] || fail "the next machine did not run"
+}
+
+@test "every-loss: --wait-replicas covers the run's outcome: a replica that does not acknowledge the release's write is said, the run's status kept" {
+	# The replica's first sync at once (not after the default 5 s delay).
+	rcli CONFIG SET repl-diskless-sync yes >/dev/null
+	rcli CONFIG SET repl-diskless-sync-delay 0 >/dev/null
+	start_redis_as REP --replicaof 127.0.0.1 "$REDIS_PORT"
+	wait_replica_up REDIS REP
+	# Acknowledged: the replica has the outcome when rlock exits.
+	run --separate-stderr rlock --timeout 2s exec --every 20s --wait-replicas 1 job -- true
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(redis-cli -p "$REP_PORT" HGET 'rlock:{job}:every' x | tr -d '\r')" "exit:0"
+	# The replica frozen while the command runs: its start was
+	# acknowledged, its outcome is not.
+	run --separate-stderr rlock --timeout 500ms exec --every 20s --wait-replicas 1 job2 -- \
+		sh -c "kill -STOP $REP_PID; exit 0"
+	kill -CONT "$REP_PID"
+	assert_success
+	[[ "$stderr" == *"job2: fewer than 1 replica acknowledged the run's outcome within 500ms (--wait-replicas): a failover now would forget it"* ]] ||
+		fail "not said: $stderr"
 }

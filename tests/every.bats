@@ -120,7 +120,7 @@ fleet() {
 	assert_equal "$status" 3
 	run --separate-stderr rlock -v exec --every 20s soon -- touch ran
 	assert_equal "$status" 1
-	[[ "$stderr" == *"soon: this period's run started "*" ago on "*" (--every 20s); not running the command"* ]] ||
+	[[ "$stderr" == *"soon: this slot's run started "*" ago on "*" (--every 20s); not running the command"* ]] ||
 		fail "no -v line: $stderr"
 	[[ ! -e ran ]] || fail "the command ran"
 	run rlock exec --every 2s job -- true

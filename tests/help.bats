@@ -19,11 +19,11 @@ declare -gA OWN_OPTIONS=(
 	[release]="--token --force --reason --no-history --history-length --history-expiry"
 	[extend]="--token --ttl --wait-replicas"
 	[status]="--format --overdue --failing"
-	[exec]="--ttl --wait --no-wait --conflict-exit-code --token --heartbeat --on-lost --kill-after --foreground --command --min-hold --leftovers --wait-replicas --fifo --limit --max-runtime --shared --record --label --every --retry-failed --splay --no-history --history-length --history-expiry"
+	[exec]="--ttl --wait --no-wait --conflict-exit-code --token --heartbeat --on-lost --kill-after --foreground --command --min-hold --leftovers --wait-replicas --fifo --limit --max-runtime --shared --record --label --every --cron --cron-tz --retry-failed --splay --no-history --history-length --history-expiry"
 	[log]="--count --since"
 	[watch]=""
 	[doctor]=""
-	[schedule]="--every --grace --for --overdue --failing"
+	[schedule]="--every --cron --cron-tz --grace --for --overdue --failing"
 	[help]=""
 )
 GLOBAL_ONLY="--url --password-file --sentinel-user --sentinel-password-file --prefix --connect-timeout --timeout --json --quiet --verbose --version --tls-ca --tls-cert --tls-key --tls-server-name --tls-insecure --syslog --config"

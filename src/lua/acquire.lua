@@ -8,7 +8,10 @@
 -- for each of its attempts), keep_listed ('1': a quorum's attempt, whose
 -- waiter entry stays when it wins here, see below), every (exec --every:
 -- the period in ms, '0' without), retry ('1': --retry-failed), fired
--- (--every: the server-clock ms of the run's first attempt, '0' on it).
+-- (--every: the server-clock ms of the run's first attempt, '0' on it),
+-- slots (--cron: the expression's times around the client's clock, ms,
+-- comma separated; '' without), cron and cron_tz (the expression and its
+-- zone, kept in the schedule for status).
 -- It answers acquire_held when the token now holds the lock,
 -- acquire_busy when it may not (the holder, for a waiter to show; pttl_ms
 -- is when to look again), acquire_mix when the name is held in a way this
@@ -103,7 +106,7 @@ end
 -- clock at its first attempt, which the client sends again with each
 -- later one ('0': this is the first; never later than now).
 local every = tonumber(A.every) or 0
-local sched, fired
+local sched, fired, cron
 if every > 0 then
 	expect({K.every, 'hash'})
 	sched = schedule(K.every)
@@ -111,12 +114,14 @@ if every > 0 then
 	if fired <= 0 then
 		fired = now
 	end
+	-- --cron: the expression's time nearest the firing is its slot.
+	cron = {t = slot_pick(A.slots, fired), e = A.cron, tz = A.cron_tz}
 	-- A pause (rlock schedule pause) refuses every start as well,
 	-- saying until when (-1: until resumed) and by whom.
 	local paused = sched and sched.a ~= A.run and schedule_paused(sched,
 		now)
 	if paused or (sched and sched.a ~= A.run and schedule_closed(sched,
-	    every, fired, now)) then
+	    every, fired, now, cron.t)) then
 		if A.listed == '1' then
 			redis.call('HDEL', K.waiters, token)
 			redis.call('ZREM', K.queue, token)
@@ -241,7 +246,7 @@ local seen = not mine and expect_fence(K.fence)
 -- recorded it: a quorum's, trying again.)
 if every > 0 and k == 'x' and not (sched and sched.a == A.run) then
 	schedule_start(K.every, sched, every, now, fired, {A.host, A.pid},
-		token, A.run, A.retry == '1', A.history_ttl_ms)
+		token, A.run, A.retry == '1', cron)
 end
 local fence
 if mine then

@@ -67,7 +67,8 @@ local function inspect(k)
 		failures = tonumber(e.nf) or 0,
 		paused_until_ms = z and (tonumber(z) or -1) or 0,
 		paused_by = z and e.zb or '',
-		paused_ms = z and tonumber(e.zs) or 0}) or {}
+		paused_ms = z and tonumber(e.zs) or 0, cron = e.e or '',
+		cron_tz = e.tz or ''}) or {}
 	v.removed = {}
 	return reply(R_STATUS, v)
 end

@@ -597,9 +597,12 @@ end
 -- pause (z: until when, ms, or 'r' until resumed; zb: by whom; zs:
 -- since when), its last success (ok, ms: a release with 'exit:0') and its
 -- failed runs in a row (nf: releases with another outcome, and starts
--- that found the run before them never released).
+-- that found the run before them never released).  A schedule of --cron
+-- also keeps its expression (e) and time zone (tz, '' the machines'),
+-- for status to show it and its next due time: its slots are the
+-- expression's times, which the client works out (see slot_pick()).
 local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f', 'c'}
-local SCHEDULE_KEPT = {'g', 'd', 'z', 'zb', 'zs', 'ok', 'nf'}
+local SCHEDULE_KEPT = {'g', 'd', 'z', 'zb', 'zs', 'ok', 'nf', 'e', 'tz'}
 
 -- The schedule of key, as a table of its fields, or nil.  (Its fields by
 -- name: a hash that another program filled costs no more than rlock's.)
@@ -628,15 +631,34 @@ local function slot_centre(e)
 	return tonumber(e.c) or tonumber(e.s)
 end
 
+-- --cron: the slot time of a firing at fired, among slots (the client's
+-- list of the expression's times around its own clock, in ms, comma
+-- separated): the nearest to fired (the earlier of two as near); nil
+-- without a list.
+local function slot_pick(slots, fired)
+	local best
+	for v in string.gmatch(slots or '', '%d+') do
+		v = tonumber(v)
+		if not best or math.abs(fired - v) < math.abs(fired - best) then
+			best = v
+		end
+	end
+	return best
+end
+
 -- The slot of a firing at fired, counted from e's last started slot, for
--- a period of p ms: 0 that slot, 1 the next, -1 the one before...; nil
--- when there is no start to count from, or the server's clock (now) has
--- gone back more than a slot behind the last start.
-local function slot_of(e, p, fired, now)
+-- a period of p ms (or, with --cron, of the slot time t): 0 that slot, 1
+-- a later one (with p: how many later), -1 one before...; nil when there
+-- is no start to count from, or the server's clock (now) has gone back
+-- more than a slot behind the last start.
+local function slot_of(e, p, fired, now, t)
 	local c, s = e and slot_centre(e), e and tonumber(e.s)
 	p = tonumber(p)
 	if not c or not p or p <= 0 or (s and now < s - p) then
 		return nil
+	end
+	if t then
+		return t > c and 1 or t == c and 0 or -1
 	end
 	return math.floor((fired - c + p / 2) / p)
 end
@@ -660,8 +682,8 @@ end
 
 -- Is a start refused for a firing at fired (server-clock ms), of a name
 -- run every p ms: one of the last start's slot, or of a slot before it?
-local function schedule_closed(e, p, fired, now)
-	local n = slot_of(e, p, fired, now)
+local function schedule_closed(e, p, fired, now, t)
+	local n = slot_of(e, p, fired, now, t)
 	if not n or n >= 1 then
 		return false
 	end
@@ -673,9 +695,11 @@ end
 -- periods (status tells a name overdue after one and a half).  who:
 -- {host, pid}.
 local function schedule_start(key, e, p, now, fired, who, token, run,
-    retry, hist_ttl)
-	local n, c = slot_of(e, p, fired, now), fired
-	if n == 0 or n == 1 then
+    retry, cron)
+	local n, c = slot_of(e, p, fired, now, cron.t), fired
+	if cron.t then
+		c = cron.t
+	elseif n == 0 or n == 1 then
 		c = slot_centre(e) + n * p
 	end
 	local f = {'p', p, 's', now, 'h', who[1], 'i', who[2], 'r',
@@ -685,6 +709,11 @@ local function schedule_start(key, e, p, now, fired, who, token, run,
 		f[#f + 1] = 'o' .. k
 		f[#f + 1] = e and e[k] or ''
 	end
+	-- Its expression, or none (a schedule of --every).
+	f[#f + 1] = 'e'
+	f[#f + 1] = cron.e or ''
+	f[#f + 1] = 'tz'
+	f[#f + 1] = cron.tz or ''
 	-- The run before, never released (it died without a word): a
 	-- failure in the row.
 	if e and tonumber(e.s) and (e.x or '') == '' then

@@ -2,8 +2,9 @@
 -- "schedule" in lib.lua), on the server's clock.  KEYS (K) and ARGV (A):
 -- src/lua/contract.  op:
 --  declare: the period (period_ms) and grace (grace_ms; 0: half the
---    period), and when it was first declared (kept): a schedule that
---    nothing has started yet is overdue a period and its grace after it;
+--    period), its --cron expression and zone ('' for --every), and when
+--    it was first declared (kept): a schedule that nothing has started
+--    yet is overdue a period and its grace after it;
 --  pause: no start of it, from any machine, for for_ms (0: until
 --    resumed), by whom (by) and since when kept for status;
 --  resume: the pause ends;
@@ -25,6 +26,7 @@ if op == 'declare' then
 		redis.call('HDEL', key, 'g')
 	end
 	redis.call('HSETNX', key, 'd', now)
+	redis.call('HSET', key, 'e', A.cron, 'tz', A.cron_tz)
 	redis.call('PERSIST', key)
 	return reply(R_SCHEDULED, {code = 1, until_ms = 0})
 elseif op == 'pause' then

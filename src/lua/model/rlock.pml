@@ -965,8 +965,9 @@ inline acquire(s, c)
  * release of the run that counts for its slot hands nothing over: the
  * waiters are woken, each judged by the slot it fired in (refused, or let
  * in for a later slot: an ordinary attempt, as any woken waiter's).  Which
- * slot a firing falls in is time, which the model does not have: a run
- * counts, or not, as env chooses. */
+ * slot a firing falls in (a grid of --every's period, or --cron's
+ * expression's time nearest it) is time, which the model does not have: a
+ * run counts, or not, as env chooses. */
 inline release(s, c)
 {
 	t_x = srv[s].hk[c];
