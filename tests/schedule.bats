@@ -218,3 +218,26 @@ wait_server_ms() {
 	assert_usage_error
 	assert_equal "$(rcli DBSIZE | tr -d '\r')" 0
 }
+
+@test "schedule: doctor warns of an overdue schedule with the slots it was idle for, a failing one, a start recorded ahead of the clock, and says a pause" {
+	local now
+	now=$(server_ms)
+	run rlock exec --every 1h failing -- false
+	run rlock exec --every 1h paused -- true
+	run rlock schedule pause paused
+	# Overdue: its last slot three hours and a half ago (faked).
+	run rlock exec --every 1h idle -- true
+	rcli HSET 'rlock:{idle}:every' s $((now - 12600000)) c $((now - 12600000)) >/dev/null
+	# Its last start recorded two hours ahead of the server's clock.
+	run rlock exec --every 1h ahead -- true
+	rcli HSET 'rlock:{ahead}:every' s $((now + 7200000)) c $((now + 7200000)) >/dev/null
+	run rlock doctor
+	assert_line --regexp 'warning .*: schedules: idle is overdue: idle for 3 slots of 1h, last started 3h30m.* ago \(see why'
+	assert_line --regexp 'warning .*: schedules: failing failed its last 1 run \(see how its runs ended: rlock log NAME\)'
+	assert_line --regexp "warning .*: schedules: ahead's last start is recorded 1h5[0-9]m.* ahead of the server's clock"
+	assert_line --regexp 'info .*: schedules: paused is paused by [^ ]+@[^ ]+ \(rlock schedule resume paused\)'
+	# The start ahead does not refuse the next: the slots are placed anew.
+	run rlock exec -n --every 1h ahead -- touch ran
+	assert_success
+	[[ -e ran ]] || fail "a start ahead of the clock refused the next"
+}

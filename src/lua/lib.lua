@@ -690,6 +690,19 @@ local function schedule_closed(e, p, fired, now, t)
 	return n < 0 or schedule_counted(e)
 end
 
+-- A schedule lives until removed: one that an earlier build wrote with
+-- an expiry is written again without it (the commands the scripts already
+-- call: no grant more for an ACL user).
+local function schedule_kept(key)
+	if redis.call('PTTL', key) >= 0 then
+		local all = redis.call('HGETALL', key)
+		redis.call('DEL', key)
+		if #all > 0 then
+			redis.call('HSET', key, unpack(all))
+		end
+	end
+end
+
 -- Record a start at now, of a firing at fired, in key (e: the schedule
 -- until now), for as long as the history lasts and never less than three
 -- periods (status tells a name overdue after one and a half).  who:
@@ -721,8 +734,7 @@ local function schedule_start(key, e, p, now, fired, who, token, run,
 		f[#f + 1] = (tonumber(e.nf) or 0) + 1
 	end
 	redis.call('HSET', key, unpack(f))
-	-- Kept until removed (a key written by an earlier build expired).
-	redis.call('PERSIST', key)
+	schedule_kept(key)
 end
 
 -- The outcome x of the run that started e, written at its release (now:

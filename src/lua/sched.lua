@@ -25,15 +25,17 @@ if op == 'declare' then
 	else
 		redis.call('HDEL', key, 'g')
 	end
-	redis.call('HSETNX', key, 'd', now)
+	if not redis.call('HGET', key, 'd') then
+		redis.call('HSET', key, 'd', now)
+	end
 	redis.call('HSET', key, 'e', A.cron, 'tz', A.cron_tz)
-	redis.call('PERSIST', key)
+	schedule_kept(key)
 	return reply(R_SCHEDULED, {code = 1, until_ms = 0})
 elseif op == 'pause' then
 	local ms = tonumber(A.for_ms) or 0
 	local z = ms > 0 and now + ms or 'r'
 	redis.call('HSET', key, 'z', z, 'zb', A.by, 'zs', now)
-	redis.call('PERSIST', key)
+	schedule_kept(key)
 	return reply(R_SCHEDULED, {code = 1, until_ms = ms > 0 and z or -1})
 elseif op == 'resume' then
 	local was = redis.call('HGET', key, 'z')
