@@ -19,22 +19,28 @@ server_ms() {
 	echo $(($1 * 1000 + $2 / 1000))
 }
 
-@test "cron: three machines firing '* * * * *' around two minute boundaries, 0.8 s apart, run it once a minute" {
-	# Each machine's cron fires 0.3 s before, at, and 0.5 s after the
-	# minute (their clocks disagree by that much).
-	local now next k m at
+# cron_fleet MINUTES [RLOCK-ARGS...]: around each of the next MINUTES
+# minute boundaries (by the server's clock), three machines fire `rlock
+# RLOCK-ARGS exec -n --cron '* * * * *' job`, 0.3 s before, at, and 0.5 s
+# after it (their clocks disagree by that much); machine M talks to
+# ${FLEET_U[M]} when FLEET_U is set.  Each run's fence goes to runs.
+cron_fleet() {
+	local minutes=$1 now next k m at i
+	shift
 	now=$(server_ms)
 	next=$(((now / 60000 + 1) * 60000))
 	# Too near the boundary to place a firing before it: the one after.
 	((next - now < 1500)) && next=$((next + 60000))
-	for ((k = 0; k < 2; k++)); do
+	for ((k = 0; k < minutes; k++)); do
+		i=0
 		for m in -300 0 500; do
 			at=$((next + k * 60000 + m))
 			now=$(server_ms)
 			((at > now)) && sleep "$(awk -v d=$((at - now)) 'BEGIN { printf "%.3f", d / 1000 }')"
-			"$RLOCK" exec -n --cron '* * * * *' --cron-tz UTC job -- \
+			"$RLOCK" ${FLEET_U+-u "${FLEET_U[i]}"} "$@" exec -n --cron '* * * * *' --cron-tz UTC job -- \
 			    sh -c 'echo "$RLOCK_FENCE" >>runs' >/dev/null 2>>err &
 			echo $! >>pids
+			i=$((i + 1))
 		done
 	done
 	local pid st
@@ -45,7 +51,11 @@ server_ms() {
 	done <pids
 	assert_equal "$(cat err | wc -c)" 0
 	echo "starts: $(tr '\n' ' ' <runs)"
-	assert_equal "$(wc -l <runs)" 2
+	assert_equal "$(wc -l <runs)" "$minutes"
+}
+
+@test "cron: three machines firing '* * * * *' around two minute boundaries, 0.8 s apart, run it once a minute" {
+	cron_fleet 2
 	# One in each minute: their slots a minute apart.
 	run awk 'NR == 1 { a = $1 } NR == 2 { print int(($1 - a) / 1000000) }' runs
 	((output >= 58 && output <= 62)) || fail "starts $output s apart"
@@ -60,6 +70,22 @@ server_ms() {
 fake_last_start() {
 	rcli HSET "rlock:{$1}:every" s "$2" c "$2" x exit:0 h elsewhere i 1 \
 		r x a x f '' >/dev/null
+}
+
+@test "cron: a quorum of three, and a Cluster through three nodes: three machines around a minute boundary run it once" {
+	start_quorum 3
+	quorum_urls
+	cron_fleet 1 "${URLS[@]}"
+	local i
+	for i in 1 2 3; do
+		assert_equal "$(qcli "$i" HGET 'rlock:{job}:every' e | tr -d '\r')" '* * * * *'
+	done
+	rm -f runs pids err
+	start_cluster
+	local FLEET_U=("$C1_URL" "$C2_URL" "$C3_URL")
+	cron_fleet 1
+	run rlock -u "$C2_URL" --json status job
+	json_check 'd["cron"] == "* * * * *"' <<<"$output"
 }
 
 @test "cron: an expression with days off is not overdue on them; one due every day is" {

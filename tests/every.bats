@@ -350,7 +350,7 @@ fleet() {
 	json_check 'd["every_ms"] == 2000' <<<"$output"
 }
 
-@test "every: a start costs no round trip of its own: as many commands sent as a plain exec's" {
+@test "every: a start costs no round trip of its own: as many commands sent as a plain exec's (--cron too)" {
 	run rlock exec warm -- true
 	run rlock exec --every 1h warm2 -- true
 	local plain every
@@ -364,6 +364,12 @@ fleet() {
 	every=$(cmd_calls evalsha eval blpop)
 	assert_equal "$every" "$plain"
 	assert_equal "$plain" 2	# acquire, release
+	# --cron too: its times go with the acquire.
+	run rlock exec --cron '0 0 1 1 *' warm3 -- true
+	rcli CONFIG RESETSTAT >/dev/null
+	run rlock exec --cron '0 0 1 1 *' cron -- true
+	assert_success
+	assert_equal "$(cmd_calls evalsha eval blpop)" "$plain"
 }
 
 # wait_server_ms MS: until the server's clock has passed MS (bounded: 30 s).
