@@ -704,9 +704,10 @@ local function schedule_kept(key)
 end
 
 -- Record a start at now, of a firing at fired, in key (e: the schedule
--- until now), for as long as the history lasts and never less than three
--- periods (status tells a name overdue after one and a half).  who:
--- {host, pid}.
+-- until now), in its slot: the next of the grid (or the grid placed anew
+-- around fired), or --cron's time cron.t (cron: {t, e, tz}, see
+-- acquire.lua).  Kept until removed (see schedule_kept).  who: {host,
+-- pid}.
 local function schedule_start(key, e, p, now, fired, who, token, run,
     retry, cron)
 	local n, c = slot_of(e, p, fired, now, cron.t), fired

@@ -159,7 +159,7 @@ end
 if sched and schedule_counted(sched) then
 	if not nobody then
 		local tokens = {}
-		for _, e in ipairs(waiting(K.waiters, now)) do
+		for _, e in ipairs(waiting(K.waiters, clock_now())) do
 			tokens[#tokens + 1] = e.token
 		end
 		wake_each(K.wake, tokens)
