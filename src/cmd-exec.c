@@ -626,6 +626,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	char			 token[TOKEN_MAX + 1], **argv = NULL;
 	char			**env = NULL;
 	char			*cmdline = NULL;
+	int64_t			 fired;
 	int			 rc, status;
 
 	if ((rc = check_options(ctx, &argv)) != 0)
@@ -640,6 +641,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	memset(&rel, 0, sizeof rel);
 	rel.exe = rel.config = rel.password = -1;
 
+	fired = now_mono_ms();	/* the firing, before --splay */
 	if (cmd_splay(ctx) == -1 || cmd_connect(ctx) == -1) {
 		free(cmdline);
 		return cmd_fail(ctx);
@@ -647,6 +649,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	cmd_lock_init(ctx, &l, token);
 	l.every_ms = ctx->o.every_ms;
 	l.retry_failed = ctx->o.retry_failed;
+	l.fired_mono = ctx->o.splay_ms > 0 ? fired : 0;
 	/* --cron: its times around now, after the splay. */
 	if (ctx->o.cron != NULL && set_cron(ctx, &l) == -1) {
 		lock_free(&l);

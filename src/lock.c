@@ -531,7 +531,10 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	snprintf(a->every, sizeof a->every, "%lld", (long long)l->every_ms);
 	a->args[ACQUIRE_EVERY] = a->every;
 	a->args[ACQUIRE_RETRY] = l->retry_failed ? "1" : "0";
-	snprintf(a->fired, sizeof a->fired, "%lld", l->fired_ms);
+	/* Not known yet: how long ago it fired (-MS), or now (0). */
+	snprintf(a->fired, sizeof a->fired, "%lld", l->fired_ms != 0 ?
+	    l->fired_ms : l->fired_mono > 0 ?
+	    -(long long)(now_mono_ms() - l->fired_mono) : 0LL);
 	a->args[ACQUIRE_FIRED] = a->fired;
 	a->args[ACQUIRE_SLOTS] = l->slots;
 	a->args[ACQUIRE_CRON] = l->cron != NULL ? l->cron : "";
@@ -711,7 +714,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		    rep[i]->element[ACQUIRE_BUSY_CODE]->integer == 0 &&
 		    lock_int_at(rep[i], ACQUIRE_BUSY_NOW_MS, 1,
 		    LOCK_REPLY_MAX_TIME))
-			l->fired_ms = rep[i]->element[ACQUIRE_BUSY_NOW_MS]->integer;
+			l->fired_ms = rep[i]->element[ACQUIRE_BUSY_NOW_MS]->integer -
+			    (l->fired_mono > 0 ? start - l->fired_mono : 0);
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
 		else if (rep[i] != NULL &&

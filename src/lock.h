@@ -116,6 +116,12 @@ struct lock {
 	 */
 	long long	 fired_ms;
 	/*
+	 * When this machine's cron fired it (monotonic ms, before --splay;
+	 * 0: at its first attempt): a firing belongs to its slot however
+	 * long the splay slept.
+	 */
+	int64_t		 fired_mono;
+	/*
 	 * --cron: the expression's times around this machine's clock (ms,
 	 * comma separated; "" without), the expression and its zone.
 	 */

@@ -455,3 +455,27 @@ wait_server_ms() {
 	RLOCK_SCHEMA_DIR="$BATS_TEST_DIRNAME/../doc/schema" /usr/bin/python3 "$BATS_TEST_DIRNAME/validate-json.py" status.json <<<"$output" ||
 		fail "not the schema's"
 }
+
+@test "every: slots: a firing belongs to its slot however long its --splay slept: six machines firing 1 s into a 4 s slot with --splay 1.9s are all refused" {
+	run rlock exec --every 4s job -- true
+	assert_success
+	local s0 m
+	s0=$(last_start job)
+	wait_server_ms $((s0 + 1000)) || fail "the server's clock stands still"
+	# Each attempts up to 1.9 s later: past the slot's edge (2 s after its
+	# start) for about half of them, but each fired in the slot that ran.
+	for m in 1 2 3 4 5 6; do
+		"$RLOCK" -v exec --every 4s --splay 1900ms job -- sh -c 'echo ran >>runs' 2>"splay.$m" &
+		echo $! >>pids
+	done
+	local fired pid st
+	fired=$(server_ms)
+	while read -r pid; do
+		st=0
+		wait "$pid" || st=$?
+		echo "$st" >>st.all
+	done <pids
+	((fired - s0 < 1900)) || skip "the machines fired too late (a machine too busy for this test)"
+	assert_equal "$(sort -u st.all | tr '\n' ' ')" "1 "
+	[[ ! -e runs ]] || fail "a splayed firing of the slot that ran ran again: $(cat splay.*)"
+}

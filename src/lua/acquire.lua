@@ -8,7 +8,8 @@
 -- for each of its attempts), keep_listed ('1': a quorum's attempt, whose
 -- waiter entry stays when it wins here, see below), every (exec --every:
 -- the period in ms, '0' without), retry ('1': --retry-failed), fired
--- (--every: the server-clock ms of the run's first attempt, '0' on it),
+-- (--every: the server-clock ms of the run's firing; '0' now, '-MS' MS
+-- before now),
 -- slots (--cron: the expression's times around the client's clock, ms,
 -- comma separated; '' without), cron and cron_tz (the expression and its
 -- zone, kept in the schedule for status).
@@ -103,17 +104,21 @@ end
 -- that recorded the start: a quorum's, or one whose reply was lost,
 -- trying again.  A hand-over's grant that the caller finds here, it gives
 -- back.)  The caller's slot is the one it fired in: fired, the server's
--- clock at its first attempt, which the client sends again with each
--- later one ('0': this is the first; never later than now).
+-- clock when its cron fired, which the client sends again with each
+-- later attempt once an answer told it ('0': now, a first attempt; '-MS':
+-- MS before now, the --splay it slept first; never later than now).
 local every = tonumber(A.every) or 0
 local sched, fired, cron
 if every > 0 then
 	expect({K.every, 'hash'})
 	sched = schedule(K.every)
-	fired = math.min(tonumber(A.fired) or 0, now)
-	if fired <= 0 then
+	fired = tonumber(A.fired) or 0
+	if fired < 0 then
+		fired = now + fired
+	elseif fired == 0 then
 		fired = now
 	end
+	fired = math.min(fired, now)
 	-- --cron: the expression's time nearest the firing is its slot.
 	cron = {t = slot_pick(A.slots, fired), e = A.cron, tz = A.cron_tz}
 	-- A pause (rlock schedule pause) refuses every start as well,

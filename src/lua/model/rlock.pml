@@ -966,7 +966,8 @@ inline acquire(s, c)
  * waiters are woken, each judged by the slot it fired in (refused, or let
  * in for a later slot: an ordinary attempt, as any woken waiter's).  Which
  * slot a firing falls in (a grid of --every's period, or --cron's
- * expression's time nearest it) is time, which the model does not have: a
+ * expression's time nearest it; the firing's moment before --splay) is
+ * time, which the model does not have: a
  * run counts, or not, as env chooses. */
 inline release(s, c)
 {
