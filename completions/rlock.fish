@@ -1,6 +1,6 @@
 # fish completion for rlock(1)
 
-set -l commands acquire release extend status exec log watch doctor help
+set -l commands acquire release extend status exec log watch doctor schedule help
 
 # Held lock names, asked of the server only when RLOCK_URL names one: a
 # completion must never hang on, or guess at, a Redis that is not there.
@@ -88,8 +88,9 @@ complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a exec -d 'Run
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a log -d "Show the locks' history"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a watch -d "Follow the locks' events as they happen"
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a doctor -d 'Check the servers for settings that break locks'
+complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a schedule -d 'Declare, list, pause, resume or remove a schedule'
 complete -c rlock -n "not __fish_seen_subcommand_from $commands" -a help -d "Show the help, or a command's (as COMMAND --help)"
-complete -c rlock -n "__fish_seen_subcommand_from help" -a "acquire release extend status exec log watch doctor"
+complete -c rlock -n "__fish_seen_subcommand_from help" -a "acquire release extend status exec log watch doctor schedule"
 
 # Global options: valid before and after the command word (but not among
 # the words of the command that exec runs)
@@ -143,6 +144,17 @@ complete -c rlock -n '__fish_seen_subcommand_from release' -l history-expiry -x 
 # status, log
 complete -c rlock -n '__fish_seen_subcommand_from status' -l format -x -a 'text json openmetrics' -d 'Text (default), json (as --json) or openmetrics (Prometheus)'
 complete -c rlock -n '__fish_seen_subcommand_from status' -l overdue -d 'Only names run with --every that missed a start; exit 1 if any'
+complete -c rlock -n '__fish_seen_subcommand_from status' -l failing -d 'Only schedules whose last run failed; exit 1 if any'
+
+# schedule
+complete -c rlock -n '__fish_seen_subcommand_from schedule; and not __fish_seen_subcommand_from declare list pause resume remove' -x -a 'declare list pause resume remove'
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l every -x -d "Declare: the schedule's period"
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l cron -x -d "Declare: the schedule's crontab(5) expression"
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l cron-tz -x -d "--cron's time zone, as CRON_TZ (default: the machine's)"
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l grace -x -d "How late a slot's start may come before it is overdue (default: half the period)"
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l for -x -d 'Pause for DUR (default: until resumed)'
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l overdue -d 'List: only overdue schedules; exit 1 if any'
+complete -c rlock -n '__fish_seen_subcommand_from schedule' -l failing -d 'List: only failing schedules; exit 1 if any'
 complete -c rlock -n '__fish_seen_subcommand_from log' -s n -l count -x -d 'Show the newest N events of each lock (default 20)'
 complete -c rlock -n '__fish_seen_subcommand_from log' -l since -x -d 'Show only events of the last DUR'
 
@@ -175,6 +187,8 @@ complete -c rlock -n $exec_opt -l foreground -d "Run the command in rlock's proc
 complete -c rlock -n $exec_opt -s c -l command -x -a '(__fish_complete_command)' -d 'Run sh -c STRING'
 complete -c rlock -n $exec_opt -l min-hold -x -d 'Keep the lock at least DUR after acquiring; let it expire then'
 complete -c rlock -n $exec_opt -l every -x -d 'At most one start of NAME a PERIOD, across machines'
+complete -c rlock -n $exec_opt -l cron -x -d 'At most one start of NAME at each time of a crontab(5) expression, across machines'
+complete -c rlock -n $exec_opt -l cron-tz -x -d "--cron's time zone, as CRON_TZ (default: the machine's)"
 complete -c rlock -n $exec_opt -l retry-failed -d 'With --every: only a run that exits 0 counts for its period'
 complete -c rlock -n $exec_opt -l splay -x -d 'First sleep a random time below DUR (spread a fleet'"'"'s starts)'
 complete -c rlock -n $exec_opt -l wait-replicas -x -d 'After each write, wait (up to --timeout) for N replicas to have it'

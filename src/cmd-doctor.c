@@ -487,17 +487,61 @@ check_locks(struct report *rp, struct quorum *q, const char *server,
 }
 
 /*
- * The names run with exec --every: each overdue one (nothing has started
- * it for more than one and a half periods) is a warning, so that a run
- * that no machine made is heard of.
+ * The names with a schedule (exec --every, --cron, rlock schedule): each
+ * overdue one (a slot's time and grace passed with no start), with the
+ * slots it has been idle for, each failing one, and a last start recorded
+ * ahead of the server's clock by more than a slot are warnings, so that a
+ * run that no machine made is heard of; a paused one is said.
  */
+static size_t
+schedule_findings(struct report *rp, const char *server,
+    const struct lock_status *st)
+{
+	char		p[32], ago[32];
+	long long	due = cmd_next_due(st), idle;
+	size_t		bad = 0;
+
+	if (st->every_ms > 0 && st->last_start_ms > st->now_ms + st->every_ms) {
+		bad++;
+		doctor_finding(rp, server, "schedules", SEV_WARN, "check the servers' "
+		    "clocks (NTP); the next start places the slots anew",
+		    "%s's last start is recorded %s ahead of the server's clock "
+		    "(a clock set back, or a failover to a server behind)",
+		    st->name, duration_format(st->last_start_ms - st->now_ms,
+		    ago, sizeof ago));
+	}
+	if (cmd_overdue(st)) {
+		bad++;
+		idle = (st->now_ms - due) / st->every_ms + 1;
+		doctor_finding(rp, server, "schedules", SEV_WARN, "see why no machine "
+		    "started it: rlock log NAME, and each machine's cron",
+		    "%s is overdue: idle for %lld slot%s of %s, %s %s ago",
+		    st->name, idle, idle == 1 ? "" : "s",
+		    duration_format(st->every_ms, p, sizeof p),
+		    st->last_start_ms > 0 ? "last started" : "declared, never "
+		    "started,", duration_format(st->now_ms - (st->last_start_ms >
+		    0 ? st->last_start_ms : st->declared_ms), ago, sizeof ago));
+	}
+	if (cmd_failing(st)) {
+		bad++;
+		doctor_finding(rp, server, "schedules", SEV_WARN, "see how its runs "
+		    "ended: rlock log NAME", "%s failed its last %lld run%s",
+		    st->name, st->failures, st->failures == 1 ? "" : "s");
+	}
+	if (cmd_paused(st))
+		doctor_finding(rp, server, "schedules", SEV_INFO, NULL, "%s is paused "
+		    "by %s (rlock schedule resume %s)", st->name,
+		    st->paused_by != NULL ? st->paused_by : "?", st->name);
+	return bad;
+}
+
 static void
 check_schedules(struct report *rp, struct quorum *q, const char *server,
     const char *prefix)
 {
 	struct lock_status	 *st;
 	struct err		  e;
-	char		 **names = NULL, p[32], ago[32];
+	char		 **names = NULL;
 	size_t		  n = 0, i, late = 0;
 
 	err_clear(&e);
@@ -508,23 +552,14 @@ check_schedules(struct report *rp, struct quorum *q, const char *server,
 	st = xcalloc(n, sizeof *st);
 	if (lock_inspect_many(q, prefix, names, n, st, &e) == 0) {
 		for (i = 0; i < n; i++) {
-			if (st[i].damage == NULL && cmd_overdue(&st[i])) {
-				late++;
-				doctor_finding(rp, server, "schedules", SEV_WARN,
-				    "see why no machine started it: rlock log "
-				    "NAME, and each machine's cron",
-				    "%s is overdue: run with --every %s, last "
-				    "started %s ago on %s", st[i].name,
-				    duration_format(st[i].every_ms, p, sizeof p),
-				    duration_format(st[i].now_ms -
-				    st[i].last_start_ms, ago, sizeof ago),
-				    st[i].last_host != NULL ? st[i].last_host : "?");
-			}
+			if (st[i].damage == NULL)
+				late += schedule_findings(rp, server, &st[i]);
 			lock_status_free(&st[i]);
 		}
 		if (late == 0)
-			doctor_finding(rp, server, "schedules", SEV_OK, NULL, "%zu name%s "
-			    "run with --every, none overdue", n, n == 1 ? "" : "s");
+			doctor_finding(rp, server, "schedules", SEV_OK, NULL, "%zu "
+			    "schedule%s, none overdue or failing", n,
+			    n == 1 ? "" : "s");
 	}
 	free(st);
 	for (i = 0; i < n; i++)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -27,6 +28,7 @@
 #include "heartbeat.h"
 #include "log.h"
 #include "output.h"
+#include "schedule.h"
 #include "settings.h"
 #include "supervise.h"
 #include "signals.h"
@@ -48,8 +50,8 @@ const struct cmd_entry cmd_exec_entry = {
 	    OPT(MIN_HOLD) | OPT(LEFTOVERS) |
 	    OPT(WAIT_REPLICAS) | OPT(FIFO) | OPT(LIMIT) | OPT(MAX_RUNTIME) |
 	    OPT(SHARED) | OPT(RECORD) | OPT(LABEL) | OPT(EVERY) |
-	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(PENDING) | OPT(REPLACE) |
-	    OPT(NO_REPLACE) | OPTS_HISTORY,
+	    OPT(RETRY_FAILED) | OPT(SPLAY) | OPT(CRON) | OPT(CRON_TZ) |
+	    OPT(PENDING) | OPT(REPLACE) | OPT(NO_REPLACE) | OPTS_HISTORY,
 	.min_args = 1,
 	.max_args = 1,
 	.child_after = 1,
@@ -434,13 +436,27 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
  * a late machine may be let in by.
  */
 static int
-check_every(const struct opts *o)
+check_every(struct opts *o)
 {
-	char	p[32], s[32];
+	char	p[32], s[32], slots[128], err[256];
+	int64_t	gap;
 
+	if (o->cron_tz != NULL && o->cron == NULL)
+		return cmd_usage_error("--cron-tz goes with --cron 'EXPR': it "
+		    "names the expression's time zone");
+	if (o->cron != NULL) {
+		if (o->every_ms != 0)
+			return cmd_usage_error("give either --every PERIOD or "
+			    "--cron 'EXPR', not both");
+		/* The period, for the checks below: the gap around now. */
+		if (schedule_cron_slots(o->cron, o->cron_tz, time(NULL), slots,
+		    sizeof slots, &gap, err, sizeof err) == -1)
+			return cmd_usage_error("%s", err);
+		o->every_ms = gap;
+	}
 	if (o->retry_failed && o->every_ms == 0)
-		return cmd_usage_error("--retry-failed goes with --every PERIOD: "
-		    "it says which runs count for their period");
+		return cmd_usage_error("--retry-failed goes with --every PERIOD "
+		    "or --cron 'EXPR': it says which runs count for their slot");
 	if (o->every_ms == 0)
 		return 0;
 	if (o->shared || o->limit > 1)
@@ -453,6 +469,13 @@ check_every(const struct opts *o)
 	if (o->every_ms < 2)
 		return cmd_usage_error("--every %s is too short: give a period "
 		    "of at least 2ms", duration_format(o->every_ms, p, sizeof p));
+	if (o->cron != NULL && o->splay_ms >= o->every_ms / 2 +
+	    (o->every_ms % 2))
+		return cmd_usage_error("--splay %s is not less than half the "
+		    "time between two of --cron's times (%s now): a start that "
+		    "late would be taken for the next one's; give a shorter "
+		    "--splay", duration_format(o->splay_ms, s, sizeof s),
+		    duration_format(o->every_ms, p, sizeof p));
 	if (o->splay_ms >= o->every_ms / 2 + (o->every_ms % 2))
 		return cmd_usage_error("--splay %s is not less than half of "
 		    "--every %s: a start that late would be taken for the next "
@@ -497,6 +520,29 @@ check_options(struct cmd_ctx *ctx, char ***argvp)
 }
 
 /*
+ * --cron: the expression's times around this machine's clock now, for the
+ * acquire script to pick the slot of its firing from (the one nearest the
+ * server's clock at its first attempt), and the gap around now as the
+ * period.  0, or -1 with ctx->err (a zone file gone since the check).
+ */
+static int
+set_cron(struct cmd_ctx *ctx, struct lock *l)
+{
+	char	err[256];
+	int64_t	gap;
+
+	if (schedule_cron_slots(ctx->o.cron, ctx->o.cron_tz, time(NULL),
+	    l->slots, sizeof l->slots, &gap, err, sizeof err) == -1) {
+		err_set(&ctx->err, ERR_USAGE, "%s", err);
+		return -1;
+	}
+	l->every_ms = gap;
+	l->cron = ctx->o.cron;
+	l->cron_tz = ctx->o.cron_tz != NULL ? ctx->o.cron_tz : "";
+	return 0;
+}
+
+/*
  * Acquire l (waiting as --wait says): 1 held, or 0 with nothing held and
  * *status the exit status (which -E may make 0: never "held").
  */
@@ -516,13 +562,24 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 		*status = deploy_superseded(l);
 		return 0;
 	}
+	if (rc == 0 && l->refused && l->paused_until_ms != 0) {
+		/* Its own status, whatever -E: a pause is not a skip. */
+		log_verbose("%s: its schedule is paused by %s %s; not running "
+		    "the command (rlock schedule resume %s)", l->name,
+		    l->paused_by[0] != '\0' ? l->paused_by : "?",
+		    l->paused_until_ms > 0 ? "for a while" : "until resumed",
+		    l->name);
+		*status = EXIT_PAUSED;
+		return 0;
+	}
 	if (rc == 0 && l->refused) {
-		log_verbose("%s: this period's run started %s ago on %s pid %lld "
-		    "(--every %s); not running the command", l->name,
+		log_verbose("%s: this slot's run started %s ago on %s pid %lld "
+		    "(%s %s); not running the command", l->name,
 		    duration_format(l->started_ago_ms > 0 ? l->started_ago_ms : 0,
 		    d, sizeof d), l->started_host[0] != '\0' ? l->started_host :
-		    "?", l->started_pid, duration_format(ctx->o.every_ms, p,
-		    sizeof p));
+		    "?", l->started_pid, ctx->o.cron != NULL ? "--cron" :
+		    "--every", ctx->o.cron != NULL ? ctx->o.cron :
+		    duration_format(ctx->o.every_ms, p, sizeof p));
 		*status = ctx->o.conflict_exit_code;
 		return 0;
 	}
@@ -582,6 +639,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	char			 token[TOKEN_MAX + 1], **argv = NULL;
 	char			**env = NULL;
 	char			*cmdline = NULL;
+	int64_t			 fired;
 	int			 rc, status;
 
 	if ((rc = check_options(ctx, &argv)) != 0)
@@ -596,6 +654,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	memset(&rel, 0, sizeof rel);
 	rel.exe = rel.config = rel.password = -1;
 
+	fired = now_mono_ms();	/* the firing, before --splay */
 	if (cmd_splay(ctx) == -1 || cmd_connect(ctx) == -1) {
 		free(cmdline);
 		return cmd_fail(ctx);
@@ -606,6 +665,13 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	l.pending = ctx->o.pending;
 	l.replace = ctx->o.replace;
 	l.no_replace = ctx->o.no_replace;
+	l.fired_mono = ctx->o.splay_ms > 0 ? fired : 0;
+	/* --cron: its times around now, after the splay. */
+	if (ctx->o.cron != NULL && set_cron(ctx, &l) == -1) {
+		lock_free(&l);
+		free(cmdline);
+		return cmd_fail(ctx);
+	}
 	if (!take_lock(ctx, &l, &meta, &rc))
 		goto out;
 

@@ -16,15 +16,26 @@ const struct cmd_entry cmd_status_entry = {
 	.name = "status",
 	.args = "[NAME...]",
 	.summary = "Show who holds the locks (no NAME: every held lock)",
-	.options = OPT(FORMAT) | OPT(OVERDUE),
+	.options = OPT(FORMAT) | OPT(OVERDUE) | OPT(FAILING),
 	.min_args = 0,
 	.max_args = -1,
 	.exec = cmd_status_exec,
 };
 
 /*
+ * What --overdue and --failing (either: both) ask for, and whether st is
+ * one of them.
+ */
+static int
+alerting(const struct cmd_ctx *ctx, const struct lock_status *st)
+{
+	return (ctx->o.overdue && cmd_overdue(st)) ||
+	    (ctx->o.failing && cmd_failing(st));
+}
+
+/*
  * Describe each name into out (through j with --json).  Returns how many
- * were held (with --overdue: how many were overdue), or -1.  With
+ * were held (with --overdue or --failing: how many were so), or -1.  With
  * only_held, free ones are left out, but for names run with --every (the
  * listing: a name SCAN found may have expired since); with --overdue, all
  * but the overdue ones.
@@ -54,7 +65,9 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 			lock_status_free(&st[i]);
 			continue;
 		}
-		if (held >= 0 && (ctx->o.overdue ? cmd_overdue(&st[i]) :
+		if (held >= 0 && (ctx->o.overdue || ctx->o.failing ?
+		    alerting(ctx, &st[i]) : ctx->o.schedules ?
+		    st[i].every_ms > 0 :
 		    st[i].held || st[i].every_ms > 0 || !only_held)) {
 			cmd_status_view(&st[i], &v);
 			if (ctx->o.json)
@@ -66,8 +79,8 @@ describe(struct cmd_ctx *ctx, char **names, size_t n, int only_held,
 			free((void *)v.slots);
 		}
 		if (held >= 0)
-			held += ctx->o.overdue ? cmd_overdue(&st[i]) :
-			    st[i].held;
+			held += ctx->o.overdue || ctx->o.failing ?
+			    alerting(ctx, &st[i]) : st[i].held;
 		lock_status_free(&st[i]);
 	}
 	free(st);
@@ -213,8 +226,10 @@ cmd_status_exec(struct cmd_ctx *ctx)
 		rc = EXIT_SOFTWARE;
 	else if (lock_damage_count() > 0)
 		rc = EXIT_UNAVAILABLE;	/* said on stderr, a line a lock */
-	else if (ctx->o.overdue)
+	else if (ctx->o.overdue || ctx->o.failing)
 		rc = held > 0 ? EXIT_BUSY : 0;	/* one overdue at least */
+	else if (ctx->o.schedules)
+		rc = 0;
 	else
 		rc = listing || (size_t)held == n ? 0 : EXIT_BUSY;
 	buf_free(&out);

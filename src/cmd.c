@@ -27,6 +27,7 @@
 #include "duration.h"
 #include "log.h"
 #include "output.h"
+#include "schedule.h"
 #include "settings.h"
 #include "signals.h"
 #ifdef RLOCK_STATIC_TLS
@@ -83,6 +84,7 @@ static const struct cmd_entry *const cmd_table[] = {
 	&cmd_log_entry,
 	&cmd_watch_entry,
 	&cmd_doctor_entry,
+	&cmd_schedule_entry,
 	&cmd_help_entry,
 	NULL
 };
@@ -457,19 +459,95 @@ cmd_status_view(const struct lock_status *st, struct output_status *v)
 		.last_outcome = st->last_outcome,
 		.overdue = cmd_overdue(st),
 		.replace_host = st->replace_host, .replace_pid = st->replace_pid,
+		.now_ms = st->now_ms,
+		.grace_ms = cmd_grace(st),
+		.next_due_ms = cmd_next_due(st),
+		.declared_ms = st->declared_ms,
+		.last_success_ms = st->last_success_ms,
+		.failures = st->failures,
+		.failing = cmd_failing(st),
+		.paused = cmd_paused(st),
+		.paused_by = st->paused_by,
+		.paused_until_ms = st->paused_until_ms,
+		.cron = st->cron,
+		.cron_tz = st->cron_tz,
 	};
 }
 
+/* Whether rlock schedule pause stops NAME's starts now. */
+int
+cmd_paused(const struct lock_status *st)
+{
+	return st->every_ms > 0 && st->paused_until_ms != 0;
+}
+
 /*
- * A name run with --every is overdue when nothing has started it for
- * more than one and a half periods: its period, and the half period by
- * which a machine's start may be late (both on the server's clock).
+ * When the next start is due (server's clock): the slot after the last
+ * started one (a period after its time; --cron: the expression's next
+ * time after it), or the same after the declaration of one never
+ * started; 0 when paused or unknown.  *grace: how late its start may
+ * come, its own or by default half the slot (--cron: half the gap to the
+ * time after).
+ */
+static long long
+next_due(const struct lock_status *st, long long *grace)
+{
+	long long	base, due, g;
+
+	*grace = st->grace_ms > 0 ? st->grace_ms : st->every_ms / 2;
+	if (st->every_ms <= 0 || cmd_paused(st))
+		return 0;
+	base = st->last_start_ms > 0 ? (st->slot_ms > 0 ? st->slot_ms :
+	    st->last_start_ms) : st->declared_ms;
+	if (base <= 0)
+		return 0;
+	if (st->cron != NULL && *st->cron != '\0') {
+		if (schedule_cron_due(st->cron, st->cron_tz, base, &due,
+		    &g) == -1)
+			return 0;
+		if (st->grace_ms <= 0)
+			*grace = g;
+		return due;
+	}
+	return base + st->every_ms;
+}
+
+/* How late a slot's start may come: its grace, half the period unset. */
+long long
+cmd_grace(const struct lock_status *st)
+{
+	long long	g;
+
+	next_due(st, &g);
+	return g;
+}
+
+long long
+cmd_next_due(const struct lock_status *st)
+{
+	long long	g;
+
+	return next_due(st, &g);
+}
+
+/*
+ * A schedule is overdue when a slot's time and its grace (half the slot
+ * by default, the time by which a machine's start may be late) have passed
+ * with no start, on the server's clock; never while it is paused.
  */
 int
 cmd_overdue(const struct lock_status *st)
 {
-	return st->every_ms > 0 &&
-	    st->now_ms - st->last_start_ms > st->every_ms + st->every_ms / 2;
+	long long	g, due = next_due(st, &g);
+
+	return due > 0 && st->now_ms > due + g;
+}
+
+/* Its last run failed (and it is not paused): rlock status --failing. */
+int
+cmd_failing(const struct lock_status *st)
+{
+	return st->every_ms > 0 && !cmd_paused(st) && st->failures > 0;
 }
 
 void

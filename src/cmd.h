@@ -31,6 +31,7 @@ extern const struct cmd_entry	cmd_exec_entry;
 extern const struct cmd_entry	cmd_doctor_entry;
 extern const struct cmd_entry	cmd_log_entry;
 extern const struct cmd_entry	cmd_watch_entry;
+extern const struct cmd_entry	cmd_schedule_entry;
 
 /* Parse argv, run the command, return the exit status. */
 int	cmd_main(int argc, char **argv);
@@ -56,6 +57,10 @@ void	cmd_lock_init(struct cmd_ctx *, struct lock *, const char *token);
  */
 void	cmd_status_view(const struct lock_status *st, struct output_status *v);
 int	cmd_overdue(const struct lock_status *st);
+int	cmd_failing(const struct lock_status *st);
+int	cmd_paused(const struct lock_status *st);
+long long cmd_grace(const struct lock_status *st);
+long long cmd_next_due(const struct lock_status *st);
 /* --splay: a random pause before the first attempt; 0, or -1 (a signal). */
 int	cmd_splay(struct cmd_ctx *);
 /* Fill meta with this host, user and the given pid and command. */

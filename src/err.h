@@ -54,5 +54,6 @@ int	err_exit_status(enum err_kind);
 #define EXIT_NOPERM		77	/* a file rlock must read, this user may not */
 #define EXIT_TIMEOUT		124	/* exec: --max-runtime ran out (timeout(1)) */
 #define EXIT_DEADLOCK		35	/* an upgrade refused (fcntl's EDEADLK) */
+#define EXIT_PAUSED		38	/* exec --every: its schedule is paused */
 
 #endif

@@ -271,6 +271,14 @@ static void	lock_status_clear_holder(struct lock_status *);
  * outcome} for a name run with --every, {} for one never.  Of a quorum's
  * servers, the newest start counts.
  */
+/* Field i of a schedule reply e, a time or a count (min to a time), or 0. */
+static long long
+sched_int(const struct redis_reply *e, size_t i, long long min)
+{
+	return lock_int_at(e, i, min, LOCK_REPLY_MAX_TIME) ?
+	    e->element[i]->integer : 0;
+}
+
 static void
 add_schedule(const struct redis_reply *r, struct lock_status *st)
 {
@@ -280,13 +288,28 @@ add_schedule(const struct redis_reply *r, struct lock_status *st)
 	    r->elements < STATUS__COUNT || st->damage != NULL)
 		return;
 	e = r->element[STATUS_SCHEDULE];
+	/* (A schedule declared and never started: its last start 0.) */
 	if (e->type != REDIS_T_ARRAY || e->elements < SCHEDULE__COUNT ||
 	    !lock_int_at(e, SCHEDULE_PERIOD_MS, 1, LOCK_REPLY_MAX_TIME) ||
 	    !lock_int_at(e, SCHEDULE_LAST_START_MS, 0, LOCK_REPLY_MAX_TIME) ||
-	    e->element[SCHEDULE_LAST_START_MS]->integer <= st->last_start_ms)
+	    (st->every_ms > 0 &&
+	    e->element[SCHEDULE_LAST_START_MS]->integer <= st->last_start_ms))
 		return;
 	free(st->last_host);
 	free(st->last_outcome);
+	free(st->paused_by);
+	st->slot_ms = sched_int(e, SCHEDULE_SLOT_MS, 0);
+	st->grace_ms = sched_int(e, SCHEDULE_GRACE_MS, 0);
+	st->declared_ms = sched_int(e, SCHEDULE_DECLARED_MS, 0);
+	st->last_success_ms = sched_int(e, SCHEDULE_LAST_SUCCESS_MS, 0);
+	st->failures = sched_int(e, SCHEDULE_FAILURES, 0);
+	st->paused_until_ms = sched_int(e, SCHEDULE_PAUSED_UNTIL_MS, -1);
+	st->paused_ms = sched_int(e, SCHEDULE_PAUSED_MS, 0);
+	st->paused_by = dup_str(e->element[SCHEDULE_PAUSED_BY]);
+	free(st->cron);
+	free(st->cron_tz);
+	st->cron = dup_str(e->element[SCHEDULE_CRON]);
+	st->cron_tz = dup_str(e->element[SCHEDULE_CRON_TZ]);
 	st->every_ms = e->element[SCHEDULE_PERIOD_MS]->integer;
 	st->last_start_ms = e->element[SCHEDULE_LAST_START_MS]->integer;
 	st->last_host = dup_str(e->element[SCHEDULE_HOST]);
@@ -719,6 +742,9 @@ lock_status_free(struct lock_status *st)
 	free(st->nodes);
 	free(st->last_host);
 	free(st->last_outcome);
+	free(st->paused_by);
+	free(st->cron);
+	free(st->cron_tz);
 	memset(st, 0, sizeof *st);
 }
 

@@ -396,6 +396,33 @@ static int	release_script(struct lock *, const char *outcome, int give_back,
 		    int keep_listed, int settling, struct err *);
 
 /*
+ * --wait-replicas covers a scheduled run's outcome as it covers its start:
+ * the release that wrote it into the schedule (on the servers in
+ * answered) waits for the replicas too.  One that did not hear in time is
+ * said: a failover now would forget the outcome, and with --retry-failed
+ * another machine would run the job again in this slot.  The release
+ * itself stands.
+ */
+static void
+await_outcome(struct lock *l, unsigned answered)
+{
+	int	*won, i, n = l->q->n;
+
+	won = xcalloc(n, sizeof *won);
+	for (i = 0; i < n; i++)
+		won[i] = (answered >> i) & 1;
+	await_replicas(l, won);
+	if (count(won, n) < quorum_majority(l->q))
+		log_warn("%s: fewer than %d replica%s acknowledged the run's "
+		    "outcome within %lldms (--wait-replicas): a failover now "
+		    "would forget it (see \"Schedules across a fleet\" in "
+		    "rlock-exec(7))", l->name, l->wait_replicas,
+		    l->wait_replicas == 1 ? "" : "s",
+		    (long long)l->wait_timeout_ms);
+	free(won);
+}
+
+/*
  * Give back what this run took where it won too few servers, or too
  * late, to try again: its waiter entries stay, so that new readers stay
  * out meanwhile (see acquire.lua).  Errors do not matter here.
@@ -455,7 +482,7 @@ lock_history_args(const struct lock *l, struct history_args *h)
 struct acquire_args {
 	const char		*args[ACQUIRE__COUNT];
 	char			 ttl[24], pid[24], slack[24], waited[24], limit[16];
-	char			 every[24], pending[16];
+	char			 every[24], pending[16], fired[24];
 	char			 floor[24];
 	struct history_args	 h;
 };
@@ -510,6 +537,14 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	a->args[ACQUIRE_PENDING] = a->pending;
 	a->args[ACQUIRE_REPLACE] = l->replace ? "1" : "0";
 	a->args[ACQUIRE_NO_REPLACE] = l->no_replace ? "1" : "0";
+	/* Not known yet: how long ago it fired (-MS), or now (0). */
+	snprintf(a->fired, sizeof a->fired, "%lld", l->fired_ms != 0 ?
+	    l->fired_ms : l->fired_mono > 0 ?
+	    -(long long)(now_mono_ms() - l->fired_mono) : 0LL);
+	a->args[ACQUIRE_FIRED] = a->fired;
+	a->args[ACQUIRE_SLOTS] = l->slots;
+	a->args[ACQUIRE_CRON] = l->cron != NULL ? l->cron : "";
+	a->args[ACQUIRE_CRON_TZ] = l->cron_tz != NULL ? l->cron_tz : "";
 }
 
 /*
@@ -591,6 +626,16 @@ note_started(struct lock *l, const struct redis_reply *r)
 {
 	struct redis_reply	*const *el = r->element;
 
+	/* A pause (rlock schedule pause), on any server, is the news. */
+	if (r->elements >= ACQUIRE_SKIPPED__COUNT &&
+	    lock_int_at(r, ACQUIRE_SKIPPED_PAUSED_UNTIL_MS, -1,
+	    LOCK_REPLY_MAX_TIME) &&
+	    el[ACQUIRE_SKIPPED_PAUSED_UNTIL_MS]->integer != 0) {
+		l->paused_until_ms = el[ACQUIRE_SKIPPED_PAUSED_UNTIL_MS]->integer;
+		if (el[ACQUIRE_SKIPPED_PAUSED_BY]->type == REDIS_T_STRING)
+			snprintf(l->paused_by, sizeof l->paused_by, "%s",
+			    el[ACQUIRE_SKIPPED_PAUSED_BY]->str);
+	}
 	if (l->refused && el[ACQUIRE_SKIPPED_STARTED_MS]->integer <=
 	    l->started_ms)
 		return;		/* the newest start, of all the servers' */
@@ -691,6 +736,13 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		if (rep[i] != NULL &&
 		    rep[i]->element[ACQUIRE_SUPERSEDED_CODE]->integer == -4)
 			note_superseded(l, rep[i]);
+		/* The slot this run fired in: its first answer's clock. */
+		if (rep[i] != NULL && l->fired_ms == 0 &&
+		    rep[i]->element[ACQUIRE_BUSY_CODE]->integer == 0 &&
+		    lock_int_at(rep[i], ACQUIRE_BUSY_NOW_MS, 1,
+		    LOCK_REPLY_MAX_TIME))
+			l->fired_ms = rep[i]->element[ACQUIRE_BUSY_NOW_MS]->integer -
+			    (l->fired_mono > 0 ? start - l->fired_mono : 0);
 		if ((won[i] = lock_reply_granted(rep[i], &fences[i])))
 			fence = fences[i] > fence ? fences[i] : fence;
 		else if (rep[i] != NULL &&
@@ -954,22 +1006,38 @@ ride_through(struct lock *l, int64_t deadline, int64_t *pause, int *rides,
 	 * a job waiting for ever for its lock does not wait for ever for a
 	 * dead server too.
 	 */
-	if (l->wait_ms == 0 || (deadline < 0 && !answered) || !passing(e) ||
-	    signal_caught)
+	if ((l->wait_ms == 0 && l->every_ms <= 0) || (deadline < 0 &&
+	    !answered) || !passing(e) || signal_caught)
 		return -1;
 	left = deadline < 0 ? INT64_MAX : deadline - now_mono_ms();
 	if (left <= 0)
 		return -1;
 	ms = *pause < left ? *pause : left;
 	(*rides)++;
-	log_verbose("%s: %s; trying again in %s (attempt %d), until --wait "
+	log_verbose("%s: %s; trying again in %s (attempt %d), until %s "
 	    "runs out", l->name, e->msg, duration_format(ms, d, sizeof d),
-	    *rides + 1);
+	    *rides + 1, l->wait_ms == 0 ? "--timeout" : "--wait");
 	if (pause_ms(ms, e) == -1)
 		return -1;
 	if ((*pause *= 2) > RIDE_MAX_MS)
 		*pause = RIDE_MAX_MS;
 	return 0;
+}
+
+/*
+ * exec -n --every: an attempt whose reply was lost (the server may have
+ * recorded the slot's start, this run's, which refuses every other
+ * machine) is tried again, as -w's is, until one --timeout after the first
+ * failure (the run finds its own start and takes the lock; the slot is not
+ * left without a run).  The deadline for ride_through, set on the first
+ * call.
+ */
+static int64_t
+own_retry_by(const struct lock *l, int64_t *retry_by)
+{
+	if (*retry_by < 0)
+		*retry_by = now_mono_ms() + l->q->opts->timeout_ms;
+	return *retry_by;
 }
 
 int
@@ -979,7 +1047,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	static unsigned	runs;
 	struct timespec	ts;
 	int64_t	deadline, left, pttl, sleep = -1, start;
-	int64_t	pause = RIDE_FIRST_MS;
+	int64_t	pause = RIDE_FIRST_MS, retry_by = -1;
 	int	rc, rides = 0, answered = 0;
 
 	/*
@@ -1001,11 +1069,13 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->was_busy = 0;
 	l->refused = 0;
 	l->superseded = 0;
+	l->fired_ms = 0;
+	l->paused_until_ms = 0;
 	l->meta = *m;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
-		    ride_through(l, deadline, &pause, &rides, answered,
-		    e) == 0) {
+		    ride_through(l, wait_ms == 0 ? own_retry_by(l, &retry_by) :
+		    deadline, &pause, &rides, answered, e) == 0) {
 			/* The server comes back, or another stands in. */
 			sleep = -1;
 			continue;
@@ -1221,6 +1291,9 @@ release_script(struct lock *l, const char *outcome, int give_back,
 	if (ok < quorum_majority(l->q))
 		return -1;
 	l->maybe_held = 0;
+	if (l->every_ms > 0 && outcome != NULL && *outcome != '\0' &&
+	    !give_back && l->wait_replicas > 0)
+		await_outcome(l, gone | yes);
 	/*
 	 * Lost only when fewer than a majority can still have held it:
 	 * a server we never won, or one that did not answer in time (it

@@ -112,6 +112,26 @@ struct lock {
 	 */
 	int64_t		 every_ms;
 	int		 retry_failed;
+	/*
+	 * --every: the server's clock (ms) at this run's first attempt, the
+	 * slot it fired in, sent with its later ones (0: not known yet).
+	 */
+	long long	 fired_ms;
+	/*
+	 * When this machine's cron fired it (monotonic ms, before --splay;
+	 * 0: at its first attempt): a firing belongs to its slot however
+	 * long the splay slept.
+	 */
+	int64_t		 fired_mono;
+	/*
+	 * --cron: the expression's times around this machine's clock (ms,
+	 * comma separated; "" without), the expression and its zone.
+	 */
+	char		 slots[128];
+	const char	*cron, *cron_tz;
+	/* Refused by a pause: until when (-1: until resumed), by whom. */
+	long long	 paused_until_ms;
+	char		 paused_by[128];
 	int		 ended;		/* see lock_release_ended */
 	int		 refused;
 	long long	 started_ms, started_ago_ms;
@@ -243,6 +263,17 @@ struct lock_status {
 	/* Held: a newcomer's exec --replace asked it to stop (or NULL). */
 	char		*replace_host;
 	long long	 replace_pid;
+	/*
+	 * What rlock schedule set and the runs' record (0: none): the middle
+	 * of the last started slot, the grace (0: half the period), when it
+	 * was declared, the last success, failed runs in a row, a pause
+	 * (until when, -1 until resumed; by whom, since when).
+	 */
+	long long	 slot_ms, grace_ms, declared_ms, last_success_ms;
+	long long	 failures;
+	long long	 paused_until_ms, paused_ms;
+	char		*paused_by;
+	char		*cron, *cron_tz;	/* --cron's; NULL or "": none */
 };
 
 /*

@@ -183,6 +183,35 @@ v_overdue(const struct metrics_lock *m, double *v)
 	return m->st->every_ms > 0;
 }
 
+/* Its runs' record and its pause (rlock schedule). */
+static int
+v_failures(const struct metrics_lock *m, double *v)
+{
+	*v = (double)m->st->failures;
+	return m->st->every_ms > 0;
+}
+
+static int
+v_last_success(const struct metrics_lock *m, double *v)
+{
+	*v = m->st->last_success_ms / 1000.0;
+	return m->st->every_ms > 0 && m->st->last_success_ms > 0;
+}
+
+static int
+v_failing(const struct metrics_lock *m, double *v)
+{
+	*v = cmd_failing(m->st);
+	return m->st->every_ms > 0;
+}
+
+static int
+v_paused(const struct metrics_lock *m, double *v)
+{
+	*v = cmd_paused(m->st);
+	return m->st->every_ms > 0;
+}
+
 static const struct family families[] = {
 	{ "rlock_held", "Whether the lock is held (1) or free (0).",
 	  v_held },
@@ -207,8 +236,16 @@ static const struct family families[] = {
 	  "--every.", v_every },
 	{ "rlock_last_start_timestamp_seconds", "When its last start was "
 	  "(the server's clock).", v_last_start },
-	{ "rlock_overdue", "Whether nothing has started it for more than one "
-	  "and a half periods (1) or not (0).", v_overdue },
+	{ "rlock_overdue", "Whether a slot's time and its grace passed with "
+	  "no start, and it is not paused (1) or not (0).", v_overdue },
+	{ "rlock_schedule_failures", "Its failed runs in a row (0 after a "
+	  "success).", v_failures },
+	{ "rlock_last_success_timestamp_seconds", "When its last successful "
+	  "run ended (the server's clock).", v_last_success },
+	{ "rlock_failing", "Whether its last run failed, and it is not paused "
+	  "(1) or not (0).", v_failing },
+	{ "rlock_paused", "Whether rlock schedule pause stops its starts (1) "
+	  "or not (0).", v_paused },
 };
 
 /*

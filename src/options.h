@@ -73,6 +73,11 @@ enum opt_id {
 	O_RETRY_FAILED,
 	O_SPLAY,
 	O_OVERDUE,
+	O_FAILING,
+	O_GRACE,
+	O_FOR,
+	O_CRON,
+	O_CRON_TZ,
 	O__COUNT
 };
 #define OPT(x)		(1ULL << O_##x)
@@ -146,6 +151,12 @@ struct opts {
 	 * left out of it.
 	 */
 	const char	*value[O__COUNT];
+	int		 failing;	/* status --failing */
+	int64_t		 grace_ms;	/* schedule declare --grace; 0: none */
+	int64_t		 for_ms;	/* schedule pause --for; 0: until resumed */
+	int		 schedules;	/* schedule list: only names with one */
+	const char	*cron;		/* exec, schedule declare: --cron EXPR */
+	const char	*cron_tz;	/* --cron-tz ZONE; NULL: the machine's */
 
 	char		**args;		/* positional arguments */
 	int		 nargs;

@@ -19,6 +19,8 @@
 #include "escape.h"
 #include "output.h"
 
+static void	int_or_null(struct json *, long long);
+
 /* Unknown and empty are both null in JSON. */
 static void
 str_or_null(struct json *j, const char *s)
@@ -203,6 +205,48 @@ exit_status_of(const char *outcome)
 }
 
 /*
+ * The rest of a schedule's line: failures in a row and the last success,
+ * a pause (by whom, until when), "; overdue"; and the newline.
+ */
+static void
+schedule_record_text(struct buf *b, const struct output_status *st)
+{
+	char	ago[32];
+
+	if (st->failures > 0) {
+		buf_printf(b, "; %lld failed in a row, ", st->failures);
+		if (st->last_success_ms > 0)
+			buf_printf(b, "last success %s ago",
+			    duration_format(st->now_ms - st->last_success_ms > 0 ?
+			    st->now_ms - st->last_success_ms : 0, ago,
+			    sizeof ago));
+		else
+			buf_adds(b, "no success yet");
+	}
+	/* --cron: when the next is due (--every's is a period on). */
+	if (st->cron != NULL && *st->cron != '\0' && st->next_due_ms > 0) {
+		if (st->next_due_ms >= st->now_ms)
+			buf_printf(b, "; next due in %s", duration_format(
+			    st->next_due_ms - st->now_ms, ago, sizeof ago));
+		else
+			buf_printf(b, "; next was due %s ago", duration_format(
+			    st->now_ms - st->next_due_ms, ago, sizeof ago));
+	}
+	if (st->paused) {
+		buf_adds(b, "; paused by ");
+		escape_adds(b, or_unknown(st->paused_by));
+		if (st->paused_until_ms > 0)
+			buf_printf(b, " for %s more", duration_format(
+			    st->paused_until_ms - st->now_ms > 0 ?
+			    st->paused_until_ms - st->now_ms : 0, ago,
+			    sizeof ago));
+		else
+			buf_adds(b, " until resumed");
+	}
+	buf_adds(b, st->overdue ? "; overdue\n" : "\n");
+}
+
+/*
  * A name run with --every: "  every 1h: started 5m ago on HOST pid PID,
  * exit 0", and "; overdue" when nothing has started it for more than one
  * and a half periods.
@@ -214,19 +258,38 @@ schedule_text(struct buf *b, const struct output_status *st)
 
 	if (st->every_ms <= 0)
 		return;
-	buf_printf(b, "  every %s: started %s ago on ",
-	    duration_format(st->every_ms, p, sizeof p),
+	if (st->cron != NULL && *st->cron != '\0') {
+		buf_adds(b, "  cron '");
+		escape_adds(b, st->cron);
+		buf_adds(b, "'");
+		if (st->cron_tz != NULL && *st->cron_tz != '\0') {
+			buf_adds(b, " ");
+			escape_adds(b, st->cron_tz);
+		}
+	} else
+		buf_printf(b, "  every %s", duration_format(st->every_ms, p,
+		    sizeof p));
+	if (st->last_start_ms <= 0) {
+		buf_printf(b, ": declared %s ago, never started",
+		    duration_format(st->now_ms - st->declared_ms > 0 ?
+		    st->now_ms - st->declared_ms : 0, ago, sizeof ago));
+		schedule_record_text(b, st);
+		return;
+	}
+	buf_printf(b, ": started %s ago on ",
 	    duration_format(st->last_start_ago_ms > 0 ? st->last_start_ago_ms :
 	    0, ago, sizeof ago));
 	escape_adds(b, or_unknown(st->last_host));
 	buf_printf(b, " pid %lld, ", st->last_pid);
 	if (st->last_outcome == NULL || *st->last_outcome == '\0')
 		buf_adds(b, "running");
+	else if (strcmp(st->last_outcome, "ended-without-release") == 0)
+		buf_adds(b, "ended without a release");
 	else if (exit_status_of(st->last_outcome) >= 0)
 		buf_printf(b, "exit %lld", exit_status_of(st->last_outcome));
 	else
 		escape_adds(b, st->last_outcome);
-	buf_adds(b, st->overdue ? "; overdue\n" : "\n");
+	schedule_record_text(b, st);
 }
 
 /* The same as JSON fields (see the schema). */
@@ -255,6 +318,39 @@ schedule_json(struct json *j, const struct output_status *st)
 		json_null(j);
 	json_key(j, "overdue");
 	json_bool(j, st->overdue);
+	json_key(j, "grace_ms");
+	json_int(j, st->grace_ms > 0 ? st->grace_ms : 1);
+	json_key(j, "next_due_ms");
+	int_or_null(j, st->next_due_ms);
+	json_key(j, "declared_ms");
+	int_or_null(j, st->declared_ms);
+	json_key(j, "last_success_ms");
+	int_or_null(j, st->last_success_ms);
+	json_key(j, "failures");
+	json_int(j, st->failures);
+	json_key(j, "failing");
+	json_bool(j, st->failing);
+	json_key(j, "paused");
+	json_bool(j, st->paused);
+	json_key(j, "paused_by");
+	str_or_null(j, st->paused ? st->paused_by : NULL);
+	json_key(j, "paused_until_ms");
+	int_or_null(j, st->paused && st->paused_until_ms > 0 ?
+	    st->paused_until_ms : 0);
+	json_key(j, "cron");
+	str_or_null(j, st->cron);
+	json_key(j, "cron_tz");
+	str_or_null(j, st->cron_tz);
+}
+
+/* A time, or null for 0 (none). */
+static void
+int_or_null(struct json *j, long long v)
+{
+	if (v > 0)
+		json_int(j, v);
+	else
+		json_null(j);
 }
 
 /*

@@ -86,6 +86,16 @@ struct output_status {
 	/* Held: who asked the holder to stop (exec --replace), or NULL. */
 	const char	*replace_host;
 	long long	 replace_pid;
+	/* Its record, and rlock schedule's settings (see struct lock_status): */
+	long long	 now_ms;	/* the server's clock */
+	long long	 grace_ms;	/* as it applies */
+	long long	 next_due_ms;	/* 0: none (paused) */
+	long long	 declared_ms, last_success_ms, failures;
+	int		 failing;
+	int		 paused;
+	const char	*paused_by;
+	long long	 paused_until_ms;	/* -1: until resumed */
+	const char	*cron, *cron_tz;	/* --cron's; NULL or "": none */
 };
 
 /* "NAME: held by USER@HOST pid PID (COMMAND) for 3.2s, expires in 26.8s, fence 7" */

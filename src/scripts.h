@@ -16,6 +16,7 @@ extern struct script script_inspect;
 extern struct script script_fence;
 extern struct script script_note;
 extern struct script script_log;
+extern struct script script_sched;
 
 /* All of the above, NULL-terminated. */
 extern struct script *scripts_all[];

@@ -161,6 +161,31 @@ until_bounded() {
 	assert_output ""
 }
 
+@test "schedule: slots, a declared schedule, a pause (exit 38) and resume, --cron, the failures' record" {
+	run --separate-stderr rlock schedule declare job --every 1h --grace 10m
+	assert_success
+	run --separate-stderr rlock schedule pause job
+	assert_success
+	run --separate-stderr rlock exec --every 1h job -- touch "$BATS_TEST_TMPDIR/ran"
+	assert_equal "$status" 38
+	run --separate-stderr rlock schedule resume job
+	assert_success
+	run --separate-stderr rlock exec --every 1h job -- false
+	assert_equal "$status" 1
+	run --separate-stderr rlock exec --cron '0 0 1 1 *' cron -- touch "$BATS_TEST_TMPDIR/ran"
+	assert_success
+	run --separate-stderr rlock exec --cron '0 0 1 1 *' cron -- true
+	assert_equal "$status" 1
+	run --separate-stderr rlock --json status job cron	# (free: exits 1)
+	json_check 'd[0]["failures"] == 1 and d[0]["grace_ms"] == 600000 and d[1]["cron"] == "0 0 1 1 *" and d[1]["failures"] == 0' <<<"$output"
+	run --separate-stderr rlock status --failing
+	assert_equal "$status" 1
+	assert_equal "$(rcli PTTL 'rlock:{job}:every' | tr -d '\r')" -1
+	run --separate-stderr rlock schedule remove job
+	assert_success
+	assert_equal "$(rcli EXISTS 'rlock:{job}:every' | tr -d '\r')" 0
+}
+
 @test "history: watch follows the events, log and the openmetrics status show them" {
 	bg_start WATCH "$RLOCK" watch job
 	until_bounded 10000 eval "rcli CLIENT LIST | grep -q 'cmd=xread'" ||

@@ -13,9 +13,9 @@
 COMPLETIONS_DIR=$(cd "${RLOCK_COMPLETIONS_DIR:-$BATS_TEST_DIRNAME/../completions}" && pwd)
 BASH_COMPLETION_LIB=/usr/share/bash-completion/bash_completion
 
-# The nine commands of `rlock --help`, in its order.
+# The ten commands of `rlock --help`, in its order.
 # shellcheck disable=SC2034 # used by completions.bats
-RLOCK_COMMANDS=(acquire release extend status exec log watch doctor help)
+RLOCK_COMMANDS=(acquire release extend status exec log watch doctor schedule help)
 
 # An empty directory for a shell to complete in, made fresh for each test.
 completion_scratch_dir() {

@@ -48,7 +48,7 @@ hold_alpha_and_beta() {
 	assert_output 1
 }
 
-@test "bash: 'rlock ' offers exactly the nine commands" {
+@test "bash: 'rlock ' offers exactly the ten commands" {
 	local mode out
 	for mode in $(bash_modes); do
 		out=$(bash_complete "$mode" "rlock ") || fail "bash ($mode) failed"
@@ -234,7 +234,7 @@ hold_alpha_and_beta() {
 	assert_offers_exactly "zsh: rlock ac" "$out" acquire
 }
 
-@test "zsh: 'rlock <TAB>' offers exactly the nine commands" {
+@test "zsh: 'rlock <TAB>' offers exactly the ten commands" {
 	require_shell zsh
 	local out
 	out=$(zsh_complete "rlock ") || fail "zsh driver failed"
@@ -291,7 +291,7 @@ hold_alpha_and_beta() {
 	assert_offers_exactly "fish: rlock do" "$out" doctor
 }
 
-@test "fish: 'rlock ' offers exactly the nine commands" {
+@test "fish: 'rlock ' offers exactly the ten commands" {
 	require_shell fish
 	local out
 	out=$(fish_complete "rlock ") || fail "fish failed"
@@ -336,7 +336,7 @@ hold_alpha_and_beta() {
 }
 
 @test "completions: 'rlock help ' offers the commands, in bash, zsh and fish" {
-	local mode out want=(acquire release extend status exec log watch doctor)
+	local mode out want=(acquire release extend status exec log watch doctor schedule)
 	for mode in $(bash_modes); do
 		out=$(bash_complete "$mode" "rlock help ") || fail "bash ($mode) failed"
 		assert_offers_exactly "bash ($mode): rlock help " "$out" "${want[@]}"

@@ -30,8 +30,8 @@ setup() { cd "$BATS_TEST_TMPDIR" || return 1; }
 	[[ "$c" == *$'KEY_LOCK,\n\tKEY_FENCE,\n\tKEY_WAKE,\n\tKEY_WAITERS,\n\tKEY_QUEUE,\n\tKEY_LOG,\n\tKEY_EVERY,\n\tKEY_NONE,\n\tKEY__COUNT'* ]] || fail "$c"
 	[[ "$c" == *'#define KEY_SUFFIXES { "", ":fence", ":wake", ":waiters", ":queue", ":log", ":every", ":none" }'* ]] || fail "$c"
 	[[ "$map" == *$'K.lock\tKEYS[1]\n'*$'K.fence\tKEYS[2]\n'*$'K.none\tKEYS[8]\n'* ]] || fail "$map"
-	[[ "$map" == *$'A.token\tARGV[1]\n'*$'A.no_replace\tARGV[22]\nA_COUNT\t22'* ]] || fail "$map"
-	[[ "$c" == *$'ACQUIRE_TOKEN,\n\tACQUIRE_TTL_MS,'* && "$c" == *$'ACQUIRE_NO_REPLACE,\n\tACQUIRE__COUNT'* ]] || fail "$c"
+	[[ "$map" == *$'A.token\tARGV[1]\n'*$'A.no_replace\tARGV[22]\nA.fired\tARGV[23]\nA.slots\tARGV[24]\nA.cron\tARGV[25]\nA.cron_tz\tARGV[26]\nA_COUNT\t26'* ]] || fail "$map"
+	[[ "$c" == *$'ACQUIRE_TOKEN,\n\tACQUIRE_TTL_MS,'* && "$c" == *$'ACQUIRE_NO_REPLACE,\n\tACQUIRE_FIRED,\n\tACQUIRE_SLOTS,\n\tACQUIRE_CRON,\n\tACQUIRE_CRON_TZ,\n\tACQUIRE__COUNT'* ]] || fail "$c"
 	# A reply's fields: C's 0-based enum, Lua's 1-based places.
 	[[ "$map" == *$'R_ACQUIRE_BUSY.pttl_ms\t2\n'* ]] || fail "$map"
 	[[ "$c" == *$'ACQUIRE_BUSY_CODE,\n\tACQUIRE_BUSY_PTTL_MS,\n\tACQUIRE_BUSY_HOST,'* ]] || fail "$c"

@@ -120,7 +120,7 @@ fleet() {
 	assert_equal "$status" 3
 	run --separate-stderr rlock -v exec --every 20s soon -- touch ran
 	assert_equal "$status" 1
-	[[ "$stderr" == *"soon: this period's run started "*" ago on "*" (--every 20s); not running the command"* ]] ||
+	[[ "$stderr" == *"soon: this slot's run started "*" ago on "*" (--every 20s); not running the command"* ]] ||
 		fail "no -v line: $stderr"
 	[[ ! -e ran ]] || fail "the command ran"
 	run rlock exec --every 2s job -- true
@@ -350,7 +350,7 @@ fleet() {
 	json_check 'd["every_ms"] == 2000' <<<"$output"
 }
 
-@test "every: a start costs no round trip of its own: as many commands sent as a plain exec's" {
+@test "every: a start costs no round trip of its own: as many commands sent as a plain exec's (--cron too)" {
 	run rlock exec warm -- true
 	run rlock exec --every 1h warm2 -- true
 	local plain every
@@ -364,4 +364,118 @@ fleet() {
 	every=$(cmd_calls evalsha eval blpop)
 	assert_equal "$every" "$plain"
 	assert_equal "$plain" 2	# acquire, release
+	# --cron too: its times go with the acquire.
+	run rlock exec --cron '0 0 1 1 *' warm3 -- true
+	rcli CONFIG RESETSTAT >/dev/null
+	run rlock exec --cron '0 0 1 1 *' cron -- true
+	assert_success
+	assert_equal "$(cmd_calls evalsha eval blpop)" "$plain"
+}
+
+# wait_server_ms MS: until the server's clock has passed MS (bounded: 30 s).
+wait_server_ms() {
+	local i
+	for ((i = 0; i < 3000; i++)); do
+		(($(server_ms) >= $1)) && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+@test "every: slots: one machine firing every 0.5 s with --every 4s starts once per 4 s slot, for 5 slots" {
+	# The slots are a grid of 4 s placed around the first start; each gets
+	# one start, however often the machine fires (the crontab idiom "fire
+	# often, run once a period": catch-up after a reboot).
+	local t0 k at now
+	t0=${EPOCHREALTIME/./}
+	for ((k = 0; k < 42; k++)); do
+		at=$((t0 + k * 500000))
+		now=${EPOCHREALTIME/./}
+		((at > now)) && sleep "$(awk -v d=$((at - now)) 'BEGIN { printf "%.6f", d / 1e6 }')"
+		st=0
+		"$RLOCK" exec -n --every 4s job -- sh -c 'echo "$RLOCK_FENCE" >>runs' 2>>err || st=$?
+		[[ "$st" == [01] ]] || fail "exit $st: $(cat err)"
+	done
+	assert_equal "$(cat err | wc -c)" 0
+	# Each start's slot, from the first start (its fence: the server's
+	# clock in microseconds): one start in each, none skipped, slots 0 to 4
+	# at least (42 firings cover 20.5 s).
+	run awk 'NR == 1 { f0 = $1 } { printf "%d\n", int(($1 - f0 + 2000000) / 4000000) }' runs
+	echo "starts: $(tr '\n' ' ' <runs); slots: $(echo $output)"
+	local slots
+	slots=$(echo $output)
+	[[ "$slots" == "0 1 2 3 4" || "$slots" == "0 1 2 3 4 5" ]] ||
+		fail "starts by slot: $slots (one a slot wanted)"
+}
+
+@test "every: slots: --retry-failed -w: a waiter that fired in the slot of a success longer than half the slot is refused, and the next slot runs" {
+	# A runs past half its 6 s slot and exits 0; B fired 0.3 s into the
+	# slot and waits: it belongs to A's slot, which has had its success.
+	bg_start A "$RLOCK" exec --every 6s --retry-failed job -- sh -c 'echo A >>runs; i=0; while [ ! -e a.go ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done'
+	wait_file runs 10000 || fail "A did not start: $(cat A.err)"
+	local s0
+	s0=$(last_start job)
+	wait_server_ms $((s0 + 300)) || fail "the server's clock stands still"
+	bg_start B "$RLOCK" exec -w 30s --every 6s --retry-failed job -- sh -c 'echo B >>runs'
+	until_waiting 1 rlock status job
+	(($(server_ms) < s0 + 3000)) || skip "B fired past half A's slot (a machine too busy for this test)"
+	# A ends past half the slot.
+	wait_server_ms $((s0 + 3300)) || fail "the server's clock stands still"
+	touch a.go
+	bg_wait "$A" 15000 || fail "A did not end"
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$B" 15000 || fail "B still waits after A's success"
+	assert_equal "$BG_STATUS" 1
+	assert_equal "$(cat runs | tr '\n' ' ')" "A "
+	# The next slot (3 s to 9 s after A's start): its firing runs.
+	wait_server_ms $((s0 + 6000)) || fail "the server's clock stands still"
+	run --separate-stderr rlock exec -n --every 6s --retry-failed job -- sh -c 'echo C >>runs'
+	assert_success
+	assert_equal "$(cat runs | tr '\n' ' ')" "A C "
+}
+
+@test "every: a run that ended without a release is shown so, in text and JSON, never running while the lock is free" {
+	# Running: it holds the lock.
+	bg_start A "$RLOCK" exec --every 1h job -- sh -c 'echo 1 >a.started; i=0; while [ ! -e a.go ] && [ $i -lt 1000 ]; do sleep 0.02; i=$((i + 1)); done'
+	wait_file a.started 10000 || fail "A did not start: $(cat A.err)"
+	run rlock status job
+	assert_line --regexp '^  every 1h: started .* ago on .* pid [0-9]+, running$'
+	run rlock --json status job
+	json_check 'd["last_outcome"] == "running" and d["last_exit_status"] is None' <<<"$output"
+	touch a.go
+	bg_wait "$A" 10000
+	# A run that died without a word: its schedule says it runs (no
+	# release wrote its outcome), and the lock is free.
+	rcli HSET 'rlock:{job}:every' x '' >/dev/null
+	run rlock status job
+	assert_line --regexp '^  every 1h: started .* ago on .* pid [0-9]+, ended without a release$'
+	refute_output --partial "running"
+	run rlock --json status job
+	json_check 'd["last_outcome"] == "ended-without-release" and d["last_exit_status"] is None' <<<"$output"
+	RLOCK_SCHEMA_DIR="$BATS_TEST_DIRNAME/../doc/schema" /usr/bin/python3 "$BATS_TEST_DIRNAME/validate-json.py" status.json <<<"$output" ||
+		fail "not the schema's"
+}
+
+@test "every: slots: a firing belongs to its slot however long its --splay slept: six machines firing 1 s into a 4 s slot with --splay 1.9s are all refused" {
+	run rlock exec --every 4s job -- true
+	assert_success
+	local s0 m
+	s0=$(last_start job)
+	wait_server_ms $((s0 + 1000)) || fail "the server's clock stands still"
+	# Each attempts up to 1.9 s later: past the slot's edge (2 s after its
+	# start) for about half of them, but each fired in the slot that ran.
+	for m in 1 2 3 4 5 6; do
+		"$RLOCK" -v exec --every 4s --splay 1900ms job -- sh -c 'echo ran >>runs' 2>"splay.$m" &
+		echo $! >>pids
+	done
+	local fired pid st
+	fired=$(server_ms)
+	while read -r pid; do
+		st=0
+		wait "$pid" || st=$?
+		echo "$st" >>st.all
+	done <pids
+	((fired - s0 < 1900)) || skip "the machines fired too late (a machine too busy for this test)"
+	assert_equal "$(sort -u st.all | tr '\n' ' ')" "1 "
+	[[ ! -e runs ]] || fail "a splayed firing of the slot that ran ran again: $(cat splay.*)"
 }

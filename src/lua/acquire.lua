@@ -7,12 +7,17 @@
 -- fence_floor_us (see new_fence()), run (the acquire's run id, the same
 -- for each of its attempts), keep_listed ('1': a quorum's attempt, whose
 -- waiter entry stays when it wins here, see below), every (exec --every:
--- the period in ms, '0' without), retry ('1': --retry-failed).
+-- the period in ms, '0' without), retry ('1': --retry-failed), fired
+-- (--every: the server-clock ms of the run's firing; '0' now, '-MS' MS
+-- before now),
+-- slots (--cron: the expression's times around the client's clock, ms,
+-- comma separated; '' without), cron and cron_tz (the expression and its
+-- zone, kept in the schedule for status).
 -- It answers acquire_held when the token now holds the lock,
 -- acquire_busy when it may not (the holder, for a waiter to show; pttl_ms
 -- is when to look again), acquire_mix when the name is held in a way this
 -- ask cannot mix with (nothing changes), acquire_skipped when --every
--- refuses the start (the period's run started then, there: see
+-- refuses the start (its slot's run started then, there: see
 -- schedule_closed() in lib.lua), acquire_upgrade when the caller, a
 -- reader, asks to upgrade while another reader's upgrade is pending (that
 -- reader's host and pid; nothing changes but the caller's own waiter
@@ -124,24 +129,43 @@ elseif kind == 'x' and limit > 1 then
 	return reply(R_ACQUIRE_MIX, {code = -1, limit = 1})
 end
 
--- --every: a start that the period's run keeps out is refused, whatever
+-- --every: a start that its slot's run keeps out is refused, whatever
 -- holds the name, and no longer waits.  (Not a later attempt of the run
--- that recorded the start: a quorum's, trying again.  A hand-over's grant
--- that the caller finds here, it gives back.)
+-- that recorded the start: a quorum's, or one whose reply was lost,
+-- trying again.  A hand-over's grant that the caller finds here, it gives
+-- back.)  The caller's slot is the one it fired in: fired, the server's
+-- clock when its cron fired, which the client sends again with each
+-- later attempt once an answer told it ('0': now, a first attempt; '-MS':
+-- MS before now, the --splay it slept first; never later than now).
 local every = tonumber(A.every) or 0
-local sched
+local sched, fired, cron
 if every > 0 then
 	expect({K.every, 'hash'})
 	sched = schedule(K.every)
-	if sched and sched.a ~= A.run and schedule_closed(sched, every,
-	    now) then
+	fired = tonumber(A.fired) or 0
+	if fired < 0 then
+		fired = now + fired
+	elseif fired == 0 then
+		fired = now
+	end
+	fired = math.min(fired, now)
+	-- --cron: the expression's time nearest the firing is its slot.
+	cron = {t = slot_pick(A.slots, fired), e = A.cron, tz = A.cron_tz}
+	-- A pause (rlock schedule pause) refuses every start as well,
+	-- saying until when (-1: until resumed) and by whom.
+	local paused = sched and sched.a ~= A.run and schedule_paused(sched,
+		now)
+	if paused or (sched and sched.a ~= A.run and schedule_closed(sched,
+	    every, fired, now, cron.t)) then
 		if A.listed == '1' then
 			redis.call('HDEL', K.waiters, token)
 			redis.call('ZREM', K.queue, token)
 		end
 		return reply(R_ACQUIRE_SKIPPED, {code = -2,
-			started_ms = tonumber(sched.s), host = sched.h,
-			pid = sched.i, now_ms = now})
+			started_ms = tonumber(sched.s) or 0, host = sched.h,
+			pid = sched.i, now_ms = now, paused_until_ms = paused and
+			(tonumber(paused) or -1) or 0,
+			paused_by = paused and sched.zb or ''})
 	end
 end
 
@@ -295,8 +319,8 @@ local seen = not mine and expect_fence(K.fence)
 -- this run claims starts it too; not a later attempt of the run that
 -- recorded it: a quorum's, trying again.)
 if every > 0 and k == 'x' and not (sched and sched.a == A.run) then
-	schedule_start(K.every, sched, every, now, {A.host, A.pid}, token,
-		A.run, A.retry == '1', A.history_ttl_ms)
+	schedule_start(K.every, sched, every, now, fired, {A.host, A.pid},
+		token, A.run, A.retry == '1', cron)
 end
 local fence
 if mine then

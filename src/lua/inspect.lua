@@ -50,9 +50,27 @@ local function inspect(k)
 	v.waiters = w
 	expect({KEYS[k + KEY.every], 'hash'})
 	local e = schedule(KEYS[k + KEY.every])
-	v.schedule = e and reply(R_SCHEDULE, {period_ms = tonumber(e.p) or 0,
-		last_start_ms = tonumber(e.s) or 0, host = e.h or '',
-		pid = e.i or '', outcome = e.x or ''}) or {}
+	-- A run that has not ended (x: '') but no longer holds the lock
+	-- died without a word (its release never came): so said, never
+	-- "running" while the lock is free.
+	local out = e and e.x or ''
+	if e and not tonumber(e.s) then
+		out = 'never-started'
+	elseif e and out == '' and not (x and run_id(x.token) == e.r) then
+		out = 'ended-without-release'
+	end
+	local z = e and schedule_paused(e, now)
+	v.schedule = e and tonumber(e.p) and reply(R_SCHEDULE, {
+		period_ms = tonumber(e.p), last_start_ms = tonumber(e.s) or 0,
+		host = e.h or '', pid = e.i or '', outcome = out,
+		slot_ms = slot_centre(e) or 0, grace_ms = tonumber(e.g) or 0,
+		declared_ms = tonumber(e.d) or 0,
+		last_success_ms = tonumber(e.ok) or 0,
+		failures = tonumber(e.nf) or 0,
+		paused_until_ms = z and (tonumber(z) or -1) or 0,
+		paused_by = z and e.zb or '',
+		paused_ms = z and tonumber(e.zs) or 0, cron = e.e or '',
+		cron_tz = e.tz or ''}) or {}
 	v.removed = {}
 	return reply(R_STATUS, v)
 end

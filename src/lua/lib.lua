@@ -573,16 +573,40 @@ local function record_acquired(lock, len, ttl, who, fence, waited, token,
 end
 
 -- ------------------------------------------------------------ schedule
--- exec --every PERIOD: at most one start of a name a period, judged on the
--- server's clock.  The hash LOCK:every keeps the name's schedule: its
--- period (p, ms), its last start (s: server-clock ms; h, i: host and pid;
--- r: the run's id, see run_id(); a: the acquire run that took it), how
--- that run ended (x: '' while it runs, else its release's outcome,
--- 'exit:0' for a success, or 'lost'), and f = '1' when only a success
--- counts (--retry-failed); and the start before it (the same fields with
--- a leading 'o'), which a give-back of the run that recorded it restores
--- (a quorum's run that won too few servers started nothing).
-local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f'}
+-- exec --every PERIOD: at most one start of a name a slot, judged on the
+-- server's clock.  The slots are a grid of the period, placed so that the
+-- fleet's firings fall in the middle of their slot, never at its edge:
+-- the first start is its slot's middle (its centre, c), and each later
+-- slot's centre is a period further.  A firing belongs to the slot whose
+-- centre is nearest to it (a waiter: the time of its first attempt,
+-- whenever it is granted, see acquire.lua); each slot gets one start, or,
+-- with --retry-failed, one successful run.  A start after a slot or more
+-- that nobody started places the grid anew around itself (a fleet whose
+-- crontab changed, or that was down); so does one whose server's clock
+-- has gone back by more than a slot since the last start (a start left
+-- ahead of the clock would otherwise refuse every start for that long).
+-- The hash LOCK:every keeps the name's schedule: its period (p, ms), the
+-- centre of its last started slot (c: server-clock ms), its last start
+-- (s: server-clock ms; h, i: host and pid; r: the run's id, see run_id();
+-- a: the acquire run that took it), how that run ended (x: '' while it
+-- runs, else its release's outcome, 'exit:0' for a success, or 'lost'),
+-- and f = '1' when only a success counts (--retry-failed); and the start
+-- before it (the same fields with a leading 'o'), which a give-back of
+-- the run that recorded it restores (a quorum's run that won too few
+-- servers started nothing).
+-- What a person set and the runs' record, kept across starts (a start
+-- rewrites only the fields above; the key has no expiry: a schedule lives
+-- until rlock schedule remove): its grace (g, ms; absent: half the
+-- period), when it was declared (d, ms; rlock schedule declare), its
+-- pause (z: until when, ms, or 'r' until resumed; zb: by whom; zs:
+-- since when), its last success (ok, ms: a release with 'exit:0') and its
+-- failed runs in a row (nf: releases with another outcome, and starts
+-- that found the run before them never released).  A schedule of --cron
+-- also keeps its expression (e) and time zone (tz, '' the machines'),
+-- for status to show it and its next due time: its slots are the
+-- expression's times, which the client works out (see slot_pick()).
+local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f', 'c'}
+local SCHEDULE_KEPT = {'g', 'd', 'z', 'zb', 'zs', 'ok', 'nf', 'e', 'tz'}
 
 -- The schedule of key, as a table of its fields, or nil.  (Its fields by
 -- name: a hash that another program filled costs no more than rlock's.)
@@ -591,6 +615,9 @@ local function schedule(key)
 	for _, k in ipairs(SCHEDULE_FIELDS) do
 		names[#names + 1] = k
 		names[#names + 1] = 'o' .. k
+	end
+	for _, k in ipairs(SCHEDULE_KEPT) do
+		names[#names + 1] = k
 	end
 	local v = redis.call('HMGET', key, unpack(names))
 	local e, any = {}, false
@@ -602,41 +629,142 @@ local function schedule(key)
 	return any and e or nil
 end
 
--- Does the run that started at e.s keep out a start at now, of a name
--- run every p ms?  Only for half a period (a start later than that is the
--- next period's, however early or late its machine's cron fired); and
--- only a success, when only a success counts (while such a run goes on,
--- the lock itself keeps others out; once it failed or was lost, the
--- period is open again).
-local function schedule_closed(e, p, now)
-	local s = e and tonumber(e.s)
-	if not s or not tonumber(p) or now - s >= tonumber(p) / 2 then
-		return false
+-- The centre of e's last started slot (a schedule written before the
+-- slots: its last start).
+local function slot_centre(e)
+	return tonumber(e.c) or tonumber(e.s)
+end
+
+-- --cron: the slot time of a firing at fired, among slots (the client's
+-- list of the expression's times around its own clock, in ms, comma
+-- separated): the nearest to fired (the earlier of two as near); nil
+-- without a list.
+local function slot_pick(slots, fired)
+	local best
+	for v in string.gmatch(slots or '', '%d+') do
+		v = tonumber(v)
+		if not best or math.abs(fired - v) < math.abs(fired - best) then
+			best = v
+		end
 	end
+	return best
+end
+
+-- The slot of a firing at fired, counted from e's last started slot, for
+-- a period of p ms (or, with --cron, of the slot time t): 0 that slot, 1
+-- a later one (with p: how many later), -1 one before...; nil when there
+-- is no start to count from, or the server's clock (now) has gone back
+-- more than a slot behind the last start.
+local function slot_of(e, p, fired, now, t)
+	local c, s = e and slot_centre(e), e and tonumber(e.s)
+	p = tonumber(p)
+	if not c or not p or p <= 0 or (s and now < s - p) then
+		return nil
+	end
+	if t then
+		return t > c and 1 or t == c and 0 or -1
+	end
+	return math.floor((fired - c + p / 2) / p)
+end
+
+-- Does the run that started e's last slot count for it: always, or only
+-- a success when only a success counts (while such a run goes on, the
+-- lock itself keeps others out; once it failed or was lost, the slot is
+-- open again)?
+local function schedule_counted(e)
 	return e.f ~= '1' or e.x == 'exit:0'
 end
 
--- Record a start at now in key (e: the schedule until now), for as long
--- as the history lasts and never less than three periods (status tells a
--- name overdue after one and a half).  who: {host, pid}.
-local function schedule_start(key, e, p, now, who, token, run, retry,
-    hist_ttl)
+-- Is e paused at now: until when (ms, or 'r' until resumed), else nil.
+local function schedule_paused(e, now)
+	local z = e and e.z
+	if z == 'r' or (tonumber(z) and tonumber(z) > now) then
+		return z
+	end
+	return nil
+end
+
+-- Is a start refused for a firing at fired (server-clock ms), of a name
+-- run every p ms: one of the last start's slot, or of a slot before it?
+local function schedule_closed(e, p, fired, now, t)
+	local n = slot_of(e, p, fired, now, t)
+	if not n or n >= 1 then
+		return false
+	end
+	return n < 0 or schedule_counted(e)
+end
+
+-- A schedule lives until removed: one that an earlier build wrote with
+-- an expiry is written again without it (the commands the scripts already
+-- call: no grant more for an ACL user).
+local function schedule_kept(key)
+	if redis.call('PTTL', key) >= 0 then
+		local all = redis.call('HGETALL', key)
+		redis.call('DEL', key)
+		if #all > 0 then
+			redis.call('HSET', key, unpack(all))
+		end
+	end
+end
+
+-- Record a start at now, of a firing at fired, in key (e: the schedule
+-- until now), in its slot: the next of the grid (or the grid placed anew
+-- around fired), or --cron's time cron.t (cron: {t, e, tz}, see
+-- acquire.lua).  Kept until removed (see schedule_kept).  who: {host,
+-- pid}.
+local function schedule_start(key, e, p, now, fired, who, token, run,
+    retry, cron)
+	local n, c = slot_of(e, p, fired, now, cron.t), fired
+	if cron.t then
+		c = cron.t
+	elseif n == 0 or n == 1 then
+		c = slot_centre(e) + n * p
+	end
 	local f = {'p', p, 's', now, 'h', who[1], 'i', who[2], 'r',
-		run_id(token), 'a', run, 'x', '', 'f', retry and '1' or ''}
+		run_id(token), 'a', run, 'x', '', 'f', retry and '1' or '',
+		'c', string.format('%.0f', c)}
 	for _, k in ipairs(SCHEDULE_FIELDS) do
 		f[#f + 1] = 'o' .. k
 		f[#f + 1] = e and e[k] or ''
 	end
-	redis.call('DEL', key)
+	-- Its expression, or none (a schedule of --every).
+	f[#f + 1] = 'e'
+	f[#f + 1] = cron.e or ''
+	f[#f + 1] = 'tz'
+	f[#f + 1] = cron.tz or ''
+	-- The run before, never released (it died without a word): a
+	-- failure in the row.
+	if e and tonumber(e.s) and (e.x or '') == '' then
+		f[#f + 1] = 'nf'
+		f[#f + 1] = (tonumber(e.nf) or 0) + 1
+	end
 	redis.call('HSET', key, unpack(f))
-	redis.call('PEXPIRE', key, math.max(tonumber(hist_ttl) or 0, 3 * p))
+	schedule_kept(key)
+end
+
+-- The outcome x of the run that started e, written at its release (now:
+-- the server's clock), with the runs' record: a success's time, or one
+-- more failure in a row.
+local function schedule_ended(key, e, x, now)
+	if x == 'exit:0' then
+		redis.call('HSET', key, 'x', x, 'ok', now, 'nf', 0)
+	else
+		redis.call('HSET', key, 'x', x, 'nf', (tonumber(e.nf) or 0) + 1)
+	end
+	e.x = x
 end
 
 -- A give-back of the run that recorded the start: the start before it
 -- comes back (or none).
 local function schedule_undo(key, e)
 	if (e.os or '') == '' then
-		redis.call('DEL', key)
+		-- No start before it: its fields go, what a person set stays.
+		local f = {}
+		for _, k in ipairs(SCHEDULE_FIELDS) do
+			f[#f + 1] = k
+			f[#f + 1] = 'o' .. k
+		end
+		redis.call('HDEL', key, unpack(f))
 		return
 	end
 	local f = {}

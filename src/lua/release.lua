@@ -45,8 +45,8 @@
 -- when the token no longer holds it and an outcome is given, 'lost'.
 -- A run of exec --every writes how it ended into the name's schedule
 -- (see lib.lua), or, as a give-back, takes back the start it recorded;
--- while the period's run keeps others out, nobody is handed the lock: the
--- waiters are woken, to be refused and go.
+-- once the slot's run counts, nobody is handed the lock: the waiters are
+-- woken, to be judged by their own slots.
 -- Under memory pressure (maxmemory reached, noeviction) the server
 -- refuses a script's writes that need memory until it has written
 -- something: the deletions come first, and the history after them.
@@ -99,8 +99,7 @@ if sched and run ~= '' then
 elseif sched and A.outcome ~= '' and (mine or A.settling ~= '1' or
     A.ended == '1') then
 	local x = (mine or A.ended == '1') and A.outcome or 'lost'
-	redis.call('HSET', K.every, 'x', x)
-	sched.x = x
+	schedule_ended(K.every, sched, x, clock_now())
 end
 
 local function settled()
@@ -154,11 +153,13 @@ if kind == 's' and others > 0 then
 	end
 	return 1
 end
--- The period's run counted: whoever waits for it with --every is refused.
-if sched and schedule_closed(sched, sched.p, clock_now()) then
+-- The slot's run counted: nobody is handed the lock; the waiters are
+-- woken, and each is judged by the slot it fired in (acquire.lua): those
+-- of this slot are refused, one of a later slot takes it.
+if sched and schedule_counted(sched) then
 	if not nobody then
 		local tokens = {}
-		for _, e in ipairs(waiting(K.waiters, now)) do
+		for _, e in ipairs(waiting(K.waiters, clock_now())) do
 			tokens[#tokens + 1] = e.token
 		end
 		wake_each(K.wake, tokens)

@@ -276,7 +276,7 @@ class Replay:
                 "1" if fifo and wt else "0", "2" if k == L else "1",
                 "1" if self.listed[c] else "0", "1" if k == S else "0",
                 HIST_LEN, HIST_TTL, "0", self.run[c], "0", "0", "0",
-                self.pending, "0", "0"]
+                self.pending, "0", "0", "0", "", "", ""]
         return self.r.pipe([["EVALSHA", self.shas["acquire"], len(keys)] + keys +
                             args])[0]
 

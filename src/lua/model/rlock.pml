@@ -1003,8 +1003,13 @@ inline acquire(s, c)
 
 /* release.lua (new): every hold of the token and its entry go; capacity
  * freed goes to the waiters (one server).  With exec --every, the
- * release of the period's run that counts hands nothing over: the waiters
- * are woken, to be refused. */
+ * release of the run that counts for its slot hands nothing over: the
+ * waiters are woken, each judged by the slot it fired in (refused, or let
+ * in for a later slot: an ordinary attempt, as any woken waiter's).  Which
+ * slot a firing falls in (a grid of --every's period, or --cron's
+ * expression's time nearest it; the firing's moment before --splay) is
+ * time, which the model does not have: a
+ * run counts, or not, as env chooses. */
 inline release(s, c)
 {
 	t_x = srv[s].hk[c];
@@ -1304,8 +1309,12 @@ start: skip;
 	};
 attempt: skip;
 #ifdef EVERY
-	/* acquire.lua with exec --every: the start is refused (the period's run
-	 * has started, and counts) whatever holds the name; on a server where
+	/* acquire.lua with exec --every: the start is refused (its schedule
+	 * is paused: rlock schedule pause, at any attempt; or its slot's run
+	 * has started, and counts: a slot the run fired in, by the server's
+	 * clock at its first attempt, which the model does not have, so at any
+	 * attempt but its own run's after it recorded the start: the same
+	 * nondeterministic choice) whatever holds the name; on a server where
 	 * the caller was listed its entry goes, and lock.c gives back, on every
 	 * server, what the run may hold (a hand-over's grant, a quorum's
 	 * partial win) and its places among the waiters, then ends the run: a
