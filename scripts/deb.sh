@@ -35,7 +35,7 @@ dpkg -x "$deb" "$root"
 "$root/usr/bin/rlock" --version
 MANPATH=$root/usr/share/man man -w rlock
 MANPATH=$root/usr/share/man man -w 5 rlock.conf
-for m in rlock rlock-protocol rlock-exec rlock-distribution rlock-security \
+for m in rlock rlock-protocol rlock-exec rlock-schedules rlock-distribution rlock-security \
     rlock-operations; do
 	MANPATH=$root/usr/share/man man -w 7 "$m"
 done

@@ -67,7 +67,7 @@ files=$work/files
 mkdir -p "$files"
 cp "$bin" "$files/rlock"
 # rlock(7) and the pages it maps.
-man7="rlock rlock-protocol rlock-exec rlock-distribution rlock-security
+man7="rlock rlock-protocol rlock-exec rlock-schedules rlock-distribution rlock-security
     rlock-operations"
 for m in rlock.1 rlock.conf.5; do gzip -9n <"man/$m" >"$files/$m.gz"; done
 for m in $man7; do gzip -9n <"man/$m.7" >"$files/$m.7.gz"; done

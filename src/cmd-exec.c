@@ -429,7 +429,7 @@ finish(struct cmd_ctx *ctx, struct lock *l, struct supervise *sv, int status)
 }
 
 /*
- * --every: one start a period across machines (see rlock-exec(7)).  It keeps
+ * --every: one start a slot across machines (see rlock-schedules(7)).  It keeps
  * the period's other starts out itself, so --min-hold has nothing left to
  * do beside it; and a start a period is one holder's, not a reader's or a
  * semaphore's.  --splay must leave the start inside the half period that

@@ -1,7 +1,7 @@
 /*
  * cmd-schedule.c: rlock schedule declare|list|pause|resume|remove [NAME]:
  * a schedule's life (exec --every's), as one noun.  See "Schedules across
- * a fleet" in rlock-exec(7).
+ * a fleet" in rlock-schedules(7).
  */
 
 #include <stdio.h>

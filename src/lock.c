@@ -416,7 +416,7 @@ await_outcome(struct lock *l, unsigned answered)
 		log_warn("%s: fewer than %d replica%s acknowledged the run's "
 		    "outcome within %lldms (--wait-replicas): a failover now "
 		    "would forget it (see \"Schedules across a fleet\" in "
-		    "rlock-exec(7))", l->name, l->wait_replicas,
+		    "rlock-schedules(7))", l->name, l->wait_replicas,
 		    l->wait_replicas == 1 ? "" : "s",
 		    (long long)l->wait_timeout_ms);
 	free(won);
