@@ -49,35 +49,6 @@
  */
 #define LATE_PAUSE_MS		10
 #define LATE_MAX		6
-/*
- * A blocking read answered with an error (the wake list is not a list)
- * returns at once: the next round waits WAIT_ERR_PAUSE_MS first, doubled
- * each time in a row, never past the round's own sleep or --wait, instead
- * of sending the next BLPOP and script straight away.
- */
-#define WAIT_ERR_PAUSE_MS	10
-/* A quorum's proposed fence floor is this far ahead of our clock. */
-#define FENCE_LEAD_MS		1000
-/* How long a history note of the client's own may take, at most. */
-#define NOTE_MAX_MS		500
-/*
- * A waiter's entry is a lease of its own: each attempt renews it, and a
- * waiter makes one at least every WAITER_RENEW_MS (its blocking read
- * times out then), so the lease lasts that, the attempt's round trip
- * (--timeout, counted up to WAITER_TRIP_MS) and WAITER_SLACK_MS more: 5 s
- * at most, whatever --timeout.  A waiter that died is forgotten that long
- * after its last attempt, however long the holder's TTL: its place in a
- * --fifo line, its line in status, and an exclusive waiter's mark that
- * keeps new readers out.  A live waiter whose attempt takes longer than
- * the lease is forgotten meanwhile, and listed again by that attempt with
- * the time it first came (its turn is kept).
- */
-#define WAITER_RENEW_MS		2000
-#define WAITER_TRIP_MS		2000
-/* A wait's pauses while its server is away: see ride_through. */
-#define RIDE_FIRST_MS		50
-#define RIDE_MAX_MS		1000
-#define WAITER_SLACK_MS		1000
 
 const char *
 lock_or_empty(const char *s)
@@ -152,8 +123,8 @@ lock_keys(const struct lock *l)
 	return (const char **)(uintptr_t)l->keys;
 }
 
-static unsigned
-jitter(void)
+unsigned
+lock_jitter(void)
 {
 	static __thread unsigned	seed;
 
@@ -216,21 +187,9 @@ acquire_shape(const struct redis_reply *r, void *arg)
 	}
 }
 
-/* extend.lua: code 0 not the holder, 1 extended (src/lua/contract). */
-static int
-extend_shape(const struct redis_reply *r, void *arg)
-{
-	(void)arg;
-	if (r->type != REDIS_T_ARRAY || !lock_int_at(r, EXTENDED_CODE, 0, 1))
-		return 0;
-	return r->element[EXTENDED_CODE]->integer == 0 ||
-	    (lock_int_at(r, EXTENDED_FENCE, 0, LLONG_MAX) &&
-	    lock_int_at(r, EXTENDED_TTL_MS, 1, LOCK_REPLY_MAX_TTL));
-}
-
 /* release.lua and fence.lua: 1 done, 0 not. */
-static int
-flag_shape(const struct redis_reply *r, void *arg)
+int
+lock_flag_shape(const struct redis_reply *r, void *arg)
 {
 	(void)arg;
 	return r->type == REDIS_T_INTEGER && (r->integer == 0 ||
@@ -266,8 +225,8 @@ lock_reply_granted(const struct redis_reply *r, long long *fence)
  * (What the rest would say changes nothing; fences stay safe, see
  * align_fences.)
  */
-static int
-settled_grant(struct redis_reply **rep, const int *done, int n, void *arg)
+int
+lock_settled_grant(struct redis_reply **rep, const int *done, int n, void *arg)
 {
 	long long	fence = 0;
 	int		i, yes = 0, no = 0, failed = 0, maj = n / 2 + 1;
@@ -286,8 +245,8 @@ settled_grant(struct redis_reply **rep, const int *done, int n, void *arg)
 	    (no + failed > n - maj && yes + no >= maj);
 }
 
-static int
-count(const int *v, int n)
+int
+lock_count(const int *v, int n)
 {
 	int	i, c = 0;
 
@@ -321,7 +280,7 @@ align_fences(struct lock *l, int *won, const long long *fences, long long f)
 		args[FENCE_TOKEN] = l->token;
 		args[FENCE_FENCE] = fs;
 		rep = xcalloc(l->q->n, sizeof *rep);
-		quorum_check(l->q, rep, flag_shape, NULL, "the fence script",
+		quorum_check(l->q, rep, lock_flag_shape, NULL, "the fence script",
 		    quorum_script(l->q, low, &script_fence, KEY__COUNT,
 		    lock_keys(l), FENCE__COUNT, args, rep, &e), &e);
 		for (i = 0; i < l->q->n; i++)
@@ -339,8 +298,8 @@ align_fences(struct lock *l, int *won, const long long *fences, long long f)
  * --wait-replicas: WAIT on each server that took the write; one whose
  * replicas did not all acknowledge within the timeout does not count.
  */
-static void
-await_replicas(struct lock *l, int *won)
+void
+lock_await_replicas(struct lock *l, int *won)
 {
 	struct redis_reply	**rep;
 	const char		 *argv[3];
@@ -392,36 +351,6 @@ note_holder(struct lock *l, const struct redis_reply *r)
 		    LOCK_REPLY_MAX_TIME);
 }
 
-static int	release_script(struct lock *, const char *outcome, int give_back,
-		    int keep_listed, int settling, struct err *);
-
-/*
- * --wait-replicas covers a scheduled run's outcome as it covers its start:
- * the release that wrote it into the schedule (on the servers in
- * answered) waits for the replicas too.  One that did not hear in time is
- * said: a failover now would forget the outcome, and with --retry-failed
- * another machine would run the job again in this slot.  The release
- * itself stands.
- */
-static void
-await_outcome(struct lock *l, unsigned answered)
-{
-	int	*won, i, n = l->q->n;
-
-	won = xcalloc(n, sizeof *won);
-	for (i = 0; i < n; i++)
-		won[i] = (answered >> i) & 1;
-	await_replicas(l, won);
-	if (count(won, n) < quorum_majority(l->q))
-		log_warn("%s: fewer than %d replica%s acknowledged the run's "
-		    "outcome within %lldms (--wait-replicas): a failover now "
-		    "would forget it (see \"Schedules across a fleet\" in "
-		    "rlock-schedules(7))", l->name, l->wait_replicas,
-		    l->wait_replicas == 1 ? "" : "s",
-		    (long long)l->wait_timeout_ms);
-	free(won);
-}
-
 /*
  * Give back what this run took where it won too few servers, or too
  * late, to try again: its waiter entries stay, so that new readers stay
@@ -432,7 +361,7 @@ undo_partial(struct lock *l)
 {
 	struct err	e;
 
-	release_script(l, NULL, 1, 1, 0, &e);
+	lock_release_script(l, NULL, 1, 1, 0, &e);
 }
 
 /*
@@ -452,11 +381,11 @@ confirm_grant(struct lock *l, int *won, const long long *fences,
 		l->maybe_held = 0;
 		return -1;
 	}
-	if (count(won, n) >= quorum_majority(l->q) && n > 1)
+	if (lock_count(won, n) >= quorum_majority(l->q) && n > 1)
 		align_fences(l, won, fences, fence);
-	if (count(won, n) >= quorum_majority(l->q) && l->wait_replicas > 0) {
-		await_replicas(l, won);
-		if (count(won, n) < quorum_majority(l->q)) {
+	if (lock_count(won, n) >= quorum_majority(l->q) && l->wait_replicas > 0) {
+		lock_await_replicas(l, won);
+		if (lock_count(won, n) < quorum_majority(l->q)) {
 			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d "
 			    "replica%s acknowledged the lock within %lldms "
 			    "(--wait-replicas); it was released",
@@ -553,8 +482,8 @@ acquire_args(const struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
  * hand_over() in lib.lua), at its turn in the --fifo line, and, waiting
  * for an exclusive hold, when the last reader of a shared lock leaves.
  */
-static const char *
-own_wake(const struct lock *l)
+const char *
+lock_own_wake(const struct lock *l)
 {
 	return l->own_wake_key;
 }
@@ -696,11 +625,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->maybe_held = 1;
 	l->tried = 1;
 	if (wait_ms >= 0)
-		ok = quorum_wait_script(l->q, l->wake_key, own_wake(l),
-		    wait_ms, settled_grant, NULL, &script_acquire, KEY__COUNT, lock_keys(l), ACQUIRE__COUNT,
+		ok = quorum_wait_script(l->q, l->wake_key, lock_own_wake(l),
+		    wait_ms, lock_settled_grant, NULL, &script_acquire, KEY__COUNT, lock_keys(l), ACQUIRE__COUNT,
 		    a.args, rep, e);
 	else
-		ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
+		ok = quorum_script_until(l->q, NULL, lock_settled_grant, NULL,
 		    &script_acquire, KEY__COUNT, lock_keys(l), ACQUIRE__COUNT, a.args, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
@@ -757,7 +686,7 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	quorum_free_replies(l->q, rep);
 	free(rep);
 	ok = confirm_grant(l, won, fences, fence, ok, e);
-	got = count(won, n);
+	got = lock_count(won, n);
 	free(fences);
 	if (ok == -1) {
 		free(won);
@@ -832,214 +761,6 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	return 0;
 }
 
-/*
- * What is wrong when server i answered a waiter's BLPOP with the error
- * code: for a wrong type, which of the two lists it is and what it holds
- * (TYPE); into l->wait_why, never the server's own text.
- */
-static void
-describe_wait_error(struct lock *l, int i, const char *code)
-{
-	struct redis_reply	*rr;
-	struct err		 e;
-	const char		*keys[2], *key = l->wake_key;
-	char			 type[32] = "";
-	int			 k;
-
-	keys[0] = l->wake_key;
-	keys[1] = own_wake(l);
-	for (k = 0; k < 2 && strcmp(code, "WRONGTYPE") == 0; k++) {
-		rr = quorum_callv(l->q, i, &e, "TYPE", keys[k], NULL);
-		/* A module's type name too, if it is a plain word. */
-		if (rr != NULL && rr->type == REDIS_T_STATUS &&
-		    strcmp(rr->str, "list") != 0 &&
-		    strcmp(rr->str, "none") != 0 && rr->len < 24 &&
-		    strspn(rr->str, "abcdefghijklmnopqrstuvwxyz"
-		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == rr->len) {
-			snprintf(type, sizeof type, "a %s", rr->str);
-			key = keys[k];
-			k = 2;
-		}
-		redis_reply_free(rr);
-	}
-	if (strcmp(code, "WRONGTYPE") == 0)
-		snprintf(l->wait_why, sizeof l->wait_why, "%s: %s holds %s, not "
-		    "a list, so a waiter cannot block on it for %s; delete it "
-		    "with rlock release --force %s (or redis-cli DEL '%s')",
-		    l->q->urls[i].display, key, type[0] != '\0' ? type :
-		    "a value of another type", l->name, l->name, key);
-	else
-		snprintf(l->wait_why, sizeof l->wait_why, "%s: BLPOP on %s was "
-		    "refused (%s), so a waiter cannot block on it for %s; run "
-		    "rlock doctor to see what this server allows",
-		    l->q->urls[i].display, key, code, l->name);
-}
-
-/*
- * After a round that blocked on the wake lists: did the BLPOP answer an
- * error?  Counted in a row, and said once (with -v) as it happens.
- */
-static void
-note_wait(struct lock *l)
-{
-	const char	*code;
-	int		 i;
-
-	if ((i = quorum_wait_error(l->q, &code)) < 0) {
-		l->wait_errors = 0;
-		return;
-	}
-	if (l->wait_errors++ == 0 && l->wait_why[0] == '\0') {
-		describe_wait_error(l, i, code);
-		log_verbose("%s; waiting with a backoff instead", l->wait_why);
-	}
-}
-
-/*
- * How long the next attempt may block first.  The lock's validity counts
- * from before the wait (the script may have run at any moment of it, on
- * each server), so a wait takes at most half the TTL.
- */
-static int64_t
-wait_chunk(struct lock *l, int64_t start, int64_t deadline, int64_t sleep,
-    int64_t ttl_ms)
-{
-	int64_t	now = now_mono_ms();
-
-	if (l->on_wait != NULL) {
-		l->on_wait(l, &l->holder, now - start,
-		    deadline < 0 ? -1 : deadline - now);
-		if (sleep > 1000)
-			sleep = 1000;
-	}
-	if (sleep > ttl_ms / 2)
-		sleep = ttl_ms / 2;
-	return sleep < 1 ? 1 : sleep;
-}
-
-/*
- * Sleep ms (plus jitter) without a server: after a late grant the wake
- * list holds our own give-back, which would end a BLPOP at once.
- */
-static int
-pause_ms(int64_t ms, struct err *e)
-{
-	struct timespec	ts;
-
-	ms += jitter();
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = ms % 1000 * 1000000;
-	if (!signal_caught)
-		nanosleep(&ts, NULL);
-	if (signal_caught) {
-		err_set(e, ERR_INTERRUPTED, "interrupted by a signal");
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * The pause before the next round when the last blocking read answered an
- * error: doubled each time in a row, never past --wait.
- */
-static int
-wait_error_pause(struct lock *l, int64_t deadline, struct err *e)
-{
-	int64_t	ms = WAIT_ERR_PAUSE_MS << (l->wait_errors < 8 ?
-		    l->wait_errors - 1 : 7), left;
-
-	if (ms > WAITER_RENEW_MS)
-		ms = WAITER_RENEW_MS;
-	if (deadline >= 0 && ms > (left = deadline - now_mono_ms()))
-		ms = left > 0 ? left : 0;
-	return pause_ms(ms, e);
-}
-
-/*
- * Is e what a failover, a restart or a reshard says for a while: a server
- * that cannot be reached, closes the connection, does not answer in time,
- * or answers that it is loading, read-only, not yet a master, between
- * slot owners, or busy with another client's script?  Not: credentials,
- * TLS, bad input, a damaged lock, a full server.
- */
-static int
-passing(const struct err *e)
-{
-	static const char *const words[] = {
-		"(LOADING)", "(READONLY)", "(MASTERDOWN)", "(CLUSTERDOWN)",
-		"(TRYAGAIN)", "(BUSY)", "(MOVED)", "(ASK)",
-		"not a master (a failover",
-	};
-	size_t	i;
-
-	switch (e->kind) {
-	case ERR_UNAVAILABLE:
-	case ERR_TIMEOUT:
-	case ERR_REFUSED:
-		return 1;
-	case ERR_REPLY:
-		for (i = 0; i < sizeof words / sizeof *words; i++)
-			if (strstr(e->msg, words[i]) != NULL)
-				return 1;
-		return 0;
-	default:
-		return 0;
-	}
-}
-
-/*
- * A wait rides through a server that is away for a while (see passing):
- * try again after a pause that doubles (RIDE_FIRST_MS to RIDE_MAX_MS,
- * with jitter), never past the deadline.  0 to try again, -1 to give up
- * with e as it is (no time left, a signal, or an error that will stay).
- */
-static int
-ride_through(struct lock *l, int64_t deadline, int64_t *pause, int *rides,
-    int answered, struct err *e)
-{
-	char	d[32];
-	int64_t	left, ms;
-
-	/*
-	 * A wait without an end rides through only a server that answered
-	 * it first: one that is down from the start fails at once, so that
-	 * a job waiting for ever for its lock does not wait for ever for a
-	 * dead server too.
-	 */
-	if ((l->wait_ms == 0 && l->every_ms <= 0) || (deadline < 0 &&
-	    !answered) || !passing(e) || signal_caught)
-		return -1;
-	left = deadline < 0 ? INT64_MAX : deadline - now_mono_ms();
-	if (left <= 0)
-		return -1;
-	ms = *pause < left ? *pause : left;
-	(*rides)++;
-	log_verbose("%s: %s; trying again in %s (attempt %d), until %s "
-	    "runs out", l->name, e->msg, duration_format(ms, d, sizeof d),
-	    *rides + 1, l->wait_ms == 0 ? "--timeout" : "--wait");
-	if (pause_ms(ms, e) == -1)
-		return -1;
-	if ((*pause *= 2) > RIDE_MAX_MS)
-		*pause = RIDE_MAX_MS;
-	return 0;
-}
-
-/*
- * exec -n --every: an attempt whose reply was lost (the server may have
- * recorded the slot's start, this run's, which refuses every other
- * machine) is tried again, as -w's is, until one --timeout after the first
- * failure (the run finds its own start and takes the lock; the slot is not
- * left without a run).  The deadline for ride_through, set on the first
- * call.
- */
-static int64_t
-own_retry_by(const struct lock *l, int64_t *retry_by)
-{
-	if (*retry_by < 0)
-		*retry_by = now_mono_ms() + l->q->opts->timeout_ms;
-	return *retry_by;
-}
-
 int
 lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
     const struct lock_meta *m, struct err *e)
@@ -1074,7 +795,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 	l->meta = *m;
 	for (;;) {
 		if ((rc = try_acquire(l, ttl_ms, m, sleep, &pttl, e)) == -1 &&
-		    ride_through(l, wait_ms == 0 ? own_retry_by(l, &retry_by) :
+		    lock_ride_through(l, wait_ms == 0 ? lock_own_retry_by(l, &retry_by) :
 		    deadline, &pause, &rides, answered, e) == 0) {
 			/* The server comes back, or another stands in. */
 			sleep = -1;
@@ -1085,7 +806,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		if (rc != 0)
 			return rc;
 		if (sleep >= 0)
-			note_wait(l);	/* the attempt went behind a BLPOP */
+			lock_note_wait(l);	/* the attempt went behind a BLPOP */
 		answered = 1;
 		l->was_busy = 1;
 		pause = RIDE_FIRST_MS;
@@ -1099,14 +820,14 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		}
 		if (l->late > 0) {
 			/* Not busy: a pause of our own, whatever --wait. */
-			if (pause_ms(LATE_PAUSE_MS << (l->late - 1), e) == -1)
+			if (lock_pause_ms(LATE_PAUSE_MS << (l->late - 1), e) == -1)
 				return -1;
 			sleep = -1;
 			continue;
 		}
 		if (wait_ms == 0)
 			return 0;
-		if (l->wait_errors > 0 && wait_error_pause(l, deadline, e) == -1)
+		if (l->wait_errors > 0 && lock_wait_error_pause(l, deadline, e) == -1)
 			return -1;
 		if (deadline < 0)
 			left = INT64_MAX;
@@ -1127,14 +848,14 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		 * spreads waiters that all wake at one expiry.
 		 */
 		if (pttl >= 0)
-			sleep = pttl + 1 + jitter();
+			sleep = pttl + 1 + lock_jitter();
 		else if (pttl == -1)
 			sleep = NO_EXPIRY_RECHECK_MS;
 		else
-			sleep = 1 + jitter();
+			sleep = 1 + lock_jitter();
 		/* The next attempt renews our lease: see WAITER_RENEW_MS. */
 		if (sleep > WAITER_RENEW_MS)
-			sleep = WAITER_RENEW_MS + jitter();
+			sleep = WAITER_RENEW_MS + lock_jitter();
 		if (sleep > left)
 			sleep = left;
 		l->waited++;
@@ -1146,488 +867,6 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		 * others' wakes a moment, and those that did not come are
 		 * given up and counted busy.)
 		 */
-		sleep = wait_chunk(l, start, deadline, sleep, ttl_ms);
+		sleep = lock_wait_chunk(l, start, deadline, sleep, ttl_ms);
 	}
-}
-
-void
-lock_unlist(struct lock *l)
-{
-	if (!l->listed)
-		return;
-	/*
-	 * The release script, as a give-back, takes our entry off the
-	 * waiters list and our place off the --fifo line, and gives back, to
-	 * the next in line, a lock that a release handed us after our last
-	 * attempt (see hand_over() in lib.lua).  Best effort.
-	 */
-	lock_give_back(l);
-}
-
-void
-lock_give_back(struct lock *l)
-{
-	struct err	e;
-
-	release_script(l, NULL, 1, 0, 0, &e);
-}
-
-int
-lock_release(struct lock *l, const char *outcome, struct err *e)
-{
-	return release_script(l, outcome, 0, 0, 0, e);
-}
-
-void
-lock_release_ended(struct lock *l, const char *outcome)
-{
-	struct err	e;
-
-	l->ended = 1;
-	release_script(l, outcome, 0, 0, 1, &e);
-	l->ended = 0;
-}
-
-/*
- * Could a majority still hold the lock, when the servers in gone (bit i:
- * server i answered "not the holder") no longer do, and those in held
- * answered that they held it (released or extended it)?  Only the
- * servers we won count besides, when this process knows them (it
- * acquired the lock): one we never won says nothing by answering "not
- * the holder", and one that did not answer may hold it still; one whose
- * grant we never heard of (its reply was lost) but that says it held it
- * did.
- */
-static int
-majority_left(const struct lock *l, unsigned gone, unsigned held)
-{
-	int	i, left = 0;
-
-	for (i = 0; i < l->q->n; i++)
-		if ((held & 1u << i) || ((!l->won_known ||
-		    (l->won & 1u << i)) && !(gone & 1u << i)))
-			left++;
-	return left >= quorum_majority(l->q);
-}
-
-/*
- * The release script, as a release (give_back 0: every hold of the token)
- * or as a give-back of this run (only what it took; keep_listed: its
- * waiter entries stay).  settling: a release sent again after one whose
- * outcome is unknown, which records no loss when it finds the lock gone
- * (the first one, late, may have ended it).  1 released, 0 not the holder
- * (lost), -1 error.
- */
-static int
-release_script(struct lock *l, const char *outcome, int give_back,
-    int keep_listed, int settling, struct err *e)
-{
-	struct redis_reply	**rep;
-	struct history_args	  h;
-	const char		 *args[RELEASE__COUNT];
-	char			  pid[24];
-	unsigned		  gone = 0, yes = 0;
-	int			  i, ok, released = 0, skipped = 0, *ask;
-
-	lock_history_args(l, &h);
-	if (!keep_listed)
-		l->listed = 0;	/* the script takes us off the list too */
-	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
-	args[RELEASE_TOKEN] = l->token;
-	args[RELEASE_OUTCOME] = outcome != NULL ? outcome : "";
-	args[RELEASE_HISTORY_LEN] = h.len;
-	args[RELEASE_HISTORY_TTL_MS] = h.ttl;
-	args[RELEASE_HOST] = lock_or_empty(l->meta.host);
-	args[RELEASE_PID] = pid;
-	args[RELEASE_USER] = lock_or_empty(l->meta.user);
-	/*
-	 * The script hands the lock to the next waiter itself: with one
-	 * server only, for several would each choose on their own.
-	 */
-	args[RELEASE_HAND_OVER] = l->q->n == 1 ? "1" : "0";
-	args[RELEASE_RUN] = give_back ? l->run : "";
-	args[RELEASE_KEEP_LISTED] = keep_listed ? "1" : "0";
-	args[RELEASE_SETTLING] = settling ? "1" : "0";
-	/*
-	 * Whether the run may have a schedule to end (exec --every; a
-	 * release that cannot know, every_ms < 0): the common release reads
-	 * none.
-	 */
-	args[RELEASE_EVERY] = l->every_ms != 0 ? "1" : "0";
-	args[RELEASE_ENDED] = l->ended ? "1" : "0";
-	rep = xcalloc(l->q->n, sizeof *rep);
-	/*
-	 * Every server that can be reached, each within its own --timeout:
-	 * not only until a majority has answered.  A request left unread may
-	 * never run (an EVALSHA answered NOSCRIPT needs its EVAL sent; a
-	 * connect still under way has not sent it yet), and would leave the
-	 * key on that server until it expires.  Nor is a server whose connect
-	 * failed a moment ago passed over.  Only a server that this process's
-	 * acquire never reached (silent since we started) is left out: it
-	 * cannot hold what we took, and waiting on it gains nothing.
-	 */
-	ask = xcalloc(l->q->n, sizeof *ask);
-	for (i = 0; i < l->q->n; i++) {
-		ask[i] = !l->tried || quorum_reached(l->q, i);
-		skipped += !ask[i];
-	}
-	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, KEY__COUNT,
-	    lock_keys(l), RELEASE__COUNT, args, rep, e);
-	ok = quorum_check(l->q, rep, flag_shape, NULL, "the release script",
-	    ok, e) + skipped;
-	free(ask);
-	for (i = 0; i < l->q->n; i++) {
-		if (rep[i] == NULL || rep[i]->type != REDIS_T_INTEGER)
-			continue;
-		if (rep[i]->integer == 1) {
-			released++;
-			yes |= 1u << i;
-		} else
-			gone |= 1u << i;
-	}
-	quorum_free_replies(l->q, rep);
-	free(rep);
-	if (ok < quorum_majority(l->q))
-		return -1;
-	l->maybe_held = 0;
-	if (l->every_ms > 0 && outcome != NULL && *outcome != '\0' &&
-	    !give_back && l->wait_replicas > 0)
-		await_outcome(l, gone | yes);
-	/*
-	 * Lost only when fewer than a majority can still have held it:
-	 * a server we never won, or one that did not answer in time (it
-	 * holds the key until it expires, or deletes it when the request
-	 * reaches it), is no sign of a loss.
-	 */
-	return released >= quorum_majority(l->q) || majority_left(l, gone, yes);
-}
-
-void
-lock_note(struct lock *l, const char *event, const char *why,
-    const char *outcome)
-{
-	struct redis_reply	**rep;
-	struct history_args	  h;
-	struct err		  e;
-	const char		 *args[NOTE__COUNT + 16];
-	char			  pid[24], fence[24], held[24];
-	/* The entry's fields: the numbers are written below. */
-	const char		 *fields[] = {
-		"h", lock_or_empty(l->meta.host), "p", pid,
-		"u", lock_or_empty(l->meta.user), "c", lock_or_empty(l->meta.command),
-		"f", fence, "d", held, "x", outcome, "y", why,
-	};
-	size_t			  i;
-	int			  n = 0;
-
-	if (l->history_len <= 0)
-		return;
-	lock_history_args(l, &h);
-	snprintf(pid, sizeof pid, "%lld", l->meta.pid);
-	snprintf(fence, sizeof fence, "%lld", l->fence);
-	snprintf(held, sizeof held, "%lld",
-	    (long long)(now_mono_ms() - l->taken_at));
-	args[n++] = event;
-	args[n++] = h.len;
-	args[n++] = h.ttl;
-	args[n++] = l->token;
-	for (i = 0; i < sizeof fields / sizeof fields[0]; i++)
-		args[n++] = fields[i];
-	rep = xcalloc(l->q->n, sizeof *rep);
-	/*
-	 * A lost lock is often an unreachable server: the note may delay
-	 * the exit by NOTE_MAX_MS at most, not by a whole --timeout.
-	 */
-	quorum_limit(l->q, now_mono_ms() + NOTE_MAX_MS);
-	quorum_retry_now(l->q);
-	quorum_script(l->q, NULL, &script_note, KEY__COUNT, lock_keys(l), n, args,
-	    rep, &e);
-	quorum_limit(l->q, 0);
-	quorum_free_replies(l->q, rep);
-	free(rep);
-}
-
-/*
- * An extend's word that a newcomer asked the holder to stop (exec
- * --replace, see acquire.lua): who, kept in l->replace_host and _pid
- * (the first server's that says so).
- */
-static void
-note_replace(struct lock *l, const struct redis_reply *r)
-{
-	struct redis_reply	*const *el = r->element;
-
-	if (l->replace_host[0] != '\0' || r->elements < EXTENDED__COUNT ||
-	    el[EXTENDED_REPLACE_HOST]->type != REDIS_T_STRING)
-		return;
-	snprintf(l->replace_host, sizeof l->replace_host, "%s",
-	    el[EXTENDED_REPLACE_HOST]->str);
-	snprintf(l->replace_pid, sizeof l->replace_pid, "%s",
-	    el[EXTENDED_REPLACE_PID]->type == REDIS_T_STRING ?
-	    el[EXTENDED_REPLACE_PID]->str : "?");
-}
-
-int
-lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
-{
-	struct redis_reply	**rep;
-	const char		 *args[EXTEND__COUNT];
-	char			  ttl[24], fallback[24];
-	long long		  fence = 0, new_ttl = 0;
-	int64_t			  start;
-	unsigned		  gone = 0;
-	int			  i, ok, got, *won, n = l->q->n;
-
-	snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
-	snprintf(fallback, sizeof fallback, "%lld",
-	    (long long)(l->ttl_ms > 0 ? l->ttl_ms : LOCK_DEFAULT_TTL_MS));
-	args[EXTEND_TOKEN] = l->token;
-	args[EXTEND_TTL_MS] = ttl;
-	args[EXTEND_FALLBACK_TTL_MS] = fallback;
-	rep = xcalloc(n, sizeof *rep);
-	won = xcalloc(n, sizeof *won);
-	start = now_mono_ms();
-	ok = quorum_script_until(l->q, NULL, settled_grant, NULL,
-	    &script_extend, KEY__COUNT, lock_keys(l), EXTEND__COUNT, args,
-	    rep, e);
-	ok = quorum_check(l->q, rep, extend_shape, NULL, "the extend script",
-	    ok, e);
-	for (i = 0; i < n; i++) {
-		if (rep[i] != NULL && rep[i]->type == REDIS_T_ARRAY &&
-		    rep[i]->element[EXTENDED_CODE]->integer == 0)
-			gone |= 1u << i;	/* see extend_shape */
-		if (!(won[i] = lock_reply_granted(rep[i], &fence)))
-			continue;
-		new_ttl = rep[i]->element[EXTENDED_TTL_MS]->integer; /* extend_shape */
-		note_replace(l, rep[i]);
-	}
-	quorum_free_replies(l->q, rep);
-	free(rep);
-	if (ok >= quorum_majority(l->q) && l->wait_replicas > 0 &&
-	    count(won, n) >= quorum_majority(l->q)) {
-		await_replicas(l, won);
-		if (count(won, n) < quorum_majority(l->q)) {
-			err_set(e, ERR_UNAVAILABLE, "%s: fewer than %d "
-			    "replica%s acknowledged the extend within %lldms "
-			    "(--wait-replicas)", l->q->urls[0].display,
-			    l->wait_replicas, l->wait_replicas == 1 ? "" : "s",
-			    (long long)l->wait_timeout_ms);
-			ok = -1;
-		}
-	}
-	got = count(won, n);
-	if (l->won_known)
-		for (i = 0; i < n; i++) {
-			if (won[i])
-				l->won |= 1u << i;
-			else if (gone & 1u << i)
-				l->won &= ~(1u << i);
-		}
-	free(won);
-	if (ok < quorum_majority(l->q))
-		return -1;
-	if (got < quorum_majority(l->q)) {
-		if (!majority_left(l, gone, 0))
-			return 0;
-		/*
-		 * Not extended on a majority, but a majority may still hold
-		 * it (a server we won answered late, or not at all): not a
-		 * loss; the heartbeat tries again within the validity.
-		 */
-		err_set(e, ERR_TIMEOUT, "%s: extended on %d of %d servers; "
-		    "the others that hold it did not answer in time", l->name,
-		    got, n);
-		return -1;
-	}
-
-	l->fence = fence;
-	l->ttl_ms = new_ttl;
-	l->valid_until = start + new_ttl - lock_drift(new_ttl);
-	return 1;
-}
-
-long long
-lock_to_ll(const struct redis_reply *r)
-{
-	if (r == NULL)
-		return 0;
-	if (r->type == REDIS_T_INTEGER)
-		return r->integer;
-	if (r->type == REDIS_T_STRING)
-		return strtoll(r->str, NULL, 10);
-	return 0;
-}
-
-
-/* ------------------------------------------ settling an unknown outcome */
-
-/*
- * A release whose reply is lost (its connection closed, or its --timeout
- * ran out, after it was sent) may have run or not, and one that is late
- * may run later still: its outcome is unknown, and taking it for a
- * failure and then finding the key gone for a loss (what the keeper and
- * exec did) calls a lock lost that its owner let go of.  So such a
- * release is settled: the servers are asked, read-only, whether the token
- * still holds the lock, and the release is sent again only where it does.
- * Never blindly: a release that finds the key gone records a loss in the
- * history (release.lua), and a second release after a first that ran
- * would do just that.
- *
- * What "no longer the token's" then means is the caller's to say, from
- * when the first release went out: the lock was surely ours until
- * valid_until, so a release sent before it ended a section that the lock
- * guarded to its end, and whatever removed the key afterwards (that
- * release, or the TTL running out because it never arrived) the lock was
- * released, not lost.  A release sent after valid_until that finds it
- * gone is a loss, as when its answer says "not the holder" outright.
- *
- * An extend is different, and is not settled here: after an extend whose
- * reply is lost the lock may or may not have been extended, but either
- * way it is still ours until the last confirmed valid_until, and the
- * caller retries (heartbeat.c, keeper.c).  A retry that answers "not the
- * holder" cannot be blamed on the lost extend, which only ever lengthens
- * the lock: the key was removed by someone else (release --force, a DEL,
- * a server that lost it), a real loss while the command may still run.
- * Only our own release explains a key gone after it, so only the release
- * is ever settled as released.
- */
-
-/*
- * How long a settle goes on by default: twice the round trip's --timeout,
- * and at least SETTLE_MIN_MS (a reply cut fails at once, and a server
- * reached anew answers in a millisecond or two).
- */
-#define SETTLE_TIMEOUTS		2
-#define SETTLE_MIN_MS		500
-#define SETTLE_FIRST_MS		50
-#define SETTLE_MAX_MS		1000
-
-/* Whether reply holds `token` (of length len), as a string. */
-static int
-reply_is(const struct redis_reply *r, const char *token, size_t len)
-{
-	return r != NULL && r->type == REDIS_T_STRING && r->len == len &&
-	    memcmp(r->str, token, len) == 0;
-}
-
-/*
- * What one server's inspect.lua reply (one lock) says of the token: 1 it
- * holds the lock (the plain holder's token, element 12; or one of the
- * holders of a shared lock or a semaphore, element 14's list, each holder
- * a list led by its token), 0 it does not, -1 no answer or a damaged lock.
- */
-static int
-token_holds(const struct redis_reply *r, const char *token)
-{
-	const struct redis_reply	*s, *list, *h;
-	size_t				 i, len = strlen(token);
-
-	if (r == NULL || r->type != REDIS_T_ARRAY || r->elements != 1 ||
-	    (r = r->element[0])->type != REDIS_T_ARRAY ||
-	    r->elements < STATUS__COUNT)
-		return -1;
-	if (reply_is(r->element[STATUS_TOKEN], token, len))
-		return 1;
-	if ((s = r->element[STATUS_HOLDERS])->type != REDIS_T_ARRAY ||
-	    s->elements < HOLDERS__COUNT ||
-	    (list = s->element[HOLDERS_LIST])->type != REDIS_T_ARRAY)
-		return 0;
-	for (i = 0; i < list->elements; i++) {
-		h = list->element[i];
-		if (h->type == REDIS_T_ARRAY && h->elements > HOLDER_TOKEN &&
-		    reply_is(h->element[HOLDER_TOKEN], token, len))
-			return 1;
-	}
-	return 0;
-}
-
-int
-lock_holds(struct lock *l, struct err *e)
-{
-	struct redis_reply	**rep;
-	int			  i, yes = 0, no = 0;
-
-	rep = xcalloc(l->q->n, sizeof *rep);
-	quorum_script(l->q, NULL, &script_inspect, KEY__COUNT, lock_keys(l), 0, NULL,
-	    rep, e);
-	for (i = 0; i < l->q->n; i++)
-		switch (token_holds(rep[i], l->token)) {
-		case 1:
-			yes++;
-			break;
-		case 0:
-			no++;
-			break;
-		}
-	quorum_free_replies(l->q, rep);
-	free(rep);
-	if (yes >= quorum_majority(l->q))
-		return 1;
-	/* Those that did not answer may all still hold it: not enough. */
-	if (l->q->n - no < quorum_majority(l->q))
-		return 0;
-	if (e->msg[0] == '\0')
-		err_set(e, ERR_UNAVAILABLE, "cannot tell whether %s is still "
-		    "held: too few servers answered", l->name);
-	return -1;
-}
-
-int
-lock_settle_release(struct lock *l, const char *outcome, int64_t until,
-    struct err *e)
-{
-	int64_t	saved = l->q->limit, backoff = SETTLE_FIRST_MS, now;
-	int	rc = -1;
-
-	/*
-	 * Only an outcome that is unknown is settled: a reply lost (the
-	 * connection closed or reset) or late.  An answer that says the
-	 * script did not run (TRYAGAIN while the slot moves, a refusal, a
-	 * damaged lock), or a server that answers what no script sends (a
-	 * wrong shape), is no better known by asking: the release failed,
-	 * in its own words.
-	 */
-	if (e->kind != ERR_TIMEOUT && e->kind != ERR_UNAVAILABLE)
-		return -1;
-	if (until == 0)
-		until = now_mono_ms() + (SETTLE_TIMEOUTS *
-		    l->q->opts->timeout_ms > SETTLE_MIN_MS ? SETTLE_TIMEOUTS *
-		    l->q->opts->timeout_ms : SETTLE_MIN_MS);
-	quorum_limit(l->q, until);
-	while ((now = now_mono_ms()) < until) {
-		log_verbose("%s: the release's outcome is unknown (%s): asking "
-		    "whether the token still holds it", l->name, e->msg);
-		err_clear(e);
-		quorum_retry_now(l->q);
-		rc = lock_holds(l, e);
-		if (rc == 0) {
-			rc = LOCK_SETTLED;
-			break;
-		}
-		if (rc == 1) {
-			err_clear(e);
-			/*
-			 * Held a moment ago: gone now is our release, late,
-			 * which the history has already (no 'lost' beside it).
-			 */
-			if ((rc = release_script(l, outcome, 0, 0, 1, e)) != -1) {
-				rc = rc == 1 ? 1 : LOCK_SETTLED;
-				break;
-			}
-		}
-		if (now + backoff >= until)
-			break;
-		nanosleep(&(struct timespec){ .tv_sec = backoff / 1000,
-		    .tv_nsec = backoff % 1000 * 1000000 }, NULL);
-		if ((backoff *= 2) > SETTLE_MAX_MS)
-			backoff = SETTLE_MAX_MS;
-	}
-	quorum_limit(l->q, saved);
-	if (rc == LOCK_SETTLED) {
-		l->maybe_held = 0;
-		log_verbose("%s: no longer the token's after its release: "
-		    "released", l->name);
-	}
-	return rc;
 }

@@ -370,3 +370,13 @@ real_output() {
 	[[ -n $terms ]] || fail "debian/copyright has no ISC terms"
 	assert_equal "$(sed -n '/^Permission/,$p' "$TOP/LICENSE")" "$terms"
 }
+
+@test "quickstart: no hand-written C file of src/ is much over 1,000 lines (split by reason to change: the README's source layout)" {
+	local f n over=
+	for f in "$TOP"/src/*.c; do
+		[[ $f == */scripts.c ]] && continue	# generated from src/lua
+		n=$(wc -l <"$f")
+		((n <= 1100)) || over+=" ${f##*/}($n)"
+	done
+	[[ -z $over ]] || fail "files:$over"
+}
