@@ -182,8 +182,9 @@ newest_id(struct watch *w, struct stream *st)
 	set_last(st, NULL);
 	keys[0] = st->key;
 	rep = xcalloc(w->ctx->q.n, sizeof *rep);
-	ok = quorum_script(&w->ctx->q, w->only, &script_log, 1, keys, 2, args,
-	    rep, &w->ctx->err);
+	ok = quorum_run(&w->ctx->q, &(struct quorum_req){
+	    .script = &script_log, .only = w->only, .nkeys = 1, .keys = keys,
+	    .nargs = 2, .args = args }, rep, &w->ctx->err);
 	/* A wrong shape is no "no history yet": said, and the end. */
 	quorum_check(&w->ctx->q, rep, history_log_shape, &one, "the log script",
 	    ok, &w->ctx->err);

@@ -369,8 +369,9 @@ read_batch(struct quorum *q, const char *prefix, char *const *names,
 	rep = xcalloc(q->n, sizeof *rep);
 	lists = xcalloc(q->n, sizeof *lists);
 	cut = xcalloc(q->n, sizeof *cut);
-	ok = quorum_script(q, NULL, &script_log, (int)n, (const char **)keys,
-	    2, args, rep, e);
+	ok = quorum_run(q, &(struct quorum_req){ .script = &script_log,
+	    .nkeys = (int)n, .keys = (const char **)keys, .nargs = 2,
+	    .args = args }, rep, e);
 	/* Not "no history": a server that answers so is no Redis. */
 	ok = quorum_check(q, rep, history_log_shape, &n, "the log script", ok,
 	    e);
@@ -410,7 +411,7 @@ served(const struct redis_reply *r)
 
 /*
  * Redis Cluster: every master at once, each reading the histories it
- * serves (see quorum_cluster_script).  0, or -1 with nothing appended
+ * serves (see quorum_cluster_run).  0, or -1 with nothing appended
  * (then one lock a call).
  */
 static int
@@ -427,8 +428,9 @@ read_cluster(struct quorum *q, const char *prefix, char *const *names,
 	keys = xcalloc(n, sizeof *keys);
 	for (j = 0; j < n; j++)
 		xasprintf(&keys[j], "%s{%s}:log", prefix, names[j]);
-	nm = quorum_cluster_script(q, &script_log, (int)n, (const char **)keys,
-	    2, args, &rep, e);
+	nm = quorum_cluster_run(q, &(struct quorum_req){ .script = &script_log,
+	    .nkeys = (int)n, .keys = (const char **)keys, .nargs = 2,
+	    .args = args }, &rep, e);
 	for (j = 0; j < n; j++)
 		free(keys[j]);
 	free(keys);

@@ -527,8 +527,9 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 	args[FORCE_HISTORY_LEN] = h.len;
 	args[FORCE_HISTORY_TTL_MS] = h.ttl;
 	rep = xcalloc(l->q->n, sizeof *rep);
-	ok = quorum_script(l->q, NULL, &script_force, KEY__COUNT, lock_keys(l),
-	    FORCE__COUNT, args, rep, e);
+	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_force,
+	    .nkeys = KEY__COUNT, .keys = lock_keys(l), .nargs = FORCE__COUNT,
+	    .args = args }, rep, e);
 	ok = quorum_check(l->q, rep, status_shape, NULL, "the force script",
 	    ok, e);
 	status_merge(l, rep, st);
@@ -574,8 +575,9 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 	keys = inspect_keys(l, n);
 	rep = xcalloc(q, sizeof *rep);
 	one = xcalloc(q, sizeof *one);
-	ok = quorum_script(l[0].q, NULL, &script_inspect,
-	    (int)(KEY__COUNT * n), keys, 0, NULL, rep, e);
+	ok = quorum_run(l[0].q, &(struct quorum_req){
+	    .script = &script_inspect, .nkeys = (int)(KEY__COUNT * n),
+	    .keys = keys }, rep, e);
 	ok = quorum_check(l[0].q, rep, batch_shape, &n, "the inspect script",
 	    ok, e);
 	/* A server's last error stays after a success: only failures count. */
@@ -605,7 +607,7 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 
 /*
  * Redis Cluster: every master at once, each inspecting the locks it serves
- * in one call (see quorum_cluster_script; inspect.lua answers false for a
+ * in one call (see quorum_cluster_run; inspect.lua answers false for a
  * lock another master serves).  0 with st[0..n) filled, or -1 with nothing
  * to free (then one lock a call).
  */
@@ -619,8 +621,9 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 	int			  nm, k, rc = 0;
 
 	keys = inspect_keys(l, n);
-	nm = quorum_cluster_script(l[0].q, &script_inspect,
-	    (int)(KEY__COUNT * n), keys, 0, NULL, &rep, e);
+	nm = quorum_cluster_run(l[0].q, &(struct quorum_req){
+	    .script = &script_inspect, .nkeys = (int)(KEY__COUNT * n),
+	    .keys = keys }, &rep, e);
 	free(keys);
 	if (nm == -1)
 		return -1;

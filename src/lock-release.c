@@ -186,8 +186,9 @@ lock_release_script(struct lock *l, const char *outcome, int give_back,
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_script(l->q, ask, &script_release, KEY__COUNT,
-	    lock_keys(l), RELEASE__COUNT, args, rep, e);
+	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_release,
+	    .only = ask, .nkeys = KEY__COUNT, .keys = lock_keys(l),
+	    .nargs = RELEASE__COUNT, .args = args }, rep, e);
 	ok = quorum_check(l->q, rep, lock_flag_shape, NULL, "the release script",
 	    ok, e) + skipped;
 	free(ask);
@@ -255,8 +256,9 @@ lock_note(struct lock *l, const char *event, const char *why,
 	 */
 	quorum_limit(l->q, now_mono_ms() + NOTE_MAX_MS);
 	quorum_retry_now(l->q);
-	quorum_script(l->q, NULL, &script_note, KEY__COUNT, lock_keys(l), n, args,
-	    rep, &e);
+	quorum_run(l->q, &(struct quorum_req){ .script = &script_note,
+	    .nkeys = KEY__COUNT, .keys = lock_keys(l), .nargs = n,
+	    .args = args }, rep, &e);
 	quorum_limit(l->q, 0);
 	quorum_free_replies(l->q, rep);
 	free(rep);
@@ -302,9 +304,9 @@ lock_extend(struct lock *l, int64_t ttl_ms, struct err *e)
 	rep = xcalloc(n, sizeof *rep);
 	won = xcalloc(n, sizeof *won);
 	start = now_mono_ms();
-	ok = quorum_script_until(l->q, NULL, lock_settled_grant, NULL,
-	    &script_extend, KEY__COUNT, lock_keys(l), EXTEND__COUNT, args,
-	    rep, e);
+	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_extend,
+	    .nkeys = KEY__COUNT, .keys = lock_keys(l), .nargs = EXTEND__COUNT,
+	    .args = args, .settled = lock_settled_grant }, rep, e);
 	ok = quorum_check(l->q, rep, extend_shape, NULL, "the extend script",
 	    ok, e);
 	for (i = 0; i < n; i++) {
@@ -463,8 +465,8 @@ lock_holds(struct lock *l, struct err *e)
 	int			  i, yes = 0, no = 0;
 
 	rep = xcalloc(l->q->n, sizeof *rep);
-	quorum_script(l->q, NULL, &script_inspect, KEY__COUNT, lock_keys(l), 0, NULL,
-	    rep, e);
+	quorum_run(l->q, &(struct quorum_req){ .script = &script_inspect,
+	    .nkeys = KEY__COUNT, .keys = lock_keys(l) }, rep, e);
 	for (i = 0; i < l->q->n; i++)
 		switch (token_holds(rep[i], l->token)) {
 		case 1:

@@ -281,8 +281,10 @@ align_fences(struct lock *l, int *won, const long long *fences, long long f)
 		args[FENCE_FENCE] = fs;
 		rep = xcalloc(l->q->n, sizeof *rep);
 		quorum_check(l->q, rep, lock_flag_shape, NULL, "the fence script",
-		    quorum_script(l->q, low, &script_fence, KEY__COUNT,
-		    lock_keys(l), FENCE__COUNT, args, rep, &e), &e);
+		    quorum_run(l->q, &(struct quorum_req){
+		    .script = &script_fence, .only = low, .nkeys = KEY__COUNT,
+		    .keys = lock_keys(l), .nargs = FENCE__COUNT, .args = args },
+		    rep, &e), &e);
 		for (i = 0; i < l->q->n; i++)
 			if (low[i] && (rep[i] == NULL ||
 			    rep[i]->type != REDIS_T_INTEGER ||
@@ -624,13 +626,11 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	start = now_mono_ms();
 	l->maybe_held = 1;
 	l->tried = 1;
-	if (wait_ms >= 0)
-		ok = quorum_wait_script(l->q, l->wake_key, lock_own_wake(l),
-		    wait_ms, lock_settled_grant, NULL, &script_acquire, KEY__COUNT, lock_keys(l), ACQUIRE__COUNT,
-		    a.args, rep, e);
-	else
-		ok = quorum_script_until(l->q, NULL, lock_settled_grant, NULL,
-		    &script_acquire, KEY__COUNT, lock_keys(l), ACQUIRE__COUNT, a.args, rep, e);
+	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_acquire,
+	    .nkeys = KEY__COUNT, .keys = lock_keys(l), .nargs = ACQUIRE__COUNT,
+	    .args = a.args, .settled = lock_settled_grant,
+	    .wait_key = wait_ms >= 0 ? l->wake_key : NULL,
+	    .wait_key2 = lock_own_wake(l), .wait_ms = wait_ms }, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",
 	    ok, e);
 	/* Servers given up unanswered (blocked): busy, not failed. */
@@ -863,7 +863,7 @@ lock_acquire(struct lock *l, int64_t ttl_ms, int64_t wait_ms,
 		 * The BLPOP goes out with the next attempt, on every server,
 		 * so a woken waiter's try is already made when it wakes: a
 		 * hand-over costs no round trip of its own.  (With several
-		 * servers, see quorum_wait_script: a server woken gives the
+		 * servers, see quorum_run's wait_key: a server woken gives the
 		 * others' wakes a moment, and those that did not come are
 		 * given up and counted busy.)
 		 */

@@ -34,7 +34,7 @@
 
 /*
  * How long the other servers' wakes may follow the first (see
- * quorum_wait_script): the releases went out together, so a few
+ * quorum_run with a wait_key): the releases went out together, so a few
  * milliseconds, on a busy machine too.
  */
 #define WAKE_GRACE_MS		10
@@ -423,20 +423,6 @@ round_trip(struct quorum *q, const int *only, const struct redis_req *rq,
 
 /* ------------------------------------------------------------ requests */
 
-int
-quorum_script_until(struct quorum *q, const int *only,
-    quorum_settled_fn settled, void *arg, struct script *s, int nkeys,
-    const char **keys, int nargs, const char **args,
-    struct redis_reply **replies, struct err *e)
-{
-	struct redis_req	rq = {
-		.script = s, .nkeys = nkeys, .keys = keys, .nargs = nargs,
-		.args = args,
-	};
-
-	return round_trip(q, only, &rq, settled, arg, 0, replies, e);
-}
-
 /* Server i's BLPOP answered the error code (n bytes): kept, printable. */
 static void
 note_wait_error(struct quorum *q, int i, const char *code, size_t n)
@@ -460,7 +446,7 @@ quorum_wait_error(const struct quorum *q, const char **code)
 	return q->wait_err - 1;
 }
 
-/* What settles a wait of several servers: see quorum_wait_script. */
+/* What settles a wait of several servers: see quorum_run. */
 struct wait_settle {
 	struct quorum		*q;
 	quorum_settled_fn	 settled;
@@ -494,38 +480,34 @@ settled_wait(struct redis_reply **replies, const int *done, int n, void *arg)
  * try_acquire).
  */
 int
-quorum_wait_script(struct quorum *q, const char *key, const char *key2,
-    int64_t wait_ms, quorum_settled_fn settled, void *arg, struct script *s,
-    int nkeys, const char **keys, int nargs, const char **args,
+quorum_run(struct quorum *q, const struct quorum_req *r,
     struct redis_reply **replies, struct err *e)
 {
 	struct redis_req	rq = {
-		.script = s, .nkeys = nkeys, .keys = keys, .nargs = nargs,
-		.args = args, .wait_key = key, .wait_key2 = key2,
-		.wait_ms = wait_ms,
+		.script = r->script, .nkeys = r->nkeys, .keys = r->keys,
+		.nargs = r->nargs, .args = r->args,
 	};
-	struct wait_settle	w = { q, settled, arg };
+	struct wait_settle	w = { q, r->settled, r->arg };
 	const char		*code;
 	int			 i, ok;
 
+	if (r->wait_key == NULL)
+		return round_trip(q, r->only, &rq, r->settled, r->arg, 0,
+		    replies, e);
+	rq.wait_key = r->wait_key;
+	rq.wait_key2 = r->wait_key2;
+	rq.wait_ms = r->wait_ms;
 	if (q->n > 1)
-		ok = round_trip(q, NULL, &rq, settled_wait, &w, 0, replies, e);
+		ok = round_trip(q, r->only, &rq, settled_wait, &w, 0, replies,
+		    e);
 	else
-		ok = round_trip(q, NULL, &rq, settled, arg, 0, replies, e);
+		ok = round_trip(q, r->only, &rq, r->settled, r->arg, 0,
+		    replies, e);
 	q->wait_err = 0;
 	for (i = 0; i < q->n && q->wait_err == 0; i++)
 		if ((code = redis_wait_error(q->conn[i])) != NULL)
 			note_wait_error(q, i, code, strlen(code));
 	return ok;
-}
-
-int
-quorum_script(struct quorum *q, const int *only, struct script *s, int nkeys,
-    const char **keys, int nargs, const char **args,
-    struct redis_reply **replies, struct err *e)
-{
-	return quorum_script_until(q, only, NULL, NULL, s, nkeys, keys, nargs,
-	    args, replies, e);
 }
 
 int
@@ -852,10 +834,11 @@ quorum_masters_free(struct quorum_master *m, int n)
 }
 
 int
-quorum_cluster_script(struct quorum *q, struct script *s, int nkeys,
-    const char **keys, int nargs, const char **args,
+quorum_cluster_run(struct quorum *q, const struct quorum_req *r,
     struct redis_reply ***replies, struct err *e)
 {
+	const char		**keys = r->keys, **args = r->args;
+	int			  nkeys = r->nkeys, nargs = r->nargs;
 	struct quorum_master	 *m;
 	struct quorum		  mq;
 	struct redis_reply	**rep;
@@ -872,7 +855,7 @@ quorum_cluster_script(struct quorum *q, struct script *s, int nkeys,
 	    "local KEYS, ARGV = {}, ARGV\n"
 	    "do local a = {} for i = 1, #ARGV do if i <= %d then a[i] = ARGV[i] "
 	    "else KEYS[#KEYS + 1] = ARGV[i] end end ARGV = a end\n%s",
-	    nargs, s->body);
+	    nargs, r->script->body);
 	argv = xcalloc(3 + nargs + nkeys, sizeof *argv);
 	argv[0] = "EVAL";
 	argv[1] = body;

@@ -84,21 +84,11 @@ int	quorum_key_slot(const char *key);
  * with quorum_cluster_free), or -1 (e filled: not a Cluster, a master that
  * did not answer, Redis 6).
  */
-int	quorum_cluster_script(struct quorum *, struct script *s, int nkeys,
-	    const char **keys, int nargs, const char **args,
+struct quorum_req;
+int	quorum_cluster_run(struct quorum *, const struct quorum_req *,
 	    struct redis_reply ***replies, struct err *e);
 void	quorum_cluster_free(struct redis_reply **, int n);
 
-/*
- * Run a script on every server, or only on those with only[i] set (only
- * may be NULL).  replies[i] is server i's reply, or NULL where it failed
- * or was not asked (errs[i] says why; error replies count as failures).
- * Returns how many servers replied; when fewer than a majority of those
- * asked, e holds the first failure.
- */
-int	quorum_script(struct quorum *, const int *only, struct script *,
-	    int nkeys, const char **keys, int nargs, const char **args,
-	    struct redis_reply **replies, struct err *e);
 /*
  * Whether the replies so far decide the outcome (done[i]: server i has
  * answered or failed): lets a quorum stop waiting for the slow ones.
@@ -107,22 +97,34 @@ int	quorum_script(struct quorum *, const int *only, struct script *,
 typedef int (*quorum_settled_fn)(struct redis_reply **replies, const int *done,
     int n, void *arg);
 
-/* quorum_script, returning as soon as settled() says so. */
-int	quorum_script_until(struct quorum *, const int *only,
-	    quorum_settled_fn settled, void *arg, struct script *,
-	    int nkeys, const char **keys, int nargs, const char **args,
-	    struct redis_reply **replies, struct err *e);
 /*
- * quorum_script_until, each server's script sent together with a BLPOP of
- * key (and key2, if not NULL) for at most wait_ms before it (see struct
- * redis_req): a waiter woken by a release tries the lock with no round
- * trip of its own.  With several servers, a server woken holds the others
- * a short grace (see quorum.c); those still blocked after it are given up.
+ * One script call, whatever it waits for: the script, its keys and
+ * arguments; sent to every server, or only to those with only[i] set
+ * (only may be NULL); done as soon as settled(replies, done, n, arg) says
+ * so (settled may be NULL: every server's answer); and, with wait_key,
+ * each server's script sent behind a BLPOP of wait_key (and wait_key2, if
+ * not NULL) for at most wait_ms (see struct redis_req): a waiter woken by
+ * a release tries the lock with no round trip of its own.  With several
+ * servers, a server woken holds the others a short grace (see quorum.c);
+ * those still blocked after it are given up.
  */
-int	quorum_wait_script(struct quorum *, const char *key,
-	    const char *key2, int64_t wait_ms,
-	    quorum_settled_fn settled, void *arg, struct script *,
-	    int nkeys, const char **keys, int nargs, const char **args,
+struct quorum_req {
+	struct script		 *script;
+	int			  nkeys, nargs;
+	const char		**keys, **args;
+	const int		 *only;
+	quorum_settled_fn	  settled;
+	void			 *arg;
+	const char		 *wait_key, *wait_key2;
+	int64_t			  wait_ms;
+};
+/*
+ * Run it: replies[i] is server i's reply, or NULL where it failed or was
+ * not asked (errs[i] says why; error replies count as failures).  Returns
+ * how many servers replied; when fewer than a majority of those asked, e
+ * holds the first failure.
+ */
+int	quorum_run(struct quorum *, const struct quorum_req *,
 	    struct redis_reply **replies, struct err *e);
 /* The same for a plain command; extra_ms for commands that block (WAIT). */
 int	quorum_command(struct quorum *, const int *only, int argc,
@@ -141,7 +143,7 @@ struct redis_reply *quorum_ask(struct quorum *, int i, struct err *e,
 	    int argc, const char **argv);
 
 /*
- * After quorum_wait_script: the server whose BLPOP got an
+ * After a quorum_run with a wait_key: the server whose BLPOP got an
  * error reply instead of waiting, with *code (if code is not NULL) its
  * error code; -1 if none.
  */

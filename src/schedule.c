@@ -53,8 +53,9 @@ schedule_change(struct lock *l, enum sched_op op, int64_t period_ms,
 	args[SCHED_CRON] = l->cron != NULL ? l->cron : "";
 	args[SCHED_CRON_TZ] = l->cron_tz != NULL ? l->cron_tz : "";
 	rep = xcalloc(n, sizeof *rep);
-	ok = quorum_script(l->q, NULL, &script_sched, KEY__COUNT, lock_keys(l),
-	    SCHED__COUNT, args, rep, e);
+	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_sched,
+	    .nkeys = KEY__COUNT, .keys = lock_keys(l), .nargs = SCHED__COUNT,
+	    .args = args }, rep, e);
 	ok = quorum_check(l->q, rep, sched_shape, NULL, "the schedule script",
 	    ok, e);
 	if (until_ms != NULL)

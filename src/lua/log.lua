@@ -3,7 +3,7 @@
 -- since_ms (0: all), see src/lua/contract.  Returns
 -- {now_ms, {entries of the first key, ...}}, each {{id, {field, value,
 -- ...}}, ...}, or false for a key another Cluster node serves (see
--- quorum_cluster_script in quorum.c), or an error reply for a key that is
+-- quorum_cluster_run in quorum.c), or an error reply for a key that is
 -- not a stream.  Reads only: a replica can answer.
 -- With since_ms, a stream that has fewer than count entries since then
 -- also gives the newest entry before them (older than now_ms - since_ms,
