@@ -113,3 +113,47 @@ until_exists() {
 	[[ $(cat "$BATS_TEST_TMPDIR/W.out") =~ ^[0-9]+$ ]]
 	assert_equal "$(rcli_as SR ROLE | head -n 1)" master
 }
+
+# A master demoted under a holder (a failover, or REPLICAOF by hand) may
+# have no copy of the lock for a while: its data is flushed for the sync
+# with the new master, which may never have had it.  It answers as a
+# replica; it is no witness that the lock is gone.
+@test "failover: a server demoted to a replica is no witness of a loss: extend and release exit 69 (READONLY), exec's heartbeat does not call the lock lost" {
+	start_redis_as A
+	start_redis_as B
+	local a="redis://127.0.0.1:$A_PORT" tok ex
+	run --separate-stderr rlock -u "$a" acquire -t 30s job
+	assert_success
+	tok=$output
+	# A becomes a replica of B, which has no lock: A's copy is flushed.
+	rcli_as A REPLICAOF 127.0.0.1 "$B_PORT" >/dev/null
+	wait_role A slave 5000 || fail "A never became a replica"
+	local i
+	for ((i = 0; i < 250; i++)); do
+		[[ $(rcli_as A EXISTS 'rlock:{job}') == 0 ]] && break
+		sleep 0.02
+	done
+	assert_equal "$(rcli_as A EXISTS 'rlock:{job}')" 0
+	run --separate-stderr rlock -u "$a" extend --token "$tok" job
+	assert_equal "$status" 69
+	[[ $stderr == *READONLY* ]] || fail "extend: $stderr"
+	[[ $stderr != *"not the holder"* ]] || fail "extend: $stderr"
+	run --separate-stderr rlock -u "$a" release --token "$tok" job
+	assert_equal "$status" 69
+	[[ $stderr == *READONLY* ]] || fail "release: $stderr"
+
+	# exec: its heartbeat meets the demoted server; it is told nothing
+	# of a loss it cannot know, and holds on until its validity ends.
+	rcli_as A REPLICAOF NO ONE >/dev/null
+	wait_role A master 5000 || fail "A never became a master again"
+	bg_start ex "$RLOCK" -u "$a" -v exec -t 2s --heartbeat 200ms job2 -- sleep 30
+	for ((i = 0; i < 250; i++)); do
+		[[ $(rcli_as A EXISTS 'rlock:{job2}') == 1 ]] && break
+		sleep 0.02
+	done
+	rcli_as A REPLICAOF 127.0.0.1 "$B_PORT" >/dev/null
+	bg_wait "$ex" 15000 || fail "exec did not end"
+	assert_equal "$BG_STATUS" 75
+	grep -q READONLY ex.err || fail "exec: $(cat ex.err)"
+	! grep -q "key is gone" ex.err || fail "exec took a replica's empty copy for a loss: $(cat ex.err)"
+}

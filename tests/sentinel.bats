@@ -48,6 +48,17 @@ failover() {
 # Through the sentinel
 # ---------------------------------------------------------------------------
 
+# until_replicated VAR TOKEN: poll (at most 10 s) until server VAR, a
+# replica, has TOKEN's hold of job.
+until_replicated() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ $(rcli_as "$1" HKEYS 'rlock:{job}') == "$2" ]] && return 0
+		sleep 0.02
+	done
+	fail "the replica never got the lock"
+}
+
 @test "sentinel: acquire, status and release work through a redis-sentinel URL" {
 	run --separate-stderr rlock -u "$SENT_URL" acquire job
 	assert_success
@@ -141,6 +152,10 @@ echo done > finished' >/dev/null
 	bg_start ex "$RLOCK" -u "$url" -v exec -t 3s --heartbeat 250ms job -- ./child.sh
 	wait_file token 5000 || fail "the command never started: $(cat ex.err)"
 	tok=$(cat token)
+	# Not before the replica has the lock: a failover within the first
+	# second of its sync (before its first REPLCONF ACK, the master
+	# streams nothing to it) loses the lock for real.
+	until_replicated SR "$tok"
 	freeze_var FZ
 	failover
 	rcli_as SM REPLICAOF 127.0.0.1 "$SR_PORT" >/dev/null
@@ -281,7 +296,7 @@ echo done > finished' >/dev/null
 	wait_file token 5000 || fail "the command never started: $(cat ex.err)"
 	local tok
 	tok=$(cat token)
-	sleep 1
+	until_replicated SR "$tok"
 	failover
 	# The sentinel demotes the old master only after some seconds; do what
 	# it will do now, so that the old master answers READONLY and rlock has

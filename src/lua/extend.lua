@@ -10,6 +10,7 @@ local now = clock()
 local H = hold_read(K.lock, now)
 local r = hold_find(H, token)
 if not r then
+	writable(K.none)
 	return reply(R_EXTENDED, {code = 0})
 end
 -- The TTL it was taken with, if its record says one that rlock could

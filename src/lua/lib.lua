@@ -333,6 +333,17 @@ local function hold_read(lock, now)
 	return H
 end
 
+-- Only a server that takes writes may say that a token holds nothing: a
+-- master demoted under its holder (a failover, a REPLICAOF) has its copy
+-- flushed for the sync with the new master, which may still have the
+-- lock, and a replica's word is no witness of a loss (an exec would stop
+-- its command for a lock it still has).  DEL of the key that is never
+-- written (none) is a write: a replica refuses it, READONLY, which
+-- reaches the client as the server's own state (see run()).
+local function writable(none)
+	redis.call('DEL', none)
+end
+
 -- The live record of token in H, or nil.
 local function hold_find(H, token)
 	for _, r in ipairs(H.live) do

@@ -113,6 +113,7 @@ if not mine then
 			A.pid, 'u', A.user, 'x', A.outcome, 'y',
 			"gone or another's at release", 'r', run_id(token)})
 	end
+	writable(K.none)
 	return 0
 end
 
