@@ -15,6 +15,11 @@ src=${1:-$(dirname "$root")/shared/servers}
 cache=${2:-$root/.servers}
 [ -d "$src" ] || { echo "servers.sh: no $src"; exit 2; }
 mkdir -p "$cache" || exit 1
+# One run at a time in a cache: two test runs side by side share it, and
+# a server that is built is first removed; the second waits (an instant
+# when every server is built), at most 30 minutes.
+exec 9>"$cache/.lock" || exit 1
+flock -w 1800 9 || { echo "servers.sh: another run has held $cache/.lock for 30 minutes"; exit 1; }
 jobs=$(nproc 2>/dev/null || echo 2)
 failed=0
 

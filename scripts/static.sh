@@ -98,6 +98,17 @@ fi
 # ------------------------------------------------------------- sources
 
 mkdir -p "$cache/src"
+# One build at a time in a cache: two test runs side by side on one
+# machine (a shared CI host) share it, and each run fetches, builds and
+# copies its tree into it; the second waits for the first (a minute from
+# a warm cache), at most 30 minutes.
+exec 9>"$cache/.lock"
+if ! flock -w 1800 9; then
+	echo "static.sh: another build has held $cache/.lock for 30 minutes" \
+	    "(is one hung? see its process, or remove nothing: the lock goes" \
+	    "with it)" >&2
+	exit 1
+fi
 
 # fetch PACKAGE: Debian's source package, unpacked with Debian's patches
 # into $cache/src/PACKAGE-VERSION; sets src to that directory and ver to
