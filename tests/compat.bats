@@ -3,7 +3,7 @@
 # quickly, against the redis-server, redis-cli and redis-sentinel first on
 # PATH: scripts/matrix.sh runs it once for each server of the matrix.  A
 # test's name starts with its area (the matrix's rows): commands, shared,
-# limit, fifo, max-runtime, every, history, doctor, tls, quorum, sentinel,
+# limit, fifo, deploy, max-runtime, every, history, doctor, tls, quorum, sentinel,
 # cluster.
 
 load helpers
@@ -129,6 +129,34 @@ until_bounded() {
 	bg_wait "$W2" 20000 || fail "waiter 2 still waits"
 	assert_equal "$BG_STATUS" 0
 	assert_equal "$(tr '\n' ' ' <order.log)" "1 2 "
+}
+
+# until_waiters N: N processes wait on job (its waiters hash).
+until_waiters() {
+	[[ "$(rcli HLEN 'rlock:{job}:waiters')" == "$1" ]]
+}
+
+@test "deploy: --pending 1 supersedes the older waiter (36, its command not run); --replace stops the holder (37) and runs" {
+	local holder
+	holder=$(rlock acquire -t 30s job)
+	bg_start P1 "$RLOCK" exec --pending 1 -w 20s job -- sh -c 'echo 1 >>ran'
+	until_bounded 10000 until_waiters 1 || fail "the first waiter never listed"
+	bg_start P2 "$RLOCK" exec --pending 1 -w 20s job -- sh -c 'echo 2 >>ran'
+	bg_wait "$P1" 10000 || fail "the superseded waiter still waits"
+	assert_equal "$BG_STATUS" 36
+	rlock release --token "$holder" job
+	bg_wait "$P2" 20000 || fail "the newest waiter still waits"
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(cat ran)" 2
+	# --replace: the running holder's command is stopped, its rlock
+	# exits 37, the newcomer runs after it.
+	bg_start H "$RLOCK" exec -t 2s job -- sh -c 'echo started >h.log; trap "echo term >>h.log; exit 0" TERM; while :; do sleep 0.05; done'
+	until_bounded 10000 test -s h.log || fail "the holder never started"
+	run --separate-stderr rlock exec --replace -w 20s job -- sh -c 'echo new >>h.log'
+	assert_success
+	bg_wait "$H" 10000 || fail "the replaced holder still runs"
+	assert_equal "$BG_STATUS" 37
+	assert_equal "$(tr '\n' ' ' <h.log)" "started term new "
 }
 
 @test "max-runtime: exec --max-runtime stops the command, exits 124 and releases" {
