@@ -12,13 +12,6 @@ load helpers
 setup() { own_server_setup; }
 teardown() { test_teardown; }
 
-server_ms() {
-	local t
-	t=$(rcli TIME | tr -d '\r' | tr '\n' ' ')
-	set -- $t
-	echo $(($1 * 1000 + $2 / 1000))
-}
-
 # cron_fleet MINUTES [RLOCK-ARGS...]: around each of the next MINUTES
 # minute boundaries (by the server's clock), three machines fire `rlock
 # RLOCK-ARGS exec -n --cron '* * * * *' job`, 0.3 s before, at, and 0.5 s

@@ -4,6 +4,7 @@
 # a quorum of three servers, Sentinel and a Cluster, as on one server.
 
 load helpers
+load exec-helpers
 setup() { own_server_setup; }
 teardown() { test_teardown; }
 
@@ -29,12 +30,7 @@ until_pid_in() {
 
 # until_file FILE: poll (up to 20 s) until FILE is not empty.
 until_file() {
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		[[ -s "$1" ]] && return 0
-		sleep 0.02
-	done
-	fail "$1 is still empty"
+	wait_file "$1" 20000 || fail "$1 is still empty"
 }
 
 @test "deploy modes: --pending with --fifo keeps the newest waiters, served in the order they came" {

@@ -11,14 +11,6 @@ load helpers
 setup() { own_server_setup; }
 teardown() { test_teardown; }
 
-# The server's clock, in ms.
-server_ms() {
-	local t
-	t=$(rcli TIME | tr -d '\r' | tr '\n' ' ')
-	set -- $t
-	echo $(($1 * 1000 + $2 / 1000))
-}
-
 # wait_line FILE TEXT [MAX_MS]: until FILE has a line with TEXT (bounded).
 wait_line() {
 	local i

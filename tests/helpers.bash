@@ -288,6 +288,14 @@ rcli() {
 }
 
 # redis-cli against the server started as VAR: rcli_as VAR [args...]
+# server_ms: the default server's clock (TIME), in milliseconds.
+server_ms() {
+	local t
+	t=$(rcli TIME | tr -d '\r' | tr '\n' ' ')
+	set -- $t
+	echo $(($1 * 1000 + $2 / 1000))
+}
+
 rcli_as() {
 	local var=$1
 	shift

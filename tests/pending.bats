@@ -6,6 +6,7 @@
 # the lock to a waiter that is left.
 
 load helpers
+load exec-helpers
 setup() { own_server_setup; }
 teardown() { test_teardown; }
 
@@ -22,12 +23,7 @@ until_pid_listed() {
 
 # until_file FILE: poll (up to 20 s) until FILE is not empty.
 until_file() {
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		[[ -s "$1" ]] && return 0
-		sleep 0.02
-	done
-	fail "$1 is still empty"
+	wait_file "$1" 20000 || fail "$1 is still empty"
 }
 
 @test "pending: ten deploys launched 0.1 s apart run exactly two commands, the first and the last; the others exit 36 naming who superseded them" {

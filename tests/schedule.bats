@@ -12,13 +12,6 @@ load helpers
 setup() { own_server_setup; }
 teardown() { test_teardown; }
 
-server_ms() {
-	local t
-	t=$(rcli TIME | tr -d '\r' | tr '\n' ' ')
-	set -- $t
-	echo $(($1 * 1000 + $2 / 1000))
-}
-
 # wait_server_ms MS: until the server's clock has passed MS (bounded: 30 s).
 wait_server_ms() {
 	local i
