@@ -234,3 +234,17 @@ wait_server_ms() {
 	assert_success
 	[[ -e ran ]] || fail "a start ahead of the clock refused the next"
 }
+
+@test "schedule: who paused it, as the server holds it, reaches the terminal through the escaping rule (log.c), never a raw control byte" {
+	run --separate-stderr rlock schedule declare --every 1h job
+	assert_success
+	run --separate-stderr rlock schedule pause job
+	assert_success
+	# Anyone who can write the server can put any bytes there.
+	rcli HSET 'rlock:{job}:every' zb $'mallory\e[2J' >/dev/null
+	run --separate-stderr rlock -v exec -n --every 1h job -- true
+	assert_equal "$status" 38
+	[[ $stderr != *$'\e'* ]] || fail "a raw ESC reached stderr: $(printf %q "$stderr")"
+	[[ $stderr == *'paused by mallory\x1b[2J'* || $stderr == *'paused by mallory\e[2J'* ]] ||
+		fail "the pauser is not shown escaped: $(printf %q "$stderr")"
+}
