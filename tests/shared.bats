@@ -117,6 +117,22 @@ print(len(ev) // 2, most, bad)'
 	assert_failure 1
 }
 
+@test "shared: a free name that a writer waits for is the writer's turn: a new reader is told to wait (the acquire's fast path asks who waits)" {
+	rlock acquire -t 30s rw >/dev/null
+	bg_start W "$RLOCK" acquire -w 30s -t 30s rw
+	until_waiting 1 rlock status rw
+	# The writer, listed, stopped before its next attempt (its entry
+	# lasts 5 s from its last attempt); the holder's key goes, as its
+	# expiry would take it.
+	kill -STOP "$W"
+	rcli DEL 'rlock:{rw}' >/dev/null
+	run rlock acquire --shared -n rw
+	kill -CONT "$W"
+	assert_failure 1
+	bg_wait "$W" 10000 || fail "the writer is still waiting"
+	assert_equal "$BG_STATUS" 0
+}
+
 @test "shared: readers waiting behind a writer all come in when it leaves" {
 	local t w k
 	t=$(rlock acquire -t 30s rw)

@@ -81,6 +81,49 @@
 -- nothing of the history is read.  A plain lock taken afresh whose newest
 -- event is still its holder's 'acquired' was never released: the readers
 -- show that run's 'expired' (see record_acquired() in lib.lua).
+--{ early
+-- The common acquire first (see "early" in lib.lua): an ask that no
+-- earlier attempt listed, without --every, on a name whose key is absent,
+-- while nobody waits (not asked of a plain ask, which takes a free name
+-- whoever waits, as SET NX would): the rule below lets any kind in, and
+-- nothing else of it applies.  So it takes the name with nothing read but
+-- the key, the waiters' keys, the clock and the fence counter.  Anything
+-- else (a fence counter that is not one, a failed read) returns nothing:
+-- the full script below judges it and says what is wrong.  Its first
+-- write is the fence's, as below: a server that refuses it (memory, a
+-- replica) is answered as there (run()).
+if A.listed ~= '1' and A.every == '0' then
+	local limit = tonumber(A.limit) or 1
+	local want = A.shared == '1' and 's' or limit > 1 and 'l:' .. limit or
+		'x'
+	if redis.replicate_commands then redis.replicate_commands() end
+	if redis.pcall('EXISTS', K.lock) ~= 0 or ((want ~= 'x' or
+	    A.fifo == '1') and redis.pcall('EXISTS', K.waiters, K.queue) ~= 0)
+	    then
+		return
+	end
+	local seen = redis.pcall('GET', K.fence)
+	if type(seen) == 'table' or (seen and not (#seen <= 18 and
+	    string.match(seen, '^%d+$'))) then
+		return
+	end
+	local ttl = tonumber(A.ttl_ms)
+	local now, t = clock()
+	local fence = new_fence(K.fence, t, A.fence_floor_us,
+		fence_keep(ttl, A.history_len, A.history_ttl_ms), seen)
+	local kept = math.min(ttl, tonumber(A.history_ttl_ms))
+	local v = record_acquired(K.lock, A.history_len, A.history_ttl_ms,
+		{A.host, A.pid, A.user, A.command}, fence, A.waited_ms, A.token,
+		kind_shown(want), kept) and now + kept or nil
+	redis.call('HSET', K.lock, A.token, encoded({k = want, e = now + ttl,
+		f = fence, t = now, l = ttl, a = A.run, h = A.host, p = A.pid,
+		n = A.user, c = A.command, v = v,
+		nr = A.no_replace == '1' and 1 or nil}))
+	redis.call('PEXPIRE', K.lock, ttl)
+	return {[R_ACQUIRE_HELD.code] = 1, [R_ACQUIRE_HELD.fence] = fence,
+		[R_ACQUIRE_HELD.ttl_ms] = ttl}
+end
+--} early
 if redis.replicate_commands then redis.replicate_commands() end
 local limit = tonumber(A.limit) or 1
 local shared = A.shared == '1'

@@ -5,6 +5,11 @@
 # (contract.awk's mode=map), each contract name in the text is put in
 # place of by what it stands for (K.lock by KEYS[1], ...): the names are
 # the source's, the places are what is sent.
+# A section between the lines "--{ early" and "--} early" comes first:
+# lib.lua's (what a fast path needs), then the script's own, its fast
+# path, as the function fast, run by run() too; a fast path that returns
+# nothing leaves the call to main.  Its call returns before the rest of
+# lib.lua's helpers are made, which each call makes anew.
 # mode=body prints the script without its comment lines (-- ...), which is
 # what is sent and hashed; mode=c prints it as a C struct script, with
 # -v name=NAME -v sha=SHA1-OF-BODY.
@@ -21,12 +26,23 @@ BEGIN {
 	for (i = 1; i <= nlater; i++)
 		from[++nmap] = later[i]
 }
-FILENAME == ARGV[ARGC - 1] && !opened { opened = 1; emit("local function main()") }
+FILENAME == ARGV[ARGC - 1] && !opened { opened = 1; late = late "local function main()\n" }
+/^--[{] early/ { early = 1; if (opened) fast = fast "local function fast()\n"; next }
+/^--[}] early/ { early = 0; if (opened) fast = fast "end\nlocal fast_reply = run(fast)\nif fast_reply ~= nil then\n\treturn fast_reply\nend\n"; next }
 /^[ \t]*--/ { next }
-{ emit(names($0)) }
+{
+	if (early && opened)
+		fast = fast names($0) "\n"
+	else if (early)
+		first = first names($0) "\n"
+	else
+		late = late names($0) "\n"
+}
 END {
-	emit("end")
-	emit("return run(main)")
+	text = first fast late "end\nreturn run(main)\n"
+	n = split(text, lines, "\n")
+	for (i = 1; i < n; i++)
+		emit(lines[i])
 	if (mode == "c")
 		printf "struct script script_%s = {\n\t.name = \"%s\",\n\t.sha = \"%s\",\n\t.body =\n%s};\n\n", name, name, sha, body
 }

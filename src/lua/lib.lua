@@ -1,6 +1,8 @@
 -- lib: helpers that embed.sh puts in front of every script (each script is
 -- sent and hashed with them).  Locals only: Redis forbids globals.
 
+-- ------------------------------------------------------------ early
+--{ early
 -- A server older than 6.0 (it has no redis.setresp) is refused before
 -- anything is done, with its version: the scripts need what came with 6.0.
 if not redis.setresp then
@@ -8,6 +10,219 @@ if not redis.setresp then
 	local v = string.match(info, 'redis_version:([%d.]+)') or '?'
 	return redis.error_reply('RLOCK_OLDSERVER ' .. v)
 end
+
+-- What a script's fast path (a section of the script between the same
+-- marks as this one) needs: embed.awk puts the script's fast path after
+-- this section and before the rest of lib.lua, so that the common call
+-- returns before the helpers below are made (each call makes them
+-- anew: most of a short script's cost on the server).
+
+-- (Defined with the other damage helpers below, for run().)
+local damage_of
+
+-- Run the script's body (embed.awk wraps it as a function): an error
+-- becomes one error reply that the client can put in words, without the
+-- script's name and line.
+local function run(main)
+	local ok, r = pcall(main)
+	if ok then
+		return r
+	end
+	if type(r) == 'table' then
+		r = r.err
+	end
+	r = string.gsub(tostring(r), '^@?[%w_]+:%d+: ', '')
+	local code = string.match(r, '^(%u+) ')
+	if code == 'WRONGTYPE' and KEYS[1] and damage_of then
+		-- One of the lock's keys that no check named: which one.
+		r = damage_of(KEYS[1], r)
+	elseif code and code ~= 'ERR' and code ~= 'WRONGTYPE' then
+		-- The server's own state (READONLY, LOADING, OOM, NOPERM...):
+		-- as it said it, for the client to act on.
+		return redis.error_reply(r)
+	elseif string.sub(r, 1, 6) ~= 'RLOCK_' then
+		r = 'RLOCK_FAILED ' .. r
+	end
+	return redis.error_reply(r)
+end
+
+-- The server's clock in milliseconds, and TIME's reply.
+local function clock()
+	local t = redis.call('TIME')
+	return t[1] * 1000 + math.floor(t[2] / 1000), t
+end
+
+-- The next fence from the counter fkey: INCR, but never below the server's
+-- clock in microseconds (t: TIME's reply).  A counter lost with the data
+-- (a restart without persistence, an AOF that missed the last writes, a
+-- failover to a replica that lagged) comes back above every fence handed
+-- out before, while the clocks stay roughly in step.
+-- proposal (microseconds; 0: none) is the quorum client's floor: the
+-- same on every server it asks, and ahead of their clocks, so that they
+-- hand out one fence and none needs raising after (see align_fences in
+-- lock.c).  It is believed up to two seconds ahead of this server's
+-- clock: a fence never runs further ahead of the servers' clocks, which
+-- the fallback after a data loss (above) relies on.
+-- The same floor lets the counter expire (keep_ms after its last fence:
+-- the lock's TTL or the history's, whichever is longer, and FENCE_KEEP_MS
+-- more): a counter that has expired starts again at the server's clock,
+-- above every fence it handed out, none of which ran more than two
+-- seconds ahead of it.  Nothing rlock writes lives for ever.
+local FENCE_KEEP_MS = 10000
+-- How long a counter must outlive a hold of ms: the history's expiry too,
+-- when there is a history (len events of ttl), for the fences it shows.
+local function fence_keep(ms, len, ttl)
+	if (tonumber(len) or 0) > 0 then
+		return math.max(ms, tonumber(ttl) or 0)
+	end
+	return ms
+end
+-- seen: the counter's value as this script read it (expect_fence: false
+-- when absent), if nothing has changed it since; nil: not read.  A
+-- counter that the floor passes is then set in one call, with its expiry
+-- (a SET drops the old one: keep_ms is what it gets either way).
+local function new_fence(fkey, t, proposal, keep_ms, seen)
+	local floor = t[1] * 1000000 + t[2]
+	proposal = tonumber(proposal) or 0
+	if proposal > floor then
+		floor = math.min(proposal, floor + 2000000)
+	end
+	keep_ms = (tonumber(keep_ms) or 0) + FENCE_KEEP_MS
+	-- (Exact: both are below 2^53 here; a larger counter takes INCR.)
+	if seen == false or (seen and tonumber(seen) + 1 < floor) then
+		redis.call('SET', fkey, string.format('%.0f', floor), 'PX',
+			keep_ms)
+		return floor
+	end
+	local fence = redis.call('INCR', fkey)
+	if fence < floor then
+		fence = floor
+		redis.call('SET', fkey, string.format('%.0f', floor))
+	end
+	if redis.call('PTTL', fkey) < keep_ms then
+		redis.call('PEXPIRE', fkey, keep_ms)
+	end
+	return fence
+end
+
+-- A record as it is kept: its fields, not its token (the field's name).
+-- (The fence as a string, its digits all there: cjson and tostring write
+-- a number with 14.)
+local function fence_text(f)
+	return type(f) == 'number' and string.format('%.0f', f) or tostring(f)
+end
+local function encoded(r)
+	return cjson.encode({k = r.k, e = r.e, f = fence_text(r.f), t = r.t,
+		l = r.l, a = r.a, h = r.h, p = r.p, n = r.n, c = r.c, v = r.v,
+		nr = r.nr, qh = r.qh, qp = r.qp})
+end
+
+-- History: the stream LOCK:log, one entry an event, keeping the newest
+-- len entries (and at most a node more, below) and expiring ttl_ms after
+-- its newest; len 0: none kept.  fields: the entry's field/value pairs
+-- after e (the event).
+-- Trimmed a node at a time (MAXLEN ~): an exact MAXLEN deletes an entry
+-- inside the oldest node on every XADD, after walking the node to it, a
+-- fifth of the server's instructions in an exec cycle.  The oldest node
+-- goes once len entries are left without it, so the stream holds len
+-- plus at most a node's entries (stream-node-max-entries, 100 by
+-- default, and stream-node-max-bytes: some 30 of rlock's).  A server
+-- whose nodes are unbounded (both 0) never frees one: an exact trim cuts
+-- such a stream back to len once it holds STREAM_SLACK more, looked at
+-- on one event in STREAM_LOOK (by the entry's millisecond), which costs
+-- the others nothing.
+local STREAM_SLACK, STREAM_LOOK = 100, 8
+-- more_ms: the expiry set reaches that much further (an acquire's, by its
+-- hold's TTL: its release, if it comes within that TTL, need not set it
+-- again); covered: the server-clock ms until which the expiry already
+-- reaches ttl_ms past an event (the record's v, see the top of this
+-- file): an event no later leaves the expiry as it is.  Whether the
+-- event was written and the expiry set.
+local function record(lock, len, ttl, event, fields, more_ms, covered)
+	len = tonumber(len) or 0
+	if len <= 0 then
+		return false
+	end
+	local key = lock .. ':log'
+	-- Best effort, and last: a stream that rlock did not write (another
+	-- type, an entry ID it cannot follow) loses the event, not the script.
+	local id = redis.pcall('XADD', key, 'MAXLEN', '~', len, '*', 'e',
+		event, unpack(fields))
+	if type(id) ~= 'string' then
+		return false
+	end
+	local ms = tonumber(string.match(id, '^(%d+)-')) or 0
+	if not (tonumber(covered) and ms <= tonumber(covered)) and
+	    type(redis.pcall('PEXPIRE', key, tonumber(ttl) +
+	    (tonumber(more_ms) or 0))) ~= 'number' then
+		return false
+	end
+	if ms % STREAM_LOOK == 0 then
+		local n = redis.pcall('XLEN', key)
+		if type(n) == 'number' and n > len + STREAM_SLACK then
+			redis.pcall('XTRIM', key, 'MAXLEN', len)
+		end
+	end
+	return true
+end
+
+-- A run's id in the history: its token, hashed (tokens are never shown).
+local function run_id(token)
+	return string.sub(redis.sha1hex(token), 1, 12)
+end
+
+-- Record a new holder in the history (kind: '' plain, 'shared', 'limit:N';
+-- who: {host, pid, user, command}).  Only what happened is written.  A
+-- plain holder that was never released and expired has no event of its
+-- own: the readers (log, watch, history.c) show it, just before the next
+-- 'acquired', wherever a plain hold's 'acquired' (or its 'leftovers',
+-- said before the release) is directly followed by another 'acquired'.
+-- A hand-over's 'acquired' follows the release it comes from, and so
+-- never implies one.  Nothing of the history is read here: an acquire's
+-- look-up of the newest event was a call on the common path, for an event
+-- that the stream implies anyway.
+-- The history's expiry then reaches hold_ms past ttl: whether it was
+-- written so (the record's v is then its time plus hold_ms).
+local function record_acquired(lock, len, ttl, who, fence, waited, token,
+    kind, hold_ms)
+	if (tonumber(len) or 0) <= 0 then
+		return false
+	end
+	return record(lock, len, ttl, 'acquired', {'h', who[1], 'p', who[2],
+		'u', who[3], 'c', who[4], 'f', fence, 'w', waited, 'r',
+		run_id(token), 'k', kind}, hold_ms)
+end
+
+-- A kind's limit: 1 for a plain hold ('x'), 0 for a reader's ('s'), N
+-- for --limit N's ('l:N'); nil for a kind rlock does not write.  A limit
+-- outside 1 to LIMIT_MAX (--limit's own bound) is damage, never a count
+-- to loop to.
+local LIMIT_MAX = 10000
+local function limit_of(k)
+	if k == 'x' then
+		return 1
+	elseif k == 's' then
+		return 0
+	end
+	local n = type(k) == 'string' and
+		tonumber(string.match(k, '^l:(%d%d?%d?%d?%d?)$'))
+	if n and n >= 1 and n <= LIMIT_MAX then
+		return n
+	end
+	return nil
+end
+
+-- How the history names a kind: '' plain, 'shared', 'limit:N'.
+local function kind_shown(k)
+	if k == 'x' then
+		return ''
+	elseif k == 's' then
+		return 'shared'
+	end
+	return 'limit:' .. string.sub(k, 3)
+end
+
+--} early
 
 -- Who holds a name: one record for every mode.  The key LOCK is a hash
 -- with a field for each holder, named by its token, whose value is the
@@ -113,35 +328,6 @@ local function reply(shape, v)
 	return r
 end
 
--- A kind's limit: 1 for a plain hold ('x'), 0 for a reader's ('s'), N
--- for --limit N's ('l:N'); nil for a kind rlock does not write.  A limit
--- outside 1 to LIMIT_MAX (--limit's own bound) is damage, never a count
--- to loop to.
-local LIMIT_MAX = 10000
-local function limit_of(k)
-	if k == 'x' then
-		return 1
-	elseif k == 's' then
-		return 0
-	end
-	local n = type(k) == 'string' and
-		tonumber(string.match(k, '^l:(%d%d?%d?%d?%d?)$'))
-	if n and n >= 1 and n <= LIMIT_MAX then
-		return n
-	end
-	return nil
-end
-
--- How the history names a kind: '' plain, 'shared', 'limit:N'.
-local function kind_shown(k)
-	if k == 'x' then
-		return ''
-	elseif k == 's' then
-		return 'shared'
-	end
-	return 'limit:' .. string.sub(k, 3)
-end
-
 -- The fence counter fkey is absent or a whole number that INCR takes:
 -- its value (false: absent), which new_fence() can build on.  (Its type
 -- is asked only when GET fails.)
@@ -183,7 +369,7 @@ end
 
 -- What is wrong with lock's keys, as 'RLOCK_DAMAGED what' (see damaged()),
 -- when a read of them failed with err; else err as a failure.
-local function damage_of(lock, err)
+function damage_of(lock, err)
 	local ok, why = pcall(function()
 		expect({lock, 'hash', lock .. ':waiters', 'hash',
 			lock .. ':queue', 'zset', lock .. ':log', 'stream',
@@ -205,91 +391,6 @@ local function damage_of(lock, err)
 		err = err.err
 	end
 	return 'RLOCK_FAILED ' .. string.gsub(tostring(err), '^@?[%w_]+:%d+: ', '')
-end
-
--- Run the script's body (embed.awk wraps it as a function): an error
--- becomes one error reply that the client can put in words, without the
--- script's name and line.
-local function run(main)
-	local ok, r = pcall(main)
-	if ok then
-		return r
-	end
-	if type(r) == 'table' then
-		r = r.err
-	end
-	r = string.gsub(tostring(r), '^@?[%w_]+:%d+: ', '')
-	local code = string.match(r, '^(%u+) ')
-	if code == 'WRONGTYPE' and KEYS[1] then
-		-- One of the lock's keys that no check named: which one.
-		r = damage_of(KEYS[1], r)
-	elseif code and code ~= 'ERR' and code ~= 'WRONGTYPE' then
-		-- The server's own state (READONLY, LOADING, OOM, NOPERM...):
-		-- as it said it, for the client to act on.
-		return redis.error_reply(r)
-	elseif string.sub(r, 1, 6) ~= 'RLOCK_' then
-		r = 'RLOCK_FAILED ' .. r
-	end
-	return redis.error_reply(r)
-end
-
--- The server's clock in milliseconds, and TIME's reply.
-local function clock()
-	local t = redis.call('TIME')
-	return t[1] * 1000 + math.floor(t[2] / 1000), t
-end
-
--- The next fence from the counter fkey: INCR, but never below the server's
--- clock in microseconds (t: TIME's reply).  A counter lost with the data
--- (a restart without persistence, an AOF that missed the last writes, a
--- failover to a replica that lagged) comes back above every fence handed
--- out before, while the clocks stay roughly in step.
--- proposal (microseconds; 0: none) is the quorum client's floor: the
--- same on every server it asks, and ahead of their clocks, so that they
--- hand out one fence and none needs raising after (see align_fences in
--- lock.c).  It is believed up to two seconds ahead of this server's
--- clock: a fence never runs further ahead of the servers' clocks, which
--- the fallback after a data loss (above) relies on.
--- The same floor lets the counter expire (keep_ms after its last fence:
--- the lock's TTL or the history's, whichever is longer, and FENCE_KEEP_MS
--- more): a counter that has expired starts again at the server's clock,
--- above every fence it handed out, none of which ran more than two
--- seconds ahead of it.  Nothing rlock writes lives for ever.
-local FENCE_KEEP_MS = 10000
--- How long a counter must outlive a hold of ms: the history's expiry too,
--- when there is a history (len events of ttl), for the fences it shows.
-local function fence_keep(ms, len, ttl)
-	if (tonumber(len) or 0) > 0 then
-		return math.max(ms, tonumber(ttl) or 0)
-	end
-	return ms
-end
--- seen: the counter's value as this script read it (expect_fence: false
--- when absent), if nothing has changed it since; nil: not read.  A
--- counter that the floor passes is then set in one call, with its expiry
--- (a SET drops the old one: keep_ms is what it gets either way).
-local function new_fence(fkey, t, proposal, keep_ms, seen)
-	local floor = t[1] * 1000000 + t[2]
-	proposal = tonumber(proposal) or 0
-	if proposal > floor then
-		floor = math.min(proposal, floor + 2000000)
-	end
-	keep_ms = (tonumber(keep_ms) or 0) + FENCE_KEEP_MS
-	-- (Exact: both are below 2^53 here; a larger counter takes INCR.)
-	if seen == false or (seen and tonumber(seen) + 1 < floor) then
-		redis.call('SET', fkey, string.format('%.0f', floor), 'PX',
-			keep_ms)
-		return floor
-	end
-	local fence = redis.call('INCR', fkey)
-	if fence < floor then
-		fence = floor
-		redis.call('SET', fkey, string.format('%.0f', floor))
-	end
-	if redis.call('PTTL', fkey) < keep_ms then
-		redis.call('PEXPIRE', fkey, keep_ms)
-	end
-	return fence
 end
 
 -- ------------------------------------------------------------ holders
@@ -381,18 +482,6 @@ local function hold_set(H, token, r)
 	H.put[token] = r or false
 	H.kind = H.live[1] and H.live[1].k
 	H.limit = H.kind and limit_of(H.kind)
-end
-
--- A record as it is kept: its fields, not its token (the field's name).
--- (The fence as a string, its digits all there: cjson and tostring write
--- a number with 14.)
-local function fence_text(f)
-	return type(f) == 'number' and string.format('%.0f', f) or tostring(f)
-end
-local function encoded(r)
-	return cjson.encode({k = r.k, e = r.e, f = fence_text(r.f), t = r.t,
-		l = r.l, a = r.a, h = r.h, p = r.p, n = r.n, c = r.c, v = r.v,
-		nr = r.nr, qh = r.qh, qp = r.qp})
 end
 
 -- Write back what H's changes left (see hold_set): the records put, the
@@ -505,82 +594,6 @@ local function holder_list(H, now)
 			ttl_ms = r.l, fence = fence_text(r.f), pttl_ms = r.e - now})
 	end
 	return reply(R_HOLDERS, {limit = H.limit, list = list})
-end
-
--- History: the stream LOCK:log, one entry an event, keeping the newest
--- len entries (and at most a node more, below) and expiring ttl_ms after
--- its newest; len 0: none kept.  fields: the entry's field/value pairs
--- after e (the event).
--- Trimmed a node at a time (MAXLEN ~): an exact MAXLEN deletes an entry
--- inside the oldest node on every XADD, after walking the node to it, a
--- fifth of the server's instructions in an exec cycle.  The oldest node
--- goes once len entries are left without it, so the stream holds len
--- plus at most a node's entries (stream-node-max-entries, 100 by
--- default, and stream-node-max-bytes: some 30 of rlock's).  A server
--- whose nodes are unbounded (both 0) never frees one: an exact trim cuts
--- such a stream back to len once it holds STREAM_SLACK more, looked at
--- on one event in STREAM_LOOK (by the entry's millisecond), which costs
--- the others nothing.
-local STREAM_SLACK, STREAM_LOOK = 100, 8
--- more_ms: the expiry set reaches that much further (an acquire's, by its
--- hold's TTL: its release, if it comes within that TTL, need not set it
--- again); covered: the server-clock ms until which the expiry already
--- reaches ttl_ms past an event (the record's v, see the top of this
--- file): an event no later leaves the expiry as it is.  Whether the
--- event was written and the expiry set.
-local function record(lock, len, ttl, event, fields, more_ms, covered)
-	len = tonumber(len) or 0
-	if len <= 0 then
-		return false
-	end
-	local key = lock .. ':log'
-	-- Best effort, and last: a stream that rlock did not write (another
-	-- type, an entry ID it cannot follow) loses the event, not the script.
-	local id = redis.pcall('XADD', key, 'MAXLEN', '~', len, '*', 'e',
-		event, unpack(fields))
-	if type(id) ~= 'string' then
-		return false
-	end
-	local ms = tonumber(string.match(id, '^(%d+)-')) or 0
-	if not (tonumber(covered) and ms <= tonumber(covered)) and
-	    type(redis.pcall('PEXPIRE', key, tonumber(ttl) +
-	    (tonumber(more_ms) or 0))) ~= 'number' then
-		return false
-	end
-	if ms % STREAM_LOOK == 0 then
-		local n = redis.pcall('XLEN', key)
-		if type(n) == 'number' and n > len + STREAM_SLACK then
-			redis.pcall('XTRIM', key, 'MAXLEN', len)
-		end
-	end
-	return true
-end
-
--- A run's id in the history: its token, hashed (tokens are never shown).
-local function run_id(token)
-	return string.sub(redis.sha1hex(token), 1, 12)
-end
-
--- Record a new holder in the history (kind: '' plain, 'shared', 'limit:N';
--- who: {host, pid, user, command}).  Only what happened is written.  A
--- plain holder that was never released and expired has no event of its
--- own: the readers (log, watch, history.c) show it, just before the next
--- 'acquired', wherever a plain hold's 'acquired' (or its 'leftovers',
--- said before the release) is directly followed by another 'acquired'.
--- A hand-over's 'acquired' follows the release it comes from, and so
--- never implies one.  Nothing of the history is read here: an acquire's
--- look-up of the newest event was a call on the common path, for an event
--- that the stream implies anyway.
--- The history's expiry then reaches hold_ms past ttl: whether it was
--- written so (the record's v is then its time plus hold_ms).
-local function record_acquired(lock, len, ttl, who, fence, waited, token,
-    kind, hold_ms)
-	if (tonumber(len) or 0) <= 0 then
-		return false
-	end
-	return record(lock, len, ttl, 'acquired', {'h', who[1], 'p', who[2],
-		'u', who[3], 'c', who[4], 'f', fence, 'w', waited, 'r',
-		run_id(token), 'k', kind}, hold_ms)
 end
 
 -- ------------------------------------------------------------ schedule

@@ -50,6 +50,43 @@
 -- Under memory pressure (maxmemory reached, noeviction) the server
 -- refuses a script's writes that need memory until it has written
 -- something: the deletions come first, and the history after them.
+--{ early
+-- The common release first (see "early" in lib.lua): a release (not a
+-- give-back) with no schedule to end, of the name's one holder, the
+-- token's, while nobody waits: its key goes (a plain lock's wake list
+-- with it) and 'released' is recorded, as below (nothing else of the
+-- rule applies).  Anything else returns nothing, for the full script
+-- below, which reads all again: nothing is written before the last read
+-- here.
+if A.run == '' and A.every == '0' then
+	local all = redis.pcall('HGETALL', K.lock)
+	if type(all) ~= 'table' or #all ~= 2 or all[1] ~= A.token then
+		return
+	end
+	local ok, r = pcall(cjson.decode, all[2])
+	if not ok or type(r) ~= 'table' or not limit_of(r.k) or
+	    not tonumber(r.e) or not tonumber(r.f) or
+	    redis.pcall('EXISTS', K.waiters, K.queue) ~= 0 then
+		return
+	end
+	if r.k == 'x' then
+		redis.call('DEL', K.lock, K.wake)
+	else
+		redis.call('DEL', K.lock)
+	end
+	if tonumber(A.history_len) > 0 then
+		record(K.lock, A.history_len, A.history_ttl_ms, 'released', {'h',
+			r.h or '', 'p', r.p or '', 'u', r.n or '', 'c', r.c or '',
+			'f', fence_text(r.f), 't', r.t or '', 'x', A.outcome, 'r',
+			run_id(A.token), 'k', kind_shown(r.k)}, 0, r.v)
+		if A.settling == '1' then
+			redis.pcall('SET', K.lock .. ':settled:' .. run_id(A.token),
+				'1', 'PX', tonumber(A.history_ttl_ms))
+		end
+	end
+	return 1
+end
+--} early
 local token = A.token
 local hist = {A.history_len, A.history_ttl_ms}
 local direct = A.hand_over == '1'
