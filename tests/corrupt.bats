@@ -535,3 +535,20 @@ sched_matrix() {
 	run rlock status c
 	assert_equal "$status" 1
 }
+
+@test "corrupt: exec --every's release on a full server frees the lock and records the outcome" {
+	bg_start E "$RLOCK" exec -t 60s --every 1m fe -- sh -c 'until [ -e go ]; do sleep 0.02; done'
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ $(rcli EXISTS 'rlock:{fe}') == 1 ]] && break
+		sleep 0.01
+	done
+	rcli CONFIG SET maxmemory-policy noeviction >/dev/null
+	rcli CONFIG SET maxmemory 1 >/dev/null
+	touch go
+	bg_wait "$E"
+	rcli CONFIG SET maxmemory 0 >/dev/null
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(rcli EXISTS 'rlock:{fe}')" 0
+	assert_equal "$(rcli HGET 'rlock:{fe}:every' x)" exit:0
+}
