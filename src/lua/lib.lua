@@ -830,10 +830,13 @@ end
 -- comes back (or none).
 local function schedule_undo(key, e)
 	if (e.os or '') == '' then
-		-- No start before it: its fields go, what a person set stays.
+		-- No start before it: its fields go, what a person set stays
+		-- (a declared schedule's period with it: still overdue).
 		local f = {}
 		for _, k in ipairs(SCHEDULE_FIELDS) do
-			f[#f + 1] = k
+			if k ~= 'p' or not e.d then
+				f[#f + 1] = k
+			end
 			f[#f + 1] = 'o' .. k
 		end
 		redis.call('HDEL', key, unpack(f))
