@@ -554,6 +554,12 @@ check_schedules(struct report *rp, struct quorum *q, const char *server,
 		for (i = 0; i < n; i++) {
 			if (st[i].damage == NULL)
 				late += schedule_findings(rp, server, &st[i]);
+			else {
+				/* Never counted among the well ones. */
+				doctor_finding(rp, server, "schedules", SEV_WARN,
+				    NULL, "%s", st[i].damage);
+				late++;
+			}
 			lock_status_free(&st[i]);
 		}
 		if (late == 0)

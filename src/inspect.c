@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cron.h"
 #include "escape.h"
 #include "lock.h"
 #include "log.h"
@@ -540,6 +541,46 @@ force_script(struct lock *l, struct lock_status *st, struct err *e)
 }
 
 /*
+ * A --cron schedule's expression and zone, which status steps through for
+ * the next due time (cmd.c): one the script's check of its form let by
+ * that does not parse is damage, in its words; a zone this machine
+ * has no files for is said.  Either way the lock is that, and no more:
+ * its next due time, and so whether it is overdue, is not known here.
+ */
+static void
+check_cron(const struct lock *l, struct lock_status *st)
+{
+	struct cron	 c;
+	char		 why[200], *saved, *words, *name;
+
+	if (st->damage != NULL || st->every_ms <= 0 || st->cron == NULL ||
+	    *st->cron == '\0')
+		return;
+	/* (The remedy is the schedule's: release --force cannot parse it.) */
+	if (cron_parse(st->cron, &c, why, sizeof why) == -1)
+		xasprintf(&words, "the lock %s is damaged: %s holds \"%.60s\" "
+		    "in e, not a crontab expression (%s), which rlock never "
+		    "writes (another program or a person did); `rlock schedule "
+		    "remove %s` removes the schedule", st->name, l->every_key,
+		    st->cron, why, st->name);
+	else if (cron_zone_enter(st->cron_tz, &saved) == -1) {
+		xasprintf(&words, "the schedule of %s is in the time zone %.60s, "
+		    "which this machine does not know (see /usr/share/zoneinfo):"
+		    " its next due time cannot be worked out here; install the "
+		    "zone's files (tzdata), or ask on a machine that has them",
+		    st->name, st->cron_tz);
+		cron_zone_leave(saved);
+	} else {
+		cron_zone_leave(saved);
+		return;
+	}
+	name = xstrdup(st->name);
+	lock_status_free(st);
+	st->name = name;
+	st->damage = words;
+}
+
+/*
  * The keys inspect.lua takes for locks l[0..n): KEY__COUNT a lock, in the
  * contract's order (to free).
  */
@@ -597,6 +638,7 @@ inspect_batch(struct lock *l, size_t n, struct lock_status *st,
 			status_merge(&l[j], one, &st[j]);
 			for (i = 0; i < q; i++)
 				add_schedule(one[i], &st[j]);
+			check_cron(&l[j], &st[j]);
 		}
 	quorum_free_replies(l[0].q, rep);
 	free(rep);
@@ -642,6 +684,7 @@ inspect_cluster(struct lock *l, size_t n, struct lock_status *st,
 		else {
 			status_merge(&l[j], &el, &st[j]);
 			add_schedule(el, &st[j]);
+			check_cron(&l[j], &st[j]);
 		}
 	}
 	if (rc == -1)

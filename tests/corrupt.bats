@@ -360,3 +360,195 @@ list(p(sys.stdin.read()))' <<<"$output"
 	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock m is damaged: rlock:\{m\} holds \"b\" for a holder, not a holder's record"
 	assert_line --regexp "^warning +$RLOCK_URL: locks: the lock k3 is damaged: rlock:\{k3\}:log holds a string, not a stream"
 }
+
+# A schedule's keys, as one line: the schedule's fields (sorted) and
+# expiry, the lock's key and fence.  What a command that failed must
+# leave as it found.
+sched_state() {
+	rcli EVAL "local t = redis.call('TYPE', KEYS[1]).ok
+		local out = {t, tostring(redis.call('PTTL', KEYS[1])),
+			tostring(redis.call('EXISTS', KEYS[2])),
+			tostring(redis.call('GET', KEYS[3]))}
+		if t == 'hash' then
+			local all = redis.call('HGETALL', KEYS[1])
+			local f = {}
+			for i = 1, #all, 2 do f[#f + 1] = all[i] .. '=' .. all[i + 1] end
+			table.sort(f)
+			for _, v in ipairs(f) do out[#out + 1] = v end
+		end
+		return table.concat(out, ' ')" 3 "$K:every" "$K" "$K:fence"
+}
+
+# sched_matrix CASE...: each CASE "FIELD VALUE" (or "every-string",
+# "every-list": the key of another type) put into lock c's schedule, as
+# a healthy one left it (declared with a grace, one run ended, paused and
+# resumed), then every command that reads a schedule: exit 69 (a listing:
+# the healthy lock ok still listed), one line on stderr saying the
+# damage in words (the key, the field and what it holds), no command
+# run, nothing changed.  Then the remedies: rlock schedule remove, and
+# release --force saying what it removed; after either, c runs again.
+sched_matrix() {
+	local cmds=(
+		"exec -n --every 1m c -- touch ran"
+		"exec -n --cron * * * * * c -- touch ran"
+		"exec -w 300ms --every 1m c -- touch ran"
+		"status c"
+		"--json status c"
+		"status"
+		"status --format openmetrics"
+		"status --overdue"
+		"schedule list"
+		"schedule declare c --every 1m"
+		"schedule pause c"
+		"schedule resume c"
+		"release --token x c"
+	)
+	local cs c f v before after rc out err bad="" n=0 lines l
+	local -a argv
+	rcli FLUSHALL >/dev/null
+	rlock acquire -t 1h ok >/dev/null
+	rlock schedule declare c --every 1m --grace 10s || fail "setup: declare"
+	rlock exec -n --every 1m c -- true || fail "setup: exec"
+	rlock schedule pause c --for 1h && rlock schedule resume c ||
+		fail "setup: pause"
+	rcli EVAL "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+		redis.call('RESTORE', 'snap:' .. k, 0, redis.call('DUMP', k)) end" \
+		0 "$K*" >/dev/null
+	for cs in "$@"; do
+		for c in "${cmds[@]}" remove force; do
+			n=$((n + 1))
+			rcli EVAL "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+				redis.call('DEL', k) end
+				for _, s in ipairs(redis.call('KEYS', 'snap:' .. ARGV[1])) do
+				redis.call('RESTORE', string.sub(s, 6), 0,
+					redis.call('DUMP', s)) end" 0 "$K*" >/dev/null
+			rm -f ran
+			f=${cs%% *} v=${cs#* }
+			case $cs in
+			every-string) rcli DEL "$K:every" >/dev/null
+				rcli SET "$K:every" x >/dev/null; f='' ;;
+			every-list) rcli DEL "$K:every" >/dev/null
+				rcli RPUSH "$K:every" x >/dev/null; f='' ;;
+			*) rcli HSET "$K:every" "$f" "$v" >/dev/null ;;
+			esac
+			before=$(sched_state)
+			# (The --cron expression is one word of the command.)
+			case $c in
+			*--cron*) argv=(exec -n --cron '* * * * *' c -- touch ran) ;;
+			remove) argv=(schedule remove c) ;;
+			force) argv=(release --force c) ;;
+			*) read -ra argv <<<"$c" ;;
+			esac
+			rc=0
+			timeout 15 "$RLOCK" "${argv[@]}" >out 2>err || rc=$?
+			out=$(<out) err=$(<err)
+			lines=0
+			while IFS= read -r l || [[ -n $l ]]; do
+				[[ -z $l ]] || lines=$((lines + 1))
+			done <err
+			after=$(sched_state)
+			case $c in
+			remove)
+				[[ $rc -eq 0 && $(rcli EXISTS "$K:every") == 0 ]] ||
+					bad+="[$cs] schedule remove: exit $rc, $err"$'\n'
+				;;
+			force)
+				[[ $rc -eq 0 && $out == *"removed $K:every ("* &&
+				    $(rcli EXISTS "$K:every") == 0 ]] ||
+					bad+="[$cs] release --force: exit $rc: $out $err"$'\n'
+				;;
+			*)
+				[[ $rc -eq 69 ]] ||
+					bad+="[$cs] $c: exit $rc, not 69: $out $err"$'\n'
+				[[ $lines -eq 1 && $err == *"the lock c is damaged: $K:every holds "* ]] ||
+					bad+="[$cs] $c: not the damage in one line: $err"$'\n'
+				[[ -z $f || $err == *" in $f, not "* ]] ||
+					bad+="[$cs] $c: the field is not named: $err"$'\n'
+				[[ $before == "$after" ]] ||
+					bad+="[$cs] $c: changed '$before' -> '$after'"$'\n'
+				[[ ! -e ran ]] || bad+="[$cs] $c: the command ran"$'\n'
+				[[ $c != status && $c != "status --format openmetrics" ]] ||
+				    [[ $out == *ok* ]] ||
+					bad+="[$cs] $c: the healthy lock is not listed: $out"$'\n'
+				;;
+			esac
+			if [[ $err == *user_script* || $err == *"ERR Error"* ||
+			    $err == *WRONGTYPE* || $err == *"script:"* ||
+			    $err == *"attempt to"* ]]; then
+				bad+="[$cs] $c: a raw error: $err"$'\n'
+			fi
+			# After a remedy, c runs again.
+			if [[ $c == remove || $c == force ]] &&
+			    ! timeout 15 "$RLOCK" exec -n --every 1m c -- touch ran 2>err2; then
+				bad+="[$cs] after $c, c does not run: $(cat err2)"$'\n'
+			fi
+		done
+	done
+	echo "$n runs"
+	if [[ -n $bad ]]; then
+		printf '%s' "$bad"
+		return 1
+	fi
+}
+
+@test "corrupt: a schedule whose numbers are no numbers: every command that reads it says so in words and changes nothing; remove and release --force clean up" {
+	sched_matrix "p abc" "p 0" "p -60000" "p 1e5" "s abc" "s 1.5" \
+		"c abc" "c inf" "g abc" "g 0" "d abc" "z abc" "z 1e99" \
+		"zs abc" "ok abc" "nf abc" "nf -1" "i abc"
+}
+
+@test "corrupt: a schedule's other fields and key: a flag, an expression, a zone, the start before, another type" {
+	sched_matrix "f yes" "e abc" "e 1 2 3" "e @every" "tz ../../etc/passwd" \
+		"tz /etc/localtime" "tz a b" "op abc" "os x" "oc abc" "of 2" every-string \
+		every-list
+}
+
+@test "corrupt: a --cron schedule whose expression has the form but not the values, or whose zone this machine lacks: status, list and doctor say it, never a schedule silently not overdue; schedule remove cleans up" {
+	rlock acquire -t 1h ok >/dev/null
+	rlock exec -n --cron '*/5 * * * *' c -- true
+	rcli HSET "$K:every" e '99 * * * *' >/dev/null
+	run --separate-stderr rlock status c
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_equal "${stderr_lines[0]}" "rlock: the lock c is damaged: $K:every holds \"99 * * * *\" in e, not a crontab expression (minute 99 is out of range: give 0 to 59), which rlock never writes (another program or a person did); \`rlock schedule remove c\` removes the schedule"
+	run --separate-stderr rlock status --overdue
+	assert_equal "$status" 69
+	run --separate-stderr rlock schedule list
+	assert_equal "$status" 69
+	assert_one_error_line
+	run --separate-stderr rlock doctor
+	assert_line --regexp "^warning +$RLOCK_URL: schedules: the lock c is damaged: .* in e, not a crontab expression"
+	refute_line --partial "none overdue or failing"
+	# A zone of the right form that this machine has no files for.
+	rcli HSET "$K:every" e '*/5 * * * *' tz Mars/Olympus >/dev/null
+	run --separate-stderr rlock status c
+	assert_equal "$status" 69
+	assert_one_error_line
+	[[ "${stderr_lines[0]}" == *"the schedule of c is in the time zone Mars/Olympus, which this machine does not know"* ]] ||
+		fail "${stderr_lines[0]}"
+	run --separate-stderr rlock status
+	assert_equal "$status" 69
+	assert_output --partial "ok: held by"
+	run rlock schedule remove c
+	assert_success
+	assert_equal "$(rcli EXISTS "$K:every")" 0
+	run rlock status c
+	assert_equal "$status" 1
+}
+
+@test "corrupt: exec --every's release on a full server frees the lock and records the outcome" {
+	bg_start E "$RLOCK" exec -t 60s --every 1m fe -- sh -c 'until [ -e go ]; do sleep 0.02; done'
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ $(rcli EXISTS 'rlock:{fe}') == 1 ]] && break
+		sleep 0.01
+	done
+	rcli CONFIG SET maxmemory-policy noeviction >/dev/null
+	rcli CONFIG SET maxmemory 1 >/dev/null
+	touch go
+	bg_wait "$E"
+	rcli CONFIG SET maxmemory 0 >/dev/null
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(rcli EXISTS 'rlock:{fe}')" 0
+	assert_equal "$(rcli HGET 'rlock:{fe}:every' x)" exit:0
+}

@@ -8,6 +8,7 @@
 load helpers
 load exec-helpers
 load dist-helpers
+load fault-helpers
 
 setup() {
 	require_rlock
@@ -17,6 +18,7 @@ setup() {
 teardown() {
 	# A frozen server is thawed before it is stopped.
 	[[ -n ${FROZEN:-} ]] && kill -CONT "$FROZEN" 2>/dev/null
+	stop_all_proxies 2>/dev/null || true
 	exec_teardown
 }
 
@@ -156,4 +158,98 @@ until_exists() {
 	assert_equal "$BG_STATUS" 75
 	grep -q READONLY ex.err || fail "exec: $(cat ex.err)"
 	! grep -q "key is gone" ex.err || fail "exec took a replica's empty copy for a loss: $(cat ex.err)"
+}
+
+# A scheduled run's outcome, written at its release, lost in a failover:
+# the replica had the start (--wait-replicas 1 acknowledged it), but its
+# link to the master (through the test's proxy) was cut when the release
+# wrote the outcome, which --wait-replicas says; the master is then
+# SIGKILLed, the link's proxy stopped (what it held never arrives), and
+# the replica promoted by the sentinel.  What status
+# and doctor show after is what rlock-schedules(7) says: the run shows
+# as running while its lock lives on the new master, then as ended
+# without a release; the slot keeps its one start (a machine firing later
+# in it is refused), but with --retry-failed the forgotten success is run
+# again; the next slot's start counts the lost run as a failed one (a
+# failing alert, though it succeeded) and the one after clears it.
+@test "failover: a --every run's outcome lost in a failover: --wait-replicas said so; status, doctor and the next starts do as rlock-schedules(7) says" {
+	start_redis_as SM --repl-diskless-sync yes --repl-diskless-sync-delay 0
+	start_proxy P "$SM_PORT"
+	start_redis_as SR --replicaof 127.0.0.1 "$P_PORT"
+	wait_replica_online SM 10000 || fail "the replica never came online"
+	start_sentinel_as SS mm "$SM_PORT"
+	wait_sentinel_ready SS mm "$SR_PORT" 10000 || fail "the sentinel never saw the replica"
+	local s="redis-sentinel://127.0.0.1:$SS_PORT/mm" i
+	bg_start A "$RLOCK" -u "$s" --timeout 500ms exec --every 20s -t 2s --wait-replicas 1 job -- \
+		sh -c 'touch started.A; until [ -e go ]; do sleep 0.02; done'
+	bg_start B "$RLOCK" -u "$s" --timeout 500ms exec --every 20s -t 2s --retry-failed --wait-replicas 1 job2 -- \
+		sh -c 'touch started.B; until [ -e go ]; do sleep 0.02; done; touch ran.B'
+	# Both started: their starts acknowledged by the replica.
+	for ((i = 0; i < 500; i++)); do
+		[[ -e started.A && -e started.B ]] && break
+		sleep 0.02
+	done
+	[[ -e started.A && -e started.B ]] || fail "not started: $(cat A.err B.err)"
+	assert_equal "$(rcli_as SR EXISTS 'rlock:{job}' 'rlock:{job2}')" 2
+	local c
+	c=$(rcli_as SR HGET 'rlock:{job}:every' c)
+	proxy P blackhole
+	touch go
+	bg_wait "$A" 10000 || fail "A did not end"
+	assert_equal "$BG_STATUS" 0
+	bg_wait "$B" 10000 || fail "B did not end"
+	assert_equal "$BG_STATUS" 0
+	grep -q "job: fewer than 1 replica acknowledged the run's outcome within 500ms (--wait-replicas): a failover now would forget it" A.err ||
+		fail "A: $(cat A.err)"
+	grep -q "job2: fewer than 1 replica acknowledged the run's outcome" B.err ||
+		fail "B: $(cat B.err)"
+	assert_equal "$(rcli_as SM HGET 'rlock:{job}:every' x)" exit:0
+	# The master dies, and what the link held with it.
+	kill -KILL "$SM_PID"
+	kill "$P_PID"
+	wait_master_change SS mm "$SM_PORT" 20000 >/dev/null || fail "no failover"
+	wait_role SR master 10000 || fail "the replica was not promoted"
+	assert_equal "$(rcli_as SR HGET 'rlock:{job}:every' x)" ""
+	# Running while the lock it never released lives (its TTL), then
+	# ended without a release.
+	for ((i = 0; i < 250; i++)); do
+		run rlock -u "$s" status job
+		[[ $output == *"ended without a release"* ]] && break
+		[[ $output == *running* ]] || fail "neither running nor ended: $output"
+		sleep 0.02
+	done
+	assert_output --partial "ended without a release"
+	refute_output --partial "failed in a row"
+	run rlock -u "$s" --json status job
+	[[ $output == *'"last_outcome":"ended-without-release"'* ]] || fail "$output"
+	[[ $output == *'"failures":0'* ]] || fail "$output"
+	# Not yet a failure: doctor has nothing to say of it.
+	run rlock -u "$s" doctor
+	assert_line --regexp "schedules: 2 schedules, none overdue or failing$"
+	# Later in the slot: job's one start is kept (refused); job2's
+	# success, forgotten, is run again (--retry-failed).
+	(($(rcli_as SR TIME | head -n 1) * 1000 < c + 9000)) ||
+		fail "the failover took most of the slot"
+	run rlock -u "$s" exec -n --every 20s job -- touch ran.again
+	assert_equal "$status" 1
+	[[ ! -e ran.again ]] || fail "job ran twice in its slot"
+	rm -f ran.B
+	run rlock -u "$s" exec -w 5s --every 20s --retry-failed job2 -- touch ran.B
+	assert_success
+	[[ -e ran.B ]] || fail "job2's forgotten success was not run again"
+	# The next slot's start counts the lost run as failed.
+	for ((i = 0; i < 1500; i++)); do
+		(($(rcli_as SR TIME | head -n 1) * 1000 > c + 10500)) && break
+		sleep 0.01
+	done
+	# (What status and doctor say while that start's run goes on.)
+	run rlock -u "$s" exec -n --every 20s job -- sh -c '"$0" -u "$1" --json status job >st.json
+		"$0" -u "$1" doctor >doctor.out; true' "$RLOCK" "$s"
+	assert_success
+	grep -q '"failures":1' st.json || fail "$(cat st.json)"
+	grep -q '"failing":true' st.json || fail "$(cat st.json)"
+	grep -q 'schedules: job failed its last 1 run' doctor.out || fail "$(cat doctor.out)"
+	# Its success clears it.
+	run rlock -u "$s" --json status job
+	[[ $output == *'"failures":0'* ]] || fail "after a success: $output"
 }

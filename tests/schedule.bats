@@ -248,3 +248,27 @@ wait_server_ms() {
 	[[ $stderr == *'paused by mallory\x1b[2J'* || $stderr == *'paused by mallory\e[2J'* ]] ||
 		fail "the pauser is not shown escaped: $(printf %q "$stderr")"
 }
+
+@test "schedule: a start given back (a quorum's run that won too few servers) leaves a declared schedule declared: its period stays, never started, still overdue" {
+	start_quorum 3
+	quorum_urls
+	run rlock "${URLS[@]}" schedule declare job --every 1s
+	assert_success
+	# Another holds it on two servers: the run wins one and gives it back.
+	local i
+	for i in 2 3; do qcli "$i" EVAL "$FAKE_HOLD" 1 'rlock:{job}' other 30000 >/dev/null; done
+	run rlock "${URLS[@]}" exec -n --every 1s job -- touch ran
+	assert_equal "$status" 1
+	[[ ! -e ran ]] || fail "the command ran"
+	assert_equal "$(qcli 1 EXISTS 'rlock:{job}')" 0
+	assert_equal "$(qcli 1 HGET 'rlock:{job}:every' p | tr -d '\r')" 1000
+	assert_equal "$(qcli 1 HEXISTS 'rlock:{job}:every' s | tr -d '\r')" 0
+	run rlock -u "$Q1_URL" status job
+	assert_line --partial "never started"
+	# A period and its grace after the declaration: overdue.
+	wait_server_ms "$(($(qcli 1 HGET 'rlock:{job}:every' d | tr -d '\r') + 1600))" ||
+		fail "the server's clock did not move"
+	run rlock -u "$Q1_URL" status --overdue
+	assert_equal "$status" 1
+	assert_output --partial "job:"
+}

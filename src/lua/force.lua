@@ -32,6 +32,19 @@ local function check(list)
 	end
 end
 check(kinds)
+-- A schedule whose fields rlock did not write goes too (see schedule()
+-- in lib.lua).
+if not bad[K.every] then
+	local fine, why = pcall(schedule, K.every)
+	if not fine then
+		why = type(why) == 'table' and why.err or tostring(why)
+		local pre = 'RLOCK_DAMAGED ' .. K.every .. ' holds '
+		if string.sub(why, 1, #pre) == pre then
+			why = string.sub(why, #pre + 1)
+		end
+		remove(K.every, why)
+	end
+end
 local ok, H = true, {live = {}}
 if not bad[lock] then
 	ok, H = pcall(hold_read, lock, now)

@@ -18,6 +18,10 @@ local function inspect(k)
 	local lock = KEYS[k + KEY.lock]
 	local waiters, queue = KEYS[k + KEY.waiters], KEYS[k + KEY.queue]
 	local H = hold_read(lock, now)
+	-- The schedule read (and checked) before the waiters' clean-up
+	-- below writes.
+	expect({KEYS[k + KEY.every], 'hash'})
+	local e = schedule(KEYS[k + KEY.every])
 	local v = {held = #H.live > 0 and 1 or 0,
 		pttl_ms = #H.live > 0 and H.latest - now or -2,
 		last_fence = tonumber(redis.call('GET',
@@ -48,8 +52,6 @@ local function inspect(k)
 		end
 	end
 	v.waiters = w
-	expect({KEYS[k + KEY.every], 'hash'})
-	local e = schedule(KEYS[k + KEY.every])
 	-- A run that has not ended (x: '') but no longer holds the lock
 	-- died without a word (its release never came): so said, never
 	-- "running" while the lock is free.

@@ -368,8 +368,13 @@ local function expect_waiting(waiters, queue)
 end
 
 -- What is wrong with lock's keys, as 'RLOCK_DAMAGED what' (see damaged()),
--- when a read of them failed with err; else err as a failure.
+-- when a read of them failed with err; else err as a failure.  (Damage
+-- a check already named, a schedule's field say, is err itself.)
 function damage_of(lock, err)
+	if type(err) == 'string' and string.sub(err, 1, 14) ==
+	    'RLOCK_DAMAGED ' then
+		return err
+	end
 	local ok, why = pcall(function()
 		expect({lock, 'hash', lock .. ':waiters', 'hash',
 			lock .. ':queue', 'zset', lock .. ':log', 'stream',
@@ -632,7 +637,55 @@ end
 local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f', 'c'}
 local SCHEDULE_KEPT = {'g', 'd', 'z', 'zb', 'zs', 'ok', 'nf', 'e', 'tz'}
 
--- The schedule of key, as a table of its fields, or nil.  (Its fields by
+-- What each field of a schedule may hold, and how a message names it:
+-- a period (p, g: milliseconds, not 0), a time (server-clock ms) or a
+-- count, a pause ('r' or a time), a flag ('1' or ''), a crontab
+-- expression (five fields, or one @name) and a time zone's name.  The
+-- start before (o...) holds the same, or '' (none).  Anything else is
+-- damage (see damaged()), found before a script writes: a number read
+-- as 0, a pause read as none or an expression status cannot step
+-- through would lose a start, a pause or an alert in silence.  (Who
+-- started or paused it, the run and its outcome are words, shown
+-- escaped: any bytes do.)
+local SCHEDULE_FORM = {p = 'period', g = 'period', s = 'time',
+	c = 'time', d = 'time', zs = 'time', ok = 'time', nf = 'count',
+	i = 'count', z = 'pause', f = 'flag', e = 'cron', tz = 'zone'}
+local SCHEDULE_WORDS = {period = 'a period in milliseconds',
+	time = 'a time in milliseconds', count = 'a count',
+	pause = 'a time in milliseconds or "r"', flag = '"1" or nothing',
+	cron = 'a crontab expression', zone = 'a time zone' ..
+	string.char(39) .. 's name'}
+local CRON_NAMES = {yearly = 1, annually = 1, monthly = 1, weekly = 1,
+	daily = 1, midnight = 1, hourly = 1}
+local function schedule_form_ok(form, v)
+	local digits = string.match(v, '^%d+$') and #v <= 15
+	if form == 'period' then
+		return digits and tonumber(v) > 0
+	elseif form == 'time' or form == 'count' then
+		return digits or v == ''
+	elseif form == 'pause' then
+		return digits or v == 'r' or v == ''
+	elseif form == 'flag' then
+		return v == '1' or v == ''
+	elseif form == 'cron' then
+		if v == '' then
+			return true
+		elseif #v > 1000 or not string.match(v, '^[%w%*,/%-%s]+$') then
+			return CRON_NAMES[string.match(v, '^%s*@(%a+)%s*$')] ~= nil
+		end
+		local n = 0
+		for _ in string.gmatch(v, '%S+') do
+			n = n + 1
+		end
+		return n == 5
+	end
+	-- A zone: a name under the zone files, never a path of its own.
+	return #v <= 200 and string.match(v, '^[%w_+%-/]*$') ~= nil and
+		string.sub(v, 1, 1) ~= '/' and not string.find(v, '..', 1, true)
+end
+
+-- The schedule of key, as a table of its fields, or nil; a field that
+-- holds what rlock never writes is damage (above).  (Its fields by
 -- name: a hash that another program filled costs no more than rlock's.)
 local function schedule(key)
 	local names = {}
@@ -648,6 +701,14 @@ local function schedule(key)
 	for i, k in ipairs(names) do
 		if v[i] then
 			e[k], any = v[i], true
+			local o = string.sub(k, 2)
+			local form = SCHEDULE_FORM[k] or
+				(string.sub(k, 1, 1) == 'o' and SCHEDULE_FORM[o])
+			if form and not schedule_form_ok(form, v[i]) and
+			    not (v[i] == '' and k ~= 'p' and k ~= 'g') then
+				damaged(key .. ' holds ' .. shown(v[i]) .. ' in ' ..
+					k .. ', not ' .. SCHEDULE_WORDS[form])
+			end
 		end
 	end
 	return any and e or nil
@@ -782,10 +843,13 @@ end
 -- comes back (or none).
 local function schedule_undo(key, e)
 	if (e.os or '') == '' then
-		-- No start before it: its fields go, what a person set stays.
+		-- No start before it: its fields go, what a person set stays
+		-- (a declared schedule's period with it: still overdue).
 		local f = {}
 		for _, k in ipairs(SCHEDULE_FIELDS) do
-			f[#f + 1] = k
+			if k ~= 'p' or not e.d then
+				f[#f + 1] = k
+			end
 			f[#f + 1] = 'o' .. k
 		end
 		redis.call('HDEL', key, unpack(f))

@@ -129,20 +129,26 @@ end
 -- The run's start in the schedule: taken back (a give-back), or ended
 -- (a release sent again after a lost reply that finds the hold gone says
 -- nothing: the first, late, may have ended it; a start left running
--- whose lock is gone is taken for a failed run anyway).
-if sched and run ~= '' then
-	schedule_undo(K.every, sched)
-	sched = nil
-elseif sched and A.outcome ~= '' and (mine or A.settling ~= '1' or
-    A.ended == '1') then
-	local x = (mine or A.ended == '1') and A.outcome or 'lost'
-	schedule_ended(K.every, sched, x, clock_now())
+-- whose lock is gone is taken for a failed run anyway).  Written after
+-- the hold's deletions (below): on a full server, a write that needs
+-- memory is refused only before the script's first, and the lock is
+-- freed whatever the schedule costs.
+local function end_schedule()
+	if sched and run ~= '' then
+		schedule_undo(K.every, sched)
+		sched = nil
+	elseif sched and A.outcome ~= '' and (mine or A.settling ~= '1' or
+	    A.ended == '1') then
+		local x = (mine or A.ended == '1') and A.outcome or 'lost'
+		schedule_ended(K.every, sched, x, clock_now())
+	end
 end
 
 local function settled()
 	return K.lock .. ':settled:' .. run_id(token)
 end
 if not mine then
+	end_schedule()
 	if A.outcome ~= '' and run == '' and A.settling ~= '1' and
 	    tonumber(A.history_len) > 0 and
 	    redis.call('DEL', settled()) == 0 then
@@ -169,6 +175,7 @@ else
 	hold_set(H, token, nil)
 	hold_write(H, clock_now())
 end
+end_schedule()
 -- The history's 'released' (how long it was held: from its acquire
 -- time t to the event's own), after the deletions; its expiry set unless
 -- the acquire's already reaches past this event (v).

@@ -15,10 +15,20 @@
 if redis.replicate_commands then redis.replicate_commands() end
 local now = clock()
 local key = K.every
-expect({key, 'hash'})
 local op = A.op
+-- A schedule whose key or fields rlock did not write is changed by
+-- nothing but its removal (the remedy, with release --force): checked
+-- before the first write.
+if op ~= 'remove' then
+	expect({key, 'hash'})
+	schedule(key)
+end
 if op == 'declare' then
 	local p, g = tonumber(A.period_ms), tonumber(A.grace_ms) or 0
+	if not p or p <= 0 then
+		error('RLOCK_FAILED declare needs a period, not ' ..
+			shown(tostring(A.period_ms)), 0)
+	end
 	redis.call('HSET', key, 'p', p)
 	if g > 0 then
 		redis.call('HSET', key, 'g', g)
