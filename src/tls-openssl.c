@@ -20,8 +20,7 @@
  * the provider.  Only a key encrypted the old way (PEM's DEK-Info) names
  * its cipher there, and rlock takes no encrypted key (no_passphrase()).
  * Skipped, a rediss:// run executes a seventh fewer instructions.  (The
- * digests' table stays: verifying a certificate's signature asks it how
- * strong the digest is.)
+ * digests' table is entered late: see NO_DIGESTS.)
  */
 #define INIT_OPTS	OPENSSL_INIT_NO_ADD_ALL_CIPHERS
 
@@ -49,6 +48,12 @@ load(void)
 /* The static build enters OpenSSL's error strings at start, as usual. */
 static void
 need_strings(void)
+{
+}
+
+/* The static build enters the digests' table at start, as usual. */
+void
+tls_openssl_digests(void)
 {
 }
 
@@ -118,6 +123,50 @@ need_strings(void)
 		pthread_once(&strings_once, load_strings);
 }
 
+/*
+ * OpenSSL's set-up also enters every digest by its old names in a table
+ * (ADD_ALL_DIGESTS), and its first fetch copies those names into its map
+ * of algorithm names: 0.8 million instructions, a seventeenth of a
+ * resumed run, which reads neither.  Only a certificate's signature is
+ * looked up there (how strong its digest is: the security level), when a
+ * chain is verified or a client certificate is loaded; tls.c calls
+ * tls_openssl_digests() first, and the digests OpenSSL's set-up would
+ * have entered are entered then, by the functions that name them (those
+ * a library lacks are skipped).
+ */
+#define NO_DIGESTS	OPENSSL_INIT_NO_ADD_ALL_DIGESTS
+static pthread_once_t	digests_once = PTHREAD_ONCE_INIT;
+
+static void
+add_digests(void)
+{
+	static const char *const digests[] = {
+		"EVP_md4", "EVP_md5", "EVP_md5_sha1", "EVP_sha1",
+		"EVP_mdc2", "EVP_ripemd160", "EVP_sha224", "EVP_sha256",
+		"EVP_sha384", "EVP_sha512", "EVP_sha512_224", "EVP_sha512_256",
+		"EVP_whirlpool", "EVP_sm3", "EVP_blake2b512", "EVP_blake2s256",
+		"EVP_sha3_224", "EVP_sha3_256", "EVP_sha3_384", "EVP_sha3_512",
+		"EVP_shake128", "EVP_shake256",
+	};
+	const EVP_MD	*(*md)(void);
+	int		 (*add)(const EVP_MD *);
+	size_t		 i;
+
+	if ((*(void **)&add = dlsym(libssl, "EVP_add_digest")) == NULL)
+		return;
+	for (i = 0; i < sizeof digests / sizeof digests[0]; i++)
+		if ((*(void **)&md = dlsym(libssl, digests[i])) != NULL &&
+		    md() != NULL)
+			add(md());
+}
+
+void
+tls_openssl_digests(void)
+{
+	if (libssl != NULL)
+		pthread_once(&digests_once, add_digests);
+}
+
 static void
 load(void)
 {
@@ -140,11 +189,11 @@ load(void)
 	/*
 	 * OpenSSL's own clean-up at exit frees, one by one, everything it
 	 * set up: a twentieth of a rediss:// run, for memory the kernel
-	 * takes back at once anyway.  See INIT_OPTS and NO_STRINGS for the
-	 * rest.
+	 * takes back at once anyway.  See INIT_OPTS, NO_STRINGS and
+	 * NO_DIGESTS for the rest.
 	 */
-	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS | NO_STRINGS,
-	    NULL) != 1)
+	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS | NO_STRINGS |
+	    NO_DIGESTS, NULL) != 1)
 		snprintf(load_error, sizeof load_error, "cannot set up %s for "
 		    "TLS", LIBSSL);
 }

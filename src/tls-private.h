@@ -157,6 +157,8 @@ struct tls {
 int		 tls_openssl_load(struct err *e);
 /* Before the first message that reads OpenSSL's error text. */
 void		 tls_openssl_strings(void);
+/* Before a chain is verified or a client certificate loaded. */
+void		 tls_openssl_digests(void);
 
 /* tls.c */
 int		 tls_is_ip(const char *);

@@ -349,12 +349,14 @@ load_ca(SSL_CTX *ctx, const struct tls_opts *o, struct err *e)
 }
 
 /*
- * With a session to resume, the CAs are loaded only if the server wants a
- * full handshake after all, just before the chain is verified: a resumed
- * session was verified when it was made, with the CAs its key names.
+ * Every chain is verified here.  With a session to resume, the CAs are
+ * loaded only if the server wants a full handshake after all, just before
+ * the chain is verified: a resumed session was verified when it was made,
+ * with the CAs its key names.  OpenSSL's table of digests is entered
+ * first (tls-openssl.c).
  */
 static int
-verify_lazily(X509_STORE_CTX *x, void *arg)
+verify_chain(X509_STORE_CTX *x, void *arg)
 {
 	struct tls	*t = arg;
 	struct err	 e;
@@ -367,6 +369,7 @@ verify_lazily(X509_STORE_CTX *x, void *arg)
 		}
 		t->ca_loaded = 1;
 	}
+	tls_openssl_digests();
 	return X509_verify_cert(x);
 }
 
@@ -414,12 +417,12 @@ setup_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	if (t->offered)
-		SSL_CTX_set_cert_verify_callback(ctx, verify_lazily, t);
-	else if (load_ca(ctx, o, e) == -1)
-		return -1;
-	else
+	SSL_CTX_set_cert_verify_callback(ctx, verify_chain, t);
+	if (!t->offered) {
+		if (load_ca(ctx, o, e) == -1)
+			return -1;
 		t->ca_loaded = 1;
+	}
 	if (t->key[0] != '\0') {
 		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
 		    SSL_SESS_CACHE_NO_INTERNAL_STORE);
@@ -427,6 +430,9 @@ setup_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 	}
 	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
 	SSL_CTX_set_default_passwd_cb_userdata(ctx, t);
+	/* Loading it checks how strong its signature's digest is. */
+	if (o->cert != NULL)
+		tls_openssl_digests();
 	if (o->cert != NULL &&
 	    SSL_CTX_use_certificate_chain_file(ctx, o->cert) != 1) {
 		ssl_reason(why, sizeof why);
