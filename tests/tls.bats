@@ -649,6 +649,28 @@ openssl_default_paths() {
 	done
 }
 
+# rlock loads libssl with RTLD_DEEPBIND (tls-openssl.c) only when nothing
+# is preloaded: a preloaded library stands in for OpenSSL's calls too.
+@test "tls: a clock preloaded with LD_PRELOAD (as libfaketime) is the clock OpenSSL checks a certificate's dates by" {
+	command -v cc >/dev/null || skip "no C compiler"
+	if grep -q __asan_init "$RLOCK" 2>/dev/null; then
+		skip "a sanitizer build: its run-time must be loaded first"
+	fi
+	local d=$BATS_TEST_TMPDIR
+	cat >"$d/later.c" <<-'EOF2'
+		#include <time.h>
+		/* 2100-01-01, long after the test certificates expire. */
+		time_t time(time_t *t) { if (t != NULL) *t = 4102444800; return 4102444800; }
+	EOF2
+	cc -shared -fPIC -o "$d/later.so" "$d/later.c" || fail "cannot build the preload"
+	run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" acquire job
+	assert_success
+	rm -rf "$XDG_RUNTIME_DIR/rlock"
+	LD_PRELOAD=$d/later.so run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" status job
+	assert_equal "$status" 69
+	assert_stderr_has "failed verification" "expired"
+}
+
 @test "tls: a server whose certificate has expired is refused with 69 saying so" {
 	local d=$BATS_TEST_TMPDIR/ca
 	mkdir -p "$d" && : >"$d/index.txt" && echo 1000 >"$d/serial"
