@@ -10,6 +10,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "tls.h"
 #include "tls-private.h"
@@ -20,8 +23,7 @@
  * the provider.  Only a key encrypted the old way (PEM's DEK-Info) names
  * its cipher there, and rlock takes no encrypted key (no_passphrase()).
  * Skipped, a rediss:// run executes a seventh fewer instructions.  (The
- * digests' table stays: verifying a certificate's signature asks it how
- * strong the digest is.)
+ * digests' table is entered late: see NO_DIGESTS.)
  */
 #define INIT_OPTS	OPENSSL_INIT_NO_ADD_ALL_CIPHERS
 
@@ -49,6 +51,12 @@ load(void)
 /* The static build enters OpenSSL's error strings at start, as usual. */
 static void
 need_strings(void)
+{
+}
+
+/* The static build enters the digests' table at start, as usual. */
+void
+tls_openssl_digests(void)
 {
 }
 
@@ -118,12 +126,99 @@ need_strings(void)
 		pthread_once(&strings_once, load_strings);
 }
 
+/*
+ * OpenSSL's set-up also enters every digest by its old names in a table
+ * (ADD_ALL_DIGESTS), and its first fetch copies those names into its map
+ * of algorithm names: 0.8 million instructions, a seventeenth of a
+ * resumed run, which reads neither.  Only a certificate's signature is
+ * looked up there (how strong its digest is: the security level), when a
+ * chain is verified or a client certificate is loaded; tls.c calls
+ * tls_openssl_digests() first, and the digests OpenSSL's set-up would
+ * have entered are entered then, by the functions that name them (those
+ * a library lacks are skipped).
+ */
+#define NO_DIGESTS	OPENSSL_INIT_NO_ADD_ALL_DIGESTS
+static pthread_once_t	digests_once = PTHREAD_ONCE_INIT;
+
+static void
+add_digests(void)
+{
+	static const char *const digests[] = {
+		"EVP_md4", "EVP_md5", "EVP_md5_sha1", "EVP_sha1",
+		"EVP_mdc2", "EVP_ripemd160", "EVP_sha224", "EVP_sha256",
+		"EVP_sha384", "EVP_sha512", "EVP_sha512_224", "EVP_sha512_256",
+		"EVP_whirlpool", "EVP_sm3", "EVP_blake2b512", "EVP_blake2s256",
+		"EVP_sha3_224", "EVP_sha3_256", "EVP_sha3_384", "EVP_sha3_512",
+		"EVP_shake128", "EVP_shake256",
+	};
+	const EVP_MD	*(*md)(void);
+	int		 (*add)(const EVP_MD *);
+	size_t		 i;
+
+	if ((*(void **)&add = dlsym(libssl, "EVP_add_digest")) == NULL)
+		return;
+	for (i = 0; i < sizeof digests / sizeof digests[0]; i++)
+		if ((*(void **)&md = dlsym(libssl, digests[i])) != NULL &&
+		    md() != NULL)
+			add(md());
+}
+
+void
+tls_openssl_digests(void)
+{
+	if (libssl != NULL)
+		pthread_once(&digests_once, add_digests);
+}
+
+/*
+ * How libssl is bound.  Bound as usual, each of the 4,900 references of
+ * libssl and libcrypto to a function (their own, mostly) is looked up
+ * first in rlock, libc and the dynamic linker: a fifth of dlopen's work
+ * (0.9 million instructions).  RTLD_DEEPBIND looks in libssl and its
+ * libraries first, as a static link binds them.  Not when the sanitizers
+ * are built in (their run-time refuses it), nor when something is
+ * preloaded (LD_PRELOAD, /etc/ld.so.preload) to stand in for a function
+ * (libfaketime's clock, a malloc): OpenSSL would bind past it.  Valgrind's
+ * preloads (vgpreload_*) replace nothing by binding, so they do not count.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define SANITIZED	1
+#endif
+#endif
+
+static int
+bind_flags(void)
+{
+	const char	*pre = getenv("LD_PRELOAD"), *p, *base;
+	size_t		 n;
+
+#ifdef SANITIZED
+	return RTLD_NOW | RTLD_LOCAL;
+#endif
+	if (access("/etc/ld.so.preload", F_OK) == 0)
+		return RTLD_NOW | RTLD_LOCAL;
+	for (p = pre != NULL ? pre : ""; *p != '\0'; p += n) {
+		p += strspn(p, ": \t");
+		if ((n = strcspn(p, ": \t")) == 0)
+			break;
+		for (base = p + n; base > p && base[-1] != '/'; base--)
+			;
+		if (strncmp(base, "vgpreload_", 10) != 0)
+			return RTLD_NOW | RTLD_LOCAL;
+	}
+	return RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND;
+}
+
 static void
 load(void)
 {
 	void	*h;
 
-	if ((h = dlopen(LIBSSL, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+	if ((h = dlopen(LIBSSL, bind_flags())) == NULL) {
 		snprintf(load_error, sizeof load_error, "cannot load %s for "
 		    "TLS: %s (install OpenSSL's library)", LIBSSL, dlerror());
 		return;
@@ -140,11 +235,11 @@ load(void)
 	/*
 	 * OpenSSL's own clean-up at exit frees, one by one, everything it
 	 * set up: a twentieth of a rediss:// run, for memory the kernel
-	 * takes back at once anyway.  See INIT_OPTS and NO_STRINGS for the
-	 * rest.
+	 * takes back at once anyway.  See INIT_OPTS, NO_STRINGS and
+	 * NO_DIGESTS for the rest.
 	 */
-	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS | NO_STRINGS,
-	    NULL) != 1)
+	if (OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | INIT_OPTS | NO_STRINGS |
+	    NO_DIGESTS, NULL) != 1)
 		snprintf(load_error, sizeof load_error, "cannot set up %s for "
 		    "TLS", LIBSSL);
 }

@@ -11,6 +11,7 @@
 
 #include <openssl/conf.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -22,7 +23,7 @@
 #include "netopts.h"
 
 #ifdef RLOCK_STATIC_TLS
-/* Where distributions keep their CAs (tls.c): see load_system_ca. */
+/* Where distributions keep their CAs (tls-ca.c): see load_system_ca. */
 extern const char *const	tls_ca_bundles[];
 extern const size_t		tls_n_ca_bundles;
 #else
@@ -34,12 +35,20 @@ extern const size_t		tls_n_ca_bundles;
  * prototypes, and each function below is called through a pointer of the
  * very type its prototype declares (tls-openssl.c loads them).
  */
-#define TLS_FUNCTIONS(X)						\
-	X(ASN1_TIME_to_tm) X(CONF_get1_default_config_file)		\
+#if OPENSSL_VERSION_MAJOR >= 3
+#define TLS_NAME_HASH(X)	X(X509_NAME_hash_ex)
+#else
+#define TLS_NAME_HASH(X)	X(X509_NAME_hash)
+#endif
+#define TLS_FUNCTIONS(X)	TLS_NAME_HASH(X)			\
+	X(ASN1_TIME_to_tm) X(BIO_free) X(BIO_new_file)			\
+	X(CONF_get1_default_config_file)				\
 	X(CRYPTO_free) X(ERR_clear_error) X(ERR_peek_last_error)	\
 	X(ERR_reason_error_string) X(OPENSSL_init_ssl) X(OPENSSL_sk_num)	\
-	X(OPENSSL_sk_value) X(SHA256) X(SSL_CTX_check_private_key)	\
-	X(SSL_CTX_ctrl) X(SSL_CTX_free) X(SSL_CTX_load_verify_locations)	\
+	X(OPENSSL_sk_value) X(PEM_read_bio) X(SHA256)			\
+	X(SSL_CTX_check_private_key)					\
+	X(SSL_CTX_ctrl) X(SSL_CTX_free) X(SSL_CTX_get_cert_store)	\
+	X(SSL_CTX_load_verify_locations)				\
 	X(SSL_CTX_new) X(SSL_CTX_sess_set_new_cb)			\
 	X(SSL_CTX_set_cert_verify_callback)				\
 	X(SSL_CTX_set_default_passwd_cb)				\
@@ -56,12 +65,17 @@ extern const size_t		tls_n_ca_bundles;
 	X(SSL_new) X(SSL_read) X(SSL_session_reused) X(SSL_set1_host)	\
 	X(SSL_set_ex_data) X(SSL_set_fd) X(SSL_set_session)		\
 	X(SSL_shutdown) X(SSL_write) X(TLS_client_method)		\
+	X(X509_OBJECT_retrieve_by_subject)				\
+	X(X509_STORE_CTX_get0_untrusted) X(X509_STORE_add_cert)	\
+	X(X509_STORE_get0_objects)					\
 	X(X509_VERIFY_PARAM_set1_ip_asc) X(X509_VERIFY_PARAM_set_hostflags) \
 	X(X509_check_host) X(X509_check_ip_asc) X(X509_cmp_current_time)	\
-	X(X509_get0_notAfter) X(X509_get0_notBefore)			\
+	X(X509_free) X(X509_get0_notAfter) X(X509_get0_notBefore)	\
 	X(X509_get_default_cert_dir) X(X509_get_default_cert_file)	\
+	X(X509_get_subject_name) X(X509_up_ref)				\
 	X(X509_verify_cert) X(X509_verify_cert_error_string)		\
-	X(d2i_SSL_SESSION) X(i2d_SSL_SESSION)
+	X(d2i_SSL_SESSION) X(d2i_X509) X(d2i_X509_AUX) X(i2d_SSL_SESSION)	\
+	X(i2d_X509)
 
 #define DECLARE(f)	extern __typeof__(f) *p_##f;
 TLS_FUNCTIONS(DECLARE)
@@ -69,6 +83,8 @@ TLS_FUNCTIONS(DECLARE)
 
 /* From here on, a call to an OpenSSL function goes through its pointer. */
 #define ASN1_TIME_to_tm			(*p_ASN1_TIME_to_tm)
+#define BIO_free			(*p_BIO_free)
+#define BIO_new_file			(*p_BIO_new_file)
 #define CONF_get1_default_config_file	(*p_CONF_get1_default_config_file)
 #define CRYPTO_free			(*p_CRYPTO_free)
 #define ERR_clear_error			(*p_ERR_clear_error)
@@ -77,10 +93,12 @@ TLS_FUNCTIONS(DECLARE)
 #define OPENSSL_init_ssl		(*p_OPENSSL_init_ssl)
 #define OPENSSL_sk_num			(*p_OPENSSL_sk_num)
 #define OPENSSL_sk_value		(*p_OPENSSL_sk_value)
+#define PEM_read_bio			(*p_PEM_read_bio)
 #define SHA256				(*p_SHA256)
 #define SSL_CTX_check_private_key	(*p_SSL_CTX_check_private_key)
 #define SSL_CTX_ctrl			(*p_SSL_CTX_ctrl)
 #define SSL_CTX_free			(*p_SSL_CTX_free)
+#define SSL_CTX_get_cert_store		(*p_SSL_CTX_get_cert_store)
 #define SSL_CTX_load_verify_locations	(*p_SSL_CTX_load_verify_locations)
 #define SSL_CTX_new			(*p_SSL_CTX_new)
 #define SSL_CTX_sess_set_new_cb		(*p_SSL_CTX_sess_set_new_cb)
@@ -119,20 +137,42 @@ TLS_FUNCTIONS(DECLARE)
 #define SSL_shutdown			(*p_SSL_shutdown)
 #define SSL_write			(*p_SSL_write)
 #define TLS_client_method		(*p_TLS_client_method)
+#if OPENSSL_VERSION_MAJOR >= 3
+#define X509_NAME_hash_ex		(*p_X509_NAME_hash_ex)
+#else
+#define X509_NAME_hash			(*p_X509_NAME_hash)
+#endif
+#define X509_OBJECT_retrieve_by_subject	(*p_X509_OBJECT_retrieve_by_subject)
+#define X509_STORE_CTX_get0_untrusted	(*p_X509_STORE_CTX_get0_untrusted)
+#define X509_STORE_add_cert		(*p_X509_STORE_add_cert)
+#define X509_STORE_get0_objects		(*p_X509_STORE_get0_objects)
 #define X509_VERIFY_PARAM_set1_ip_asc	(*p_X509_VERIFY_PARAM_set1_ip_asc)
 #define X509_VERIFY_PARAM_set_hostflags	(*p_X509_VERIFY_PARAM_set_hostflags)
 #define X509_check_host			(*p_X509_check_host)
 #define X509_check_ip_asc		(*p_X509_check_ip_asc)
 #define X509_cmp_current_time		(*p_X509_cmp_current_time)
+#define X509_free			(*p_X509_free)
 #define X509_get0_notAfter		(*p_X509_get0_notAfter)
 #define X509_get0_notBefore		(*p_X509_get0_notBefore)
 #define X509_get_default_cert_dir	(*p_X509_get_default_cert_dir)
 #define X509_get_default_cert_file	(*p_X509_get_default_cert_file)
+#define X509_get_subject_name		(*p_X509_get_subject_name)
+#define X509_up_ref			(*p_X509_up_ref)
 #define X509_verify_cert		(*p_X509_verify_cert)
 #define X509_verify_cert_error_string	(*p_X509_verify_cert_error_string)
 #define d2i_SSL_SESSION			(*p_d2i_SSL_SESSION)
+#define d2i_X509			(*p_d2i_X509)
+#define d2i_X509_AUX			(*p_d2i_X509_AUX)
 #define i2d_SSL_SESSION			(*p_i2d_SSL_SESSION)
+#define i2d_X509			(*p_i2d_X509)
 #endif /* RLOCK_STATIC_TLS */
+
+/* Certificates of a PEM file, undecoded: DER (tls-ca.c). */
+struct tls_certs {
+	unsigned char		**der;
+	long			 *len;
+	size_t			  n;
+};
 
 struct tls {
 	SSL_CTX			*ctx;
@@ -145,6 +185,9 @@ struct tls {
 	char			 name[256];	/* what the certificate must match */
 	char			 why[160];	/* why the last call failed */
 	char			 ca_error[512];	/* the CA, loaded late, failed */
+	struct tls_certs	 ca_certs;	/* --tls-ca's, read early */
+	char			 ca_dirs[4096];	/* hashed CA dirs, ':' between */
+	int			 ca_dirs_cut;	/* ca_dirs lacks one */
 	int			 offered;	/* a cached session was offered */
 	int			 ca_loaded;	/* the CA is in the store */
 	int			 done;		/* the handshake is over */
@@ -157,9 +200,18 @@ struct tls {
 int		 tls_openssl_load(struct err *e);
 /* Before the first message that reads OpenSSL's error text. */
 void		 tls_openssl_strings(void);
+/* Before a chain is verified or a client certificate loaded. */
+void		 tls_openssl_digests(void);
 
 /* tls.c */
 int		 tls_is_ip(const char *);
+/* OpenSSL's last error as text (its reason code returned); clears them. */
+int		 tls_reason(char *, size_t);
+
+/* tls-ca.c: the CAs a chain is verified against (see there). */
+int		 tls_ca_setup(struct tls *, struct err *);
+int		 tls_ca_verify(X509_STORE_CTX *, void *);
+void		 tls_ca_free(struct tls_certs *);
 
 /* tls-session.c: the sessions kept between runs. */
 void		 tls_session_key(struct tls *, const char *host, int port,

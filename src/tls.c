@@ -11,11 +11,7 @@
  * its own message, since "handshake failed" tells a person nothing.
  */
 
-#include <sys/stat.h>
-
 #include <arpa/inet.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <pthread.h>
@@ -31,42 +27,22 @@
 #include "tls-private.h"
 
 /*
- * The layer is three files, by what a change is about: how OpenSSL is
+ * The layer is four files, by what a change is about: how OpenSSL is
  * reached and set up (tls-openssl.c), which sessions are kept between
- * runs and when one may be resumed (tls-session.c), and here one
- * connection: the CAs it trusts, its client certificate, the name it
- * checks, the handshake, reads and writes, and what each failure says.
+ * runs and when one may be resumed (tls-session.c), the CAs a chain is
+ * verified against and when they are read (tls-ca.c), and here one
+ * connection: its client certificate, the name it checks, the handshake,
+ * reads and writes, and what each failure says.
  */
 
-#ifdef RLOCK_STATIC_TLS
-/*
- * Where distributions keep their CAs, for the OpenSSL built in, which
- * looks in /etc/ssl (the hashed certs directory of Debian, Ubuntu, Alpine
- * and openSUSE, and Alpine's /etc/ssl/cert.pem): a host whose store is
- * elsewhere still verifies servers, with the first directory here that is
- * hashed, else the first bundle that exists (see load_system_ca).
- */
-static const char *const ca_dirs[] = {
-	"/etc/ssl/certs",
-	"/etc/pki/ca-trust/extracted/pem/directory-hash",
-};
-const char *const tls_ca_bundles[] = {
-	"/etc/ssl/certs/ca-certificates.crt",
-	"/etc/pki/tls/certs/ca-bundle.crt",
-	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-	"/etc/ssl/ca-bundle.pem",
-};
-const size_t tls_n_ca_bundles = sizeof tls_ca_bundles /
-    sizeof tls_ca_bundles[0];
-#endif
 
 
 /*
  * The last OpenSSL error as text, in the lower case of our messages; its
  * reason code is returned, for the callers to tell failures apart.
  */
-static int
-ssl_reason(char *buf, size_t len)
+int
+tls_reason(char *buf, size_t len)
 {
 	unsigned long	code = ERR_peek_last_error();
 	const char	*r;
@@ -95,7 +71,7 @@ wants_client_cert(int reason)
 static int
 io_reason(struct tls *t)
 {
-	int	reason = ssl_reason(t->why, sizeof t->why);
+	int	reason = tls_reason(t->why, sizeof t->why);
 
 	if (wants_client_cert(reason))
 		snprintf(t->why, sizeof t->why, "the server requires "
@@ -209,167 +185,9 @@ tls_free(struct tls *t)
 	}
 	if (t->ctx != NULL)
 		SSL_CTX_free(t->ctx);
+	tls_ca_free(&t->ca_certs);
 	free(t);
 }
-
-/* A name `openssl rehash` gives a certificate: HASH.N, HASH 8 hex digits. */
-static int
-is_hash_name(const char *s)
-{
-	int	i;
-
-	for (i = 0; i < 8; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	if (s[8] != '.' || s[9] < '0' || s[9] > '9')
-		return 0;
-	for (i = 10; s[i] != '\0'; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-	return 1;
-}
-
-/*
- * Whether dir is a hashed CA directory: one certificate in it, at least,
- * named by its subject's hash.  The first such name ends the look (the
- * links are half of Debian's /etc/ssl/certs): one getdents, not a read.
- */
-static int
-hashed_dir(const char *dir)
-{
-	struct dirent	*d;
-	DIR		*dp;
-	int		 found = 0;
-
-	if (dir == NULL || (dp = opendir(dir)) == NULL)
-		return 0;
-	while (!found && (d = readdir(dp)) != NULL)
-		found = is_hash_name(d->d_name);
-	closedir(dp);
-	return found;
-}
-
-/* Whether a and b name the same file (through links or not). */
-static int
-same_file(const char *a, const char *b)
-{
-	struct stat	sa, sb;
-
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 &&
-	    sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/* Add a file or a directory of CAs; one that is not there adds none. */
-static void
-add_ca(SSL_CTX *ctx, const char *file, const char *dir)
-{
-	if (SSL_CTX_load_verify_locations(ctx, file, dir) != 1)
-		ERR_clear_error();
-}
-
-/*
- * The system's CAs, as SSL_CTX_set_default_verify_paths names them (a
- * bundle, SSL_CERT_FILE or the default file, and a directory, SSL_CERT_DIR
- * or the default one) but without reading the bundle when its hashed
- * directory is there: OpenSSL parses a bundle whole, every certificate of
- * it (Debian's 144: a first run of status executed 259 million
- * instructions instead of 22, about 65 ms more),
- * where a hashed directory is looked up by the issuer's name and reads the
- * one file the chain needs.  The distributions make the two from the same
- * certificates (update-ca-certificates, update-ca-trust), so either is the
- * same trust.  SSL_CERT_FILE, when set, is read as OpenSSL would (the
- * user named that file), unless it is the default bundle itself (as
- * environments that set it for every tool have it).  No certificate that
- * OpenSSL would trust is lost: without a hashed directory the bundle is
- * read as before.
- */
-static void
-load_system_ca(SSL_CTX *ctx)
-{
-	const char	*file = getenv("SSL_CERT_FILE");
-	const char	*dir = getenv("SSL_CERT_DIR");
-	const char	*sysdir = X509_get_default_cert_dir();
-	int		 hashed = hashed_dir(sysdir);
-#ifdef RLOCK_STATIC_TLS
-	size_t		 i;
-#endif
-
-	if (file != NULL && (file[0] == '\0' ||
-	    (hashed && same_file(file, X509_get_default_cert_file()))))
-		file = NULL;
-	if (dir != NULL && dir[0] == '\0')
-		dir = NULL;
-	/* The directory: SSL_CERT_DIR's, or the default one. */
-	add_ca(ctx, NULL, dir != NULL ? dir : sysdir);
-	/* The bundle: SSL_CERT_FILE, or the default, through its directory. */
-	if (file != NULL) {
-		add_ca(ctx, file, NULL);
-		return;
-	}
-	if (hashed) {
-		if (dir != NULL)
-			add_ca(ctx, NULL, sysdir);
-		return;
-	}
-	if (access(X509_get_default_cert_file(), R_OK) == 0 || dir != NULL) {
-		add_ca(ctx, X509_get_default_cert_file(), NULL);
-		return;
-	}
-#ifdef RLOCK_STATIC_TLS
-	/* Not where the OpenSSL built in looks: where the distributions do. */
-	for (i = 0; i < sizeof ca_dirs / sizeof ca_dirs[0]; i++)
-		if (hashed_dir(ca_dirs[i])) {
-			add_ca(ctx, NULL, ca_dirs[i]);
-			return;
-		}
-	for (i = 0; i < tls_n_ca_bundles; i++)
-		if (access(tls_ca_bundles[i], R_OK) == 0) {
-			add_ca(ctx, tls_ca_bundles[i], NULL);
-			return;
-		}
-#endif
-}
-
-/* The CAs the server's chain must lead to: --tls-ca or the system's. */
-static int
-load_ca(SSL_CTX *ctx, const struct tls_opts *o, struct err *e)
-{
-	char	why[160];
-
-	if (o->ca != NULL) {
-		if (SSL_CTX_load_verify_locations(ctx, o->ca, NULL) != 1) {
-			ssl_reason(why, sizeof why);
-			err_set(e, ERR_USAGE, "cannot use --tls-ca %s: %s",
-			    o->ca, why);
-			return -1;
-		}
-	} else
-		load_system_ca(ctx);
-	return 0;
-}
-
-/*
- * With a session to resume, the CAs are loaded only if the server wants a
- * full handshake after all, just before the chain is verified: a resumed
- * session was verified when it was made, with the CAs its key names.
- */
-static int
-verify_lazily(X509_STORE_CTX *x, void *arg)
-{
-	struct tls	*t = arg;
-	struct err	 e;
-
-	if (!t->ca_loaded) {
-		err_clear(&e);
-		if (load_ca(t->ctx, t->o, &e) == -1) {
-			snprintf(t->ca_error, sizeof t->ca_error, "%s", e.msg);
-			return 0;
-		}
-		t->ca_loaded = 1;
-	}
-	return X509_verify_cert(x);
-}
-
 
 /*
  * A key that asks for a passphrase is refused, never prompted for: OpenSSL
@@ -414,12 +232,8 @@ setup_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-	if (t->offered)
-		SSL_CTX_set_cert_verify_callback(ctx, verify_lazily, t);
-	else if (load_ca(ctx, o, e) == -1)
+	if (tls_ca_setup(t, e) == -1)
 		return -1;
-	else
-		t->ca_loaded = 1;
 	if (t->key[0] != '\0') {
 		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
 		    SSL_SESS_CACHE_NO_INTERNAL_STORE);
@@ -427,16 +241,19 @@ setup_ctx(struct tls *t, const struct tls_opts *o, struct err *e)
 	}
 	SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
 	SSL_CTX_set_default_passwd_cb_userdata(ctx, t);
+	/* Loading it checks how strong its signature's digest is. */
+	if (o->cert != NULL)
+		tls_openssl_digests();
 	if (o->cert != NULL &&
 	    SSL_CTX_use_certificate_chain_file(ctx, o->cert) != 1) {
-		ssl_reason(why, sizeof why);
+		tls_reason(why, sizeof why);
 		err_set(e, ERR_USAGE, "cannot use --tls-cert %s: %s", o->cert,
 		    why);
 		return -1;
 	}
 	if (key != NULL) {
 		if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-			ssl_reason(why, sizeof why);
+			tls_reason(why, sizeof why);
 			if (t->key_encrypted || pem_encrypted(key))
 				snprintf(why, sizeof why, "it is encrypted, and "
 				    "rlock takes the key unencrypted (openssl "
@@ -520,7 +337,7 @@ handshake_error(SSL *ssl, const char *name, struct err *e)
 		    "verification: %s", X509_verify_cert_error_string(v));
 		return;
 	}
-	reason = ssl_reason(why, sizeof why);
+	reason = tls_reason(why, sizeof why);
 	if (wants_client_cert(reason))
 		err_set(e, ERR_PROTOCOL, "TLS handshake failed: %s (the "
 		    "server may require a client certificate: give --tls-cert "
@@ -554,7 +371,7 @@ tls_new(int fd, const char *host, int port, const struct tls_opts *o,
 	    "[%s]:%d" : "%s:%d", host, port);
 	t->has_cert = o->cert != NULL;
 	if ((t->ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		ssl_reason(t->why, sizeof t->why);
+		tls_reason(t->why, sizeof t->why);
 		err_set(e, ERR_SOFTWARE, "cannot set up TLS: %s", t->why);
 		goto fail;
 	}

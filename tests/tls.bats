@@ -649,6 +649,86 @@ openssl_default_paths() {
 	done
 }
 
+# A CA is trusted as the copy the server sent when its bytes are those of
+# a trusted file (tls-ca.c): never by its name alone.
+@test "tls: a server that sends a CA named as the trusted one but not that certificate is refused, through --tls-ca and through a hashed directory; the real CA sent is trusted" {
+	local d=$BATS_TEST_TMPDIR cnf=${TLS_CA%/*}/openssl.cnf
+	# An impostor: the test CA's name, another key; the server's request
+	# signed by it, and sent with it.
+	openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$d/fake-ca.key"
+	openssl req -config "$cnf" -x509 -new -key "$d/fake-ca.key" -days 3 \
+		-subj "/CN=rlock test CA" -extensions v3ca -out "$d/fake-ca.crt"
+	openssl x509 -req -in "${TLS_CA%/*}/server.csr" -CA "$d/fake-ca.crt" \
+		-CAkey "$d/fake-ca.key" -CAcreateserial -CAserial "$d/fake.srl" -days 3 \
+		-extfile "$cnf" -extensions server -out "$d/fake.crt"
+	cat "$d/fake.crt" "$d/fake-ca.crt" >"$d/fake-chain.crt"
+	cat "$TLS_SERVER_CRT" "$TLS_CA" >"$d/chain.crt"
+	hashed_ca_dir "$d/certs" "$TLS_CA"
+	unset SSL_CERT_FILE
+	start_tls_redis_as FK optional
+	restart_tls_as FK "$d/fake-chain.crt" "$TLS_SERVER_KEY"
+	run --separate-stderr timeout 20 "$RLOCK" -u "$FK_URL" --tls-ca "$TLS_CA" acquire job
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_stderr_has "not trusted" "--tls-ca"
+	SSL_CERT_DIR=$d/certs run --separate-stderr timeout 20 "$RLOCK" -u "$FK_URL" acquire job
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_stderr_has "not trusted" "--tls-ca"
+	# The same server name, the real CA sent after the certificate.
+	restart_tls_as FK "$d/chain.crt" "$TLS_SERVER_KEY"
+	assert_no_locks FK
+	run --separate-stderr timeout 20 "$RLOCK" -u "$FK_URL" --tls-ca "$TLS_CA" acquire job
+	assert_success
+	rm -rf "$XDG_RUNTIME_DIR/rlock"
+	SSL_CERT_DIR=$d/certs run --separate-stderr timeout 20 "$RLOCK" -u "$FK_URL" acquire job2
+	assert_success
+	assert_equal "$stderr" ""
+}
+
+@test "tls: a --tls-ca of several CAs verifies, and a CA written with OpenSSL's trust settings keeps them (trusted, or rejected for servers: refused), from --tls-ca and from a hashed directory" {
+	local d=$BATS_TEST_TMPDIR
+	cat "$TLS_OTHER_CA" "$TLS_CA" >"$d/bundle.pem"
+	openssl x509 -in "$TLS_CA" -addtrust serverAuth -out "$d/trusted.pem"
+	openssl x509 -in "$TLS_CA" -addreject serverAuth -out "$d/rejected.pem"
+	grep -q "BEGIN TRUSTED CERTIFICATE" "$d/rejected.pem" || fail "openssl wrote no trust settings"
+	run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" --tls-ca "$d/bundle.pem" acquire job
+	assert_success
+	run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" --tls-ca "$d/trusted.pem" acquire job2
+	assert_success
+	run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" --tls-ca "$d/rejected.pem" acquire job3
+	assert_equal "$status" 69
+	assert_one_error_line
+	assert_stderr_has "failed verification" "rejected"
+	hashed_ca_dir "$d/certs" "$d/rejected.pem"
+	unset SSL_CERT_FILE
+	SSL_CERT_DIR=$d/certs run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" acquire job3
+	assert_equal "$status" 69
+	assert_stderr_has "failed verification" "rejected"
+}
+
+# rlock loads libssl with RTLD_DEEPBIND (tls-openssl.c) only when nothing
+# is preloaded: a preloaded library stands in for OpenSSL's calls too.
+@test "tls: a clock preloaded with LD_PRELOAD (as libfaketime) is the clock OpenSSL checks a certificate's dates by" {
+	command -v cc >/dev/null || skip "no C compiler"
+	if grep -q __asan_init "$RLOCK" 2>/dev/null; then
+		skip "a sanitizer build: its run-time must be loaded first"
+	fi
+	local d=$BATS_TEST_TMPDIR
+	cat >"$d/later.c" <<-'EOF2'
+		#include <time.h>
+		/* 2100-01-01, long after the test certificates expire. */
+		time_t time(time_t *t) { if (t != NULL) *t = 4102444800; return 4102444800; }
+	EOF2
+	cc -shared -fPIC -o "$d/later.so" "$d/later.c" || fail "cannot build the preload"
+	run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" acquire job
+	assert_success
+	rm -rf "$XDG_RUNTIME_DIR/rlock"
+	LD_PRELOAD=$d/later.so run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" status job
+	assert_equal "$status" 69
+	assert_stderr_has "failed verification" "expired"
+}
+
 @test "tls: a server whose certificate has expired is refused with 69 saying so" {
 	local d=$BATS_TEST_TMPDIR/ca
 	mkdir -p "$d" && : >"$d/index.txt" && echo 1000 >"$d/serial"

@@ -18,7 +18,7 @@ sh "$src/lua/embed.sh" awk "$src/lua/embed.awk" "$src/lua/lib.lua" \
     $(ls "$src"/lua/*.lua | grep -v '/lib\.lua$') >"$scripts"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -std=c11 -I$src"
 libsrc="$src/duration.c $src/url.c $src/util.c $src/escape.c $src/conffile.c $src/err.c $src/log.c $src/output.c $src/json.c"
-netsrc="$src/redis.c $src/redis-reply.c $src/cluster.c $src/sentinel.c $src/transport.c $src/tls.c $src/tls-openssl.c $src/tls-session.c $src/tlscache.c $src/quorum.c $src/lock.c $src/lock-release.c $src/lock-wait.c $src/inspect.c $src/signals.c $scripts"
+netsrc="$src/redis.c $src/redis-reply.c $src/cluster.c $src/sentinel.c $src/transport.c $src/tls.c $src/tls-ca.c $src/tls-openssl.c $src/tls-session.c $src/tlscache.c $src/quorum.c $src/lock.c $src/lock-release.c $src/lock-wait.c $src/inspect.c $src/signals.c $scripts"
 
 status=0
 for t in $targets; do
