@@ -89,7 +89,7 @@ sabotage() {
 	local d="$BATS_TEST_TMPDIR/lua"
 	mkdir -p "$d"
 	cp "$LUA"/*.lua "$LUA"/embed.awk "$LUA"/contract "$LUA"/contract.awk "$d/"
-	grep -qF "$1" "$d/acquire.lua" || return 1
+	grep -qF -- "$1" "$d/acquire.lua" || return 1
 	FROM=$1 TO=$2 /usr/bin/python3 -c '
 import os, sys
 p = sys.argv[1]
@@ -161,4 +161,27 @@ supersede_trace() {
 	run conform --lua "$d" --trace supersede.tr --pending
 	assert_failure 1
 	assert_output --regexp "^MISMATCH supersede.tr, step 6 \(TRO 0 2 1 0 2 0 4: c2 acquire plain -w \(unbounded\)\): state after it: wk\[0\] model 0, server 1"
+}
+
+# The model's P_SUPER, found with one lost reply: c0's answer "superseded"
+# is lost, and it sends the attempt again, which must be told the same
+# (acquire.lua keeps the mark until the give-back).  Before, the answer
+# took the mark away: the attempt sent again was listed anew as the
+# newest and superseded c2 in turn (pending-loss.bats: on a real server,
+# through a proxy that cuts the reply).
+@test "conformance: a superseded waiter's attempt sent again after a lost reply is told the same; an acquire.lua whose answer takes the mark away is caught" {
+	need_spin
+	supersede_trace
+	sed '/^TRO 3 0 /i TRO 0 0 1 0 2 0 8\nTRS 0 1 0 0 1 0 0 0 1 0 0 0 0 0 1' \
+	    supersede.tr >lost.tr
+	[ "$(grep -c '^TRO 0 0 1 0 2 0 8$' lost.tr)" = 2 ] || fail "$(cat lost.tr)"
+	run conform --trace lost.tr --pending
+	assert_success
+	assert_output --partial "conform: 7 script steps in 1 traces agree"
+	local d
+	d=$(sabotage "-- same, never listed anew as the newest (the model's P_SUPER)." \
+	    "redis.call('HDEL', K.waiters, token)")
+	run conform --lua "$d" --trace lost.tr --pending
+	assert_failure 1
+	assert_output --regexp "^MISMATCH lost.tr, step 8 \(TRO 0 0 1 0 2 0 8: c0 acquire plain -w \(unbounded\)\): acquire of c0: the model says superseded, the script busy \(holder\)"
 }

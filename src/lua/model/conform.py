@@ -367,6 +367,12 @@ class Replay:
             # left (its give-back lost) is the new run's own there: as
             # listed, so that a grant takes it off as the model's does.
             self.listed[c] = 1 if self.pre["wk"][c] else 0
+            # A finished run's mark (its give-back lost) is no new run's:
+            # in rlock each run has a token of its own (the model drops
+            # it at the run's start).
+            raw = self.r.call("HGET", self.keys["waiters"], self.tok[c])
+            if raw is not None and "sh" in json.loads(raw):
+                self.r.call("HDEL", self.keys["waiters"], self.tok[c])
             return
         if kind == "ev":
             what, c = f

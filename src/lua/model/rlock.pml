@@ -28,10 +28,18 @@
  *          waiting without bound; liveness.
  *   UPLIVE one server: two readers that each upgrade, waiting without
  *          bound; liveness (every run ends: granted or refused).
+ *   PLIVE  one server, -DNEWEST: three plain writers with --pending 1
+ *          waiting without bound, c0 and c1 looping, c2 once; liveness
+ *          (the newest waiter is served: while c2 is the newest --pending
+ *          waiter it comes to hold, or a newer one comes).
  * -DNEWEST: every client asks with exec --pending 1 (newest waiter wins,
  * acquire.lua): a first listing supersedes every other waiter that holds
  * nothing (its entry becomes a mark, sp), whose next attempt is answered
- * R_SUPER and gives up (lock.c: a give-back everywhere, then exit 36).
+ * R_SUPER, and so is any attempt after it (the mark stays: -DTAKE_MARK
+ * is the script before, whose answer took it away), and gives up (lock.c:
+ * a give-back everywhere, which takes the mark, then exit 36).  P_SUPER:
+ * a waiter superseded in its run never holds in it (its command never
+ * runs), unless its lease lapsed (a fault: the server may forget it).
  * exec --replace is not a step of its own: the acquire script that finds a
  * plain holder only marks its record with who asks it to stop (qh, qp),
  * which no rule reads, and the holder's rlock answers the mark by stopping
@@ -41,6 +49,9 @@
  * every point, is the property "a replaced holder's command is stopped
  * before the newcomer's starts" (the command runs only while its rlock
  * believes it holds: exec-loss.bats, replace.bats).
+ * Sabotages, each of which check.sh --old shows caught: -DSAB_OLDEST (the
+ * oldest waiter wins), -DSAB_HANDOLD (a mark read as a waiter by the
+ * hand-over).
  * -DPRE48: the new rules as on main d2d3035, before issue 48's one order
  * of waiting (ONE_ORDER) and the refused second upgrade (UP_REFUSE).
  * Properties are switched on one at a time for the old rules (each break
@@ -70,7 +81,11 @@
 #define MAJ	(NS / 2 + 1)
 #define LIM	2		/* --limit 2 */
 
-#if defined(FIFO) || defined(QLIVE) || defined(UPLIVE)
+#ifdef PLIVE
+#define NEWEST	1		/* the newest waiter's liveness: --pending 1 */
+#endif
+
+#if defined(FIFO) || defined(QLIVE) || defined(UPLIVE) || defined(PLIVE)
 #define LIVE	1		/* a liveness configuration: loops, no fences */
 #define NOFENCE	1
 #endif
@@ -81,6 +96,9 @@
 #define P_PHANTOM 1
 #define P_LOSS	1
 #define P_SERVER 1
+#ifdef NEWEST
+#define P_SUPER	1
+#endif
 #endif
 #ifdef NOFENCE
 #undef P_FENCE
@@ -198,6 +216,27 @@ bit	inrun[NC];	/* in lock_acquire (trying or waiting) */
 byte	rk[NC];		/* order of the current runs' starts (0: oldest) */
 byte	endmax;		/* the greatest fence of a belief that ended */
 byte	faults = FAULTS;
+#ifdef NEWEST
+bit	gone[NC];	/* ghost: the client's run was superseded (P_SUPER) */
+#endif
+#ifdef PLIVE
+/* ghost: a holder whose command ended is releasing (its rlock extended
+ * until then): in a liveness configuration its TTL passes then only as a
+ * fault too.  (Else a looping plain writer's hold could expire before
+ * each of its releases, which would hand nothing over, and take the free
+ * name again, for ever: in rlock the heartbeat stops with the release.
+ * The --fifo writers of FIFO do not barge so.) */
+bit	rl[NC];
+#define RL(c, v)	rl[c] = v
+#define RELEASING(c)	rl[c]
+#else
+#define RL(c, v)	skip
+#define RELEASING(c)	0
+#endif
+#ifdef PLIVE
+byte	nw = NC;	/* ghost: the newest --pending waiter (its first
+			 * listing), until it holds (NC: none) */
+#endif
 byte	downs = DOWNS;
 #ifdef LATE
 /* -DLATE: a script given up unanswered (BLOCKED) may run later, when a
@@ -219,7 +258,7 @@ byte	lw[NC];
 #define HIDDEN hidden
 #endif
 HIDDEN byte	t_d, t_o, t_nx, t_ns, t_nl, t_r, t_f, t_x, t_k, t_m;
-HIDDEN byte	t_b, t_e, t_a, t_u, t_p;
+HIDDEN byte	t_b, t_e, t_a, t_u, t_p, t_z;
 
 /* -DTRACE (one server, spin's random simulation): every script step and
  * every change that env or a run's start makes to the server, each with
@@ -263,6 +302,10 @@ byte	crashes = CRASHES;
 /* (a simulation: no never claim) */
 #elif defined(UPLIVE)
 ltl live { [] (inrun[2] -> <> !inrun[2]) }
+#elif defined(PLIVE)
+/* the newest waiter is served: while c2 is the newest --pending waiter,
+ * it comes to hold, or a newer waiter comes */
+ltl live { [] (nw == 2 -> <> (nw != 2)) }
 #elif defined(LIVE)
 ltl live { [] (inrun[2] -> <> (bel[2] != 0)) }
 #endif
@@ -833,7 +876,7 @@ inline hand_over(s, freed_l, was)
 
 inline new_busy(s, c, reason)
 {
-	t_r = reason;
+	t_r = reason; t_z = 0;
 	if
 	:: wt != 0 ->
 		if
@@ -860,18 +903,44 @@ inline new_busy(s, c, reason)
 				if
 				:: t_p != c && srv[s].wk[t_p] != 0 &&
 				    srv[s].hk[t_p] == 0 ->
-					unlist(s, t_p); srv[s].sp[t_p] = 1
+#if defined(SAB_OLDEST)
+					/* sabotage: the oldest wins, the
+					 * newcomer is the one superseded */
+					t_z = 1
+#elif defined(SAB_HANDOLD)
+					/* sabotage: the mark is still read as
+					 * a waiter (waiting() without its
+					 * check of s): the hand-over may give
+					 * it the lock, as the oldest */
+					srv[s].sp[t_p] = 1; gone[t_p] = lv[t_p]
+#else
+					/* (P_SUPER: unless its lease lapsed,
+					 * a fault: the mark may lapse too) */
+					unlist(s, t_p); srv[s].sp[t_p] = 1;
+					gone[t_p] = lv[t_p]
+#endif
 				:: else
 				fi;
 				t_p++
 			:: else -> break
-			od
+			od;
+#ifdef PLIVE
+			nw = c;
+#endif
 #else
 			skip
 #endif
 		:: else
 		fi;
-		srv[s].wk[c] = k; srv[s].wf[c] = fifo; lv[c] = 1
+		srv[s].wk[c] = k; srv[s].wf[c] = fifo; lv[c] = 1;
+#ifdef NEWEST
+		if
+		:: t_z -> unlist(s, c); srv[s].sp[c] = 1; gone[c] = 1
+		:: else
+		fi
+#else
+		skip
+#endif
 	:: else
 	fi
 }
@@ -1182,9 +1251,17 @@ inline check_mutex(c)
 			    HEARD_HOLD(i, c) -> BIT(i) : 0); release(i, c);	\
 			TR_OP(i, c, 1)
 #ifdef NEWEST
-/* acquire.lua: a superseded waiter's attempt finds its mark, which goes */
+/* acquire.lua: a superseded waiter's attempt finds its mark, which stays
+ * until its give-back (or its lease ends): an attempt sent again after a
+ * lost reply is told the same.  -DTAKE_MARK: the script before, whose
+ * answer took the mark away (P_SUPER breaks: the retry is listed anew). */
+#ifdef TAKE_MARK
+#define MARK_READ(i, c)	srv[i].sp[c] = 0
+#else
+#define MARK_READ(i, c)	skip
+#endif
 #define ACQ(i, c)	if						\
-			:: srv[i].sp[c] -> srv[i].sp[c] = 0; t_r = R_SUPER	\
+			:: srv[i].sp[c] -> MARK_READ(i, c); t_r = R_SUPER	\
 			:: else -> acquire(i, c)				\
 			fi; TR_OP(i, c, 0)
 #else
@@ -1254,6 +1331,15 @@ idle:
 	:: else -> k = X; wt = 2; runs = 0
 	fi;
 #endif
+#ifdef PLIVE
+	/* every client a plain writer with --pending 1, waiting without
+	 * bound; c0 and c1 loop, c2 runs once */
+	k = X; fifo = 0; wt = 2;
+	if
+	:: c == 2 -> runs = 0
+	:: else
+	fi;
+#endif
 #ifdef UPLIVE
 	/* c0 and c2 read once, and each may then upgrade; c1 stays out */
 	if
@@ -1302,9 +1388,17 @@ start: skip;
 				srv[t_d].ha[c] = A_OLD
 			:: else
 			fi;
+#ifdef NEWEST
+			/* a finished run's mark (its give-back lost): the new
+			 * run's token is another (conform.py takes it away) */
+			srv[t_d].sp[c] = 0;
+#endif
 			t_d++
 		:: else -> break
 		od;
+#ifdef NEWEST
+		gone[c] = 0;
+#endif
 		inrun[c] = 1
 	};
 attempt: skip;
@@ -1379,6 +1473,16 @@ attempt: skip;
 			bel[c] = (up -> X : k); belf[c] = f;
 			printf("c%d: HOLDS kind %d fence %d\n", c, bel[c], f);
 			check_mutex(c);
+#ifdef P_SUPER
+			/* a superseded waiter never runs its command */
+			assert(!gone[c]);
+#endif
+#ifdef PLIVE
+			if
+			:: nw == c -> nw = NC
+			:: else
+			fi;
+#endif
 #ifdef P_FENCE
 			/* fences rise: above every belief that ended before
 			 * all the holds counted were created */
@@ -1545,7 +1649,7 @@ rel: skip;
 	/* rv: it held in its own view as it released (else its validity
 	 * had run out: it stopped as a loss already) */
 	d_step { printf("c%d: release\n", c); rv = (bel[c] != 0);
-	    end_belief(c); had = 0 };
+	    RL(c, rv); end_belief(c); had = 0 };
 again: skip;
 	BEGIN
 	SERVE(REL, 1);
@@ -1601,7 +1705,7 @@ again: skip;
 		fi
 	:: else
 	fi;
-	d_step { had = 0; won = 0; rerr = 0; rv = 0 }
+	d_step { had = 0; won = 0; rerr = 0; rv = 0; RL(c, 0) }
 	END;
 	goto idle;
 crash: skip;
@@ -1621,8 +1725,10 @@ done:
  * validity) may have run out.  In a liveness configuration an alive
  * holder's or waiter's time runs out only as a fault. */
 #ifdef LIVE
-#define TTL_OK(c)	((dead[c] || !(bel[c] || inrun[c])) || faults > 0)
-#define TTL_FAULT(c)	if :: !(dead[c] || !(bel[c] || inrun[c])) -> faults-- :: else fi
+#define TTL_OK(c)	((dead[c] || !(bel[c] || inrun[c] || RELEASING(c))) || \
+			    faults > 0)
+#define TTL_FAULT(c)	if :: !(dead[c] || !(bel[c] || inrun[c] || RELEASING(c))) -> \
+			    faults-- :: else fi
 #else
 /* An attempt under way outlived by its TTL (a grant that comes too late,
  * lock.c's LATE_MAX) is a fault too: else late grants would take fresh
@@ -1661,6 +1767,14 @@ done:
 #else
 #define LAPSE_OK(c)	(dead[c] || !inrun[c] || faults > 0)
 #endif
+/* A waiter whose lease lapsed while it waits (a fault) is forgotten, and
+ * comes back as a new one: its mark may lapse too (P_SUPER speaks of a
+ * waiter the server remembers). */
+#ifdef NEWEST
+#define LAPSE_FORGET(c)	if :: !(dead[c] || !inrun[c]) -> gone[c] = 0 :: else fi
+#else
+#define LAPSE_FORGET(c)	skip
+#endif
 #define LAPSE(c)							\
 	:: d_step { lv[c] && LAPSE_OK(c) ->					\
 								\
@@ -1669,10 +1783,16 @@ done:
 			:: else						\
 			fi;						\
 			printf("env: c%d's waiter lease lapses\n", c);	\
+			LAPSE_FORGET(c);				\
 			lv[c] = 0					\
 		}
+#ifdef NEWEST
+#define LISTED(s, c)	(srv[s].wk[c] != 0 || srv[s].sp[c])	/* a mark too */
+#else
+#define LISTED(s, c)	(srv[s].wk[c] != 0)
+#endif
 #define ENTRY(s, c)							\
-	:: d_step { srv[s].wk[c] != 0 && !lv[c] ->				\
+	:: d_step { LISTED(s, c) && !lv[c] ->				\
 		 printf("env: c%d's entry on s%d lapses\n", c, s);	\
 		    unlist(s, c); TR_EV(2, s, c) }
 
