@@ -28,8 +28,8 @@ need_spin() {
 	assert_output --partial "quorum-w     bounded"
 	assert_output --partial "later (after the give-back, the release) or never"
 	assert_output --partial "uplive       ok"
-	# issue 52: newest waiter wins, safety and liveness
-	for c in pending plive; do
+	# issue 52: both deploy policies, safety and liveness
+	for c in pending replace plive rlive; do
 		assert_output --partial "$(printf '%-12s ok: ' "$c")"
 	done
 }
@@ -45,7 +45,7 @@ need_spin() {
 	assert_output --partial "i48-break2   found"
 	# issue 52: the superseding answer that took the mark away, and each
 	# sabotaged rule, caught by its property
-	for b in i52-take i52-handold i52-oldest; do
+	for b in i52-take i52-handold i52-oldest i52-rtake i52-rdeaf; do
 		assert_output --partial "$(printf '%-12s found: ' "$b")"
 	done
 }

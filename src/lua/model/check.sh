@@ -47,8 +47,12 @@ MIXUP="-DMIX -DKS0=4 -DKS1=4 -DKS2=2 $PLAIN"
 MIXLIM="-DMIX -DKS0=8 -DKS1=8 -DKS2=6 $PLAIN -DUP0=0"
 MIXFIFO="-DMIX -DKS0=2 -DKS1=12 -DKS2=6 -DFS0=2 -DFS1=3 -DFS2=1 -DUP0=0 -DWS0=2"
 QUO="-DQUORUM -DKS0=6 -DKS1=6 -DKS2=2 $PLAIN -DDOWNS=1 -DUP0=0"
-# Issue 52: every client plain with --pending 1 (--fifo or not, -n, -w).
+# Issue 52: every client plain with --pending 1 (--fifo or not, -n, -w);
+# and plain asks with --replace (-DRSn: 1 neither, 2 --replace, 4
+# --no-replace): c0 a holder that may opt out, c1 a newcomer that
+# replaces, c2 a plain -n.
 PENDING="-DMIX -DNEWEST -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=3 -DFS1=3 -DFS2=1 -DUP0=0 -DWS0=2 -DWS1=2 -DWS2=3"
+REPL="-DMIX -DREPLACE -DKS0=2 -DKS1=2 -DKS2=2 $PLAIN -DUP0=0 -DWS0=2 -DWS1=2 -DWS2=1 -DRS0=5 -DRS1=2 -DRS2=1 -DNOFENCE"
 
 fails=0
 jobs=${CHECK_JOBS:-$(nproc 2>/dev/null || echo 1)}
@@ -134,8 +138,8 @@ steps() {
 if [ "$mode" = new ]; then
 	# The longest first (CPU seconds in CI, of 370 in all: mix-fifo 128,
 	# quorum-w 55, every 51, mix-upgrade 47, quorum-x 40, qlive 29, mix-limit
-	# 18, mix-fence 17, fifo 6; issue 52 added pending's P_SUPER, search
-	# 15 s, and plive, 1 s, with their compiles),
+	# 18, mix-fence 17, fifo 6; issue 52 added some 60: pending's search
+	# 15 s, replace's 12, plive's and rlive's 1 and 2, and their compiles),
 	# so that two at a time end close together.
 	run mix-fifo safety pass "--fifo beside plain, shared, limit" \
 	    $MIXFIFO -DNOFENCE -DP_ALL $FIXES
@@ -147,6 +151,8 @@ if [ "$mode" = new ]; then
 	    -DUP0=0 -DUP1=0 -DUP2=0 -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
 	run pending safety pass "--pending 1: a first listing supersedes the other waiters, which give up and never hold, beside --fifo and -n (superseded, mutex, fences, phantom, loss, one rule)" \
 	    $PENDING -DP_ALL $FIXES
+	run replace safety pass "--replace asks the holder to stop, its extend says so, it stops and releases; --no-replace holders are waited for (mutex, phantom, loss, one rule)" \
+	    $REPL -DP_ALL $FIXES
 	run mix-upgrade safety pass "readers, a writer, an upgrade (mutex, phantom, loss, one rule)" \
 	    $MIXUP -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
 	# The two quorum configurations do not finish in 2 GB (quorum-w's
@@ -168,6 +174,8 @@ if [ "$mode" = new ]; then
 	    -DUPLIVE -DP_ALL $FIXES
 	run plive live pass "--pending 1: the newest waiter is served: it holds, or a newer one comes (weak fairness; never a superseded one)" \
 	    -DPLIVE -DP_ALL $FIXES
+	run rlive live pass "--replace: a holder asked to stop ends its hold, and the newcomer gets in, beside writers that would hold for ever (weak fairness)" \
+	    -DRLIVE -DP_ALL $FIXES
 	# Not yet within the budget (over 15 million states in 2 GB, unfinished):
 	# the quorum's safety with readers and waits.  check.sh --quorum runs it.
 	if [ "$quorum" = 1 ]; then
@@ -199,6 +207,10 @@ else
 	    $PENDING -DSAB_HANDOLD -DP_ALL
 	run i52-oldest live fail "sabotage: the oldest waiter wins, the newcomer is superseded (the newest waiter is served)" \
 	    -DPLIVE -DSAB_OLDEST -DP_ALL
+	run i52-rtake safety fail "sabotage: --replace takes the lock as it asks, the holder still running (mutual exclusion)" \
+	    $REPL -DSAB_RTAKE -DP_ALL
+	run i52-rdeaf live fail "sabotage: the extend does not say the holder was asked to stop (a replace request is answered)" \
+	    -DRLIVE -DSAB_RDEAF -DP_ALL
 fi
 wait
 for n in $order; do

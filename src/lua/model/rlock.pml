@@ -32,6 +32,10 @@
  *          waiting without bound, c0 and c1 looping, c2 once; liveness
  *          (the newest waiter is served: while c2 is the newest --pending
  *          waiter it comes to hold, or a newer one comes).
+ *   RLIVE  one server, -DREPLACE: c0 and c1 plain writers looping, which
+ *          extend and may hold for ever unless asked to stop; c2 a
+ *          newcomer with --replace, once; liveness (a hold asked to stop
+ *          ends, and the newcomer gets in).
  * -DNEWEST: every client asks with exec --pending 1 (newest waiter wins,
  * acquire.lua): a first listing supersedes every other waiter that holds
  * nothing (its entry becomes a mark, sp), whose next attempt is answered
@@ -40,18 +44,19 @@
  * a give-back everywhere, which takes the mark, then exit 36).  P_SUPER:
  * a waiter superseded in its run never holds in it (its command never
  * runs), unless its lease lapsed (a fault: the server may forget it).
- * exec --replace is not a step of its own: the acquire script that finds a
- * plain holder only marks its record with who asks it to stop (qh, qp),
- * which no rule reads, and the holder's rlock answers the mark by stopping
- * its command and then releasing, a release the client already makes at
- * any moment of its hold; the newcomer gets the lock by that release (or
- * the expiry) as any waiter does.  So P_MUTEX, checked with releases at
- * every point, is the property "a replaced holder's command is stopped
- * before the newcomer's starts" (the command runs only while its rlock
- * believes it holds: exec-loss.bats, replace.bats).
+ * -DREPLACE: exec --replace and --no-replace (roles -DRSn).  The acquire
+ * script that finds a plain holder that may be replaced (no nr) marks its
+ * record (qh: who asks it to stop) and lists the caller as any waiter;
+ * the holder's extend answers 2 (extended, asked to stop), and its rlock
+ * stops the command (its belief ends) and releases; the newcomer gets the
+ * lock by that release's hand-over (or the expiry) as any waiter does.
+ * P_MUTEX is then "a replaced holder's command is stopped before the
+ * newcomer's starts" (the command runs only while its rlock believes it
+ * holds: exec-loss.bats, replace.bats).
  * Sabotages, each of which check.sh --old shows caught: -DSAB_OLDEST (the
  * oldest waiter wins), -DSAB_HANDOLD (a mark read as a waiter by the
- * hand-over).
+ * hand-over), -DSAB_RTAKE (--replace takes the lock at once), -DSAB_RDEAF
+ * (the extend does not say the holder was asked to stop).
  * -DPRE48: the new rules as on main d2d3035, before issue 48's one order
  * of waiting (ONE_ORDER) and the refused second upgrade (UP_REFUSE).
  * Properties are switched on one at a time for the old rules (each break
@@ -84,8 +89,15 @@
 #ifdef PLIVE
 #define NEWEST	1		/* the newest waiter's liveness: --pending 1 */
 #endif
+#ifdef RLIVE
+#define REPLACE	1		/* the replace request's liveness */
+#endif
+#if defined(REPLACE) && (defined(OLD) || defined(LATE))
+#error "REPLACE models the new rules, without -DLATE"
+#endif
 
-#if defined(FIFO) || defined(QLIVE) || defined(UPLIVE) || defined(PLIVE)
+#if defined(FIFO) || defined(QLIVE) || defined(UPLIVE) || defined(PLIVE) || \
+    defined(RLIVE)
 #define LIVE	1		/* a liveness configuration: loops, no fences */
 #define NOFENCE	1
 #endif
@@ -142,6 +154,15 @@
 #endif
 #ifndef UP0
 #define UP0 1
+#endif
+#ifndef RS0
+#define RS0 1
+#endif
+#ifndef RS1
+#define RS1 1
+#endif
+#ifndef RS2
+#define RS2 1
 #endif
 #ifndef UP1
 #define UP1 0
@@ -201,6 +222,11 @@ typedef Srv {
 #ifdef NEWEST
 	bit	sp[NC];		/* the token's entry is a mark: superseded */
 #endif
+#ifdef REPLACE
+	bit	qh[NC];		/* the token's hold is asked to stop (qh, qp:
+				 * a newcomer's exec --replace) */
+	bit	nr[NC];		/* ... may not be (nr: --no-replace) */
+#endif
 #ifdef LATE
 	bit	hl[NC];		/* the hold was taken by a late script, unheard */
 #endif
@@ -219,7 +245,7 @@ byte	faults = FAULTS;
 #ifdef NEWEST
 bit	gone[NC];	/* ghost: the client's run was superseded (P_SUPER) */
 #endif
-#ifdef PLIVE
+#if defined(PLIVE) || defined(RLIVE)
 /* ghost: a holder whose command ended is releasing (its rlock extended
  * until then): in a liveness configuration its TTL passes then only as a
  * fault too.  (Else a looping plain writer's hold could expire before
@@ -268,8 +294,25 @@ HIDDEN byte	t_b, t_e, t_a, t_u, t_p, t_z;
  * hold expires, 2 an entry lapses, 3 a finished run's hold goes at the
  * next run's start, 4 a crash); TRR c up (a run starts); TRS the state:
  * hk[0..2] ha[0..2] wk[0..2] wf[0..2] wo[0..2].  Nothing else changes:
- * without -DTRACE these print nothing. */
+ * without -DTRACE these print nothing.  -DREPLACE adds a field to TRO,
+ * rp (0, 1 --replace, 2 --no-replace), and six to TRS, qh[0..2] and
+ * nr[0..2]; an extend's result 2 is "extended, asked to stop". */
 #ifdef TRACE
+#ifdef REPLACE
+#define TR_STATE(s)							\
+	printf("TRS %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d\n", \
+	    srv[s].hk[0], srv[s].hk[1], srv[s].hk[2],			\
+	    srv[s].ha[0], srv[s].ha[1], srv[s].ha[2],			\
+	    srv[s].wk[0], srv[s].wk[1], srv[s].wk[2],			\
+	    srv[s].wf[0], srv[s].wf[1], srv[s].wf[2],			\
+	    srv[s].wo[0], srv[s].wo[1], srv[s].wo[2],			\
+	    srv[s].qh[0], srv[s].qh[1], srv[s].qh[2],			\
+	    srv[s].nr[0], srv[s].nr[1], srv[s].nr[2])
+#define TR_OP(s, c, OP)							\
+	printf("TRO %d %d %d %d %d %d %d %d\n", OP, c, k, fifo, wt, keep, t_r, \
+	    rp);							\
+	TR_STATE(s)
+#else
 #define TR_STATE(s)							\
 	printf("TRS %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d\n",	\
 	    srv[s].hk[0], srv[s].hk[1], srv[s].hk[2],			\
@@ -280,6 +323,7 @@ HIDDEN byte	t_b, t_e, t_a, t_u, t_p, t_z;
 #define TR_OP(s, c, OP)							\
 	printf("TRO %d %d %d %d %d %d %d\n", OP, c, k, fifo, wt, keep, t_r); \
 	TR_STATE(s)
+#endif
 #define TR_EV(W, s, c)	printf("TRE %d %d\n", W, c); TR_STATE(s)
 #define TR_RUN(c)	printf("TRR %d %d\n", c, up)
 /* A budget of crashes (default 1), so that a random run is not cut
@@ -306,6 +350,11 @@ ltl live { [] (inrun[2] -> <> !inrun[2]) }
 /* the newest waiter is served: while c2 is the newest --pending waiter,
  * it comes to hold, or a newer waiter comes */
 ltl live { [] (nw == 2 -> <> (nw != 2)) }
+#elif defined(RLIVE)
+/* a replace request is answered (c0's hold, asked to stop, ends) and
+ * the newcomer c2 gets in */
+ltl live { [] ((srv[0].qh[0] -> <> !srv[0].qh[0]) &&
+    (inrun[2] -> <> (bel[2] != 0))) }
 #elif defined(LIVE)
 ltl live { [] (inrun[2] -> <> (bel[2] != 0)) }
 #endif
@@ -417,6 +466,9 @@ inline drop_hold(s, c)
 {
 	srv[s].hk[c] = 0; srv[s].ha[c] = 0; srv[s].hr[c] = 0;
 	srv[s].hf[c] = 0; srv[s].hs[c] = 0; srv[s].hu[c] = 0;
+#ifdef REPLACE
+	srv[s].qh[c] = 0; srv[s].nr[c] = 0;
+#endif
 	UNLATE(s, c)
 }
 
@@ -425,6 +477,10 @@ inline take_hold(s, c, kind, a)
 	new_fence(s);
 	srv[s].hk[c] = kind; srv[s].ha[c] = a; srv[s].hr[c] = 1;
 	srv[s].hf[c] = t_f;
+#ifdef REPLACE
+	/* a new record: nobody asked it to stop; nr is the asker's (acquire) */
+	srv[s].qh[c] = 0; srv[s].nr[c] = 0;
+#endif
 #ifndef NOFENCE
 	srv[s].hs[c] = endmax
 #endif
@@ -1028,7 +1084,40 @@ inline acquire(s, c)
 #endif
 			:: else -> take_hold(s, c, k, A_RUN); t_r = R_NEW
 			fi
+#ifdef REPLACE
+		:: t_nx > 0 && k != L ->
+			/* acquire.lua: exec --replace asks a plain holder
+			 * that may be replaced (no nr) to stop: its record
+			 * gets qh (the first to ask keeps its qh, qp), which
+			 * its next extend answers; the caller waits as any
+			 * waiter does */
+			t_m = NC; t_d = 0;
+			do
+			:: t_d < NC ->
+				if
+				:: srv[s].hk[t_d] == X -> t_m = t_d
+				:: else
+				fi;
+				t_d++
+			:: else -> break
+			od;
+			if
+			:: rp == 1 && t_m != NC && !srv[s].nr[t_m] ->
+#ifdef SAB_RTAKE
+				/* sabotage: the newcomer takes the lock as
+				 * it asks (the holder's record goes, as
+				 * release --force would): it does not wait
+				 * for the holder to stop */
+				drop_hold(s, t_m); take_hold(s, c, X, A_RUN);
+				t_r = R_NEW
+#else
+				srv[s].qh[t_m] = 1; new_busy(s, c, R_BUSYH)
+#endif
+			:: else -> new_busy(s, c, R_BUSYH)
+			fi
+#else
 		:: t_nx > 0 && k != L -> new_busy(s, c, R_BUSYH)
+#endif
 		:: t_nx > 0 && k == L ->
 			/* acquire.lua: a plain holder's name asked with
 			 * --limit N does not mix ({-1, 1}: exit 64, limit.bats);
@@ -1058,6 +1147,11 @@ inline acquire(s, c)
 	if
 	:: t_r == R_KEEP || t_r == R_NEW || t_r == R_UP ->
 		t_f = srv[s].hf[c];
+#ifdef REPLACE
+		/* acquire.lua: the hold's nr is the ask's (--no-replace),
+		 * a kept one's too; a kept hold keeps its qh */
+		srv[s].nr[c] = (rp == 2);
+#endif
 		/* a grant takes the entry off, except in quorum mode, where
 		 * it goes with the release or lapses */
 		if
@@ -1123,7 +1217,18 @@ inline giveback(s, c, keep)
 inline extend(s, c)
 {
 	if
-	:: srv[s].hk[c] != 0 && srv[s].ha[c] != A_G -> srv[s].hr[c] = 1; t_r = 1
+	:: srv[s].hk[c] != 0 && srv[s].ha[c] != A_G -> srv[s].hr[c] = 1; t_r = 1;
+#if defined(REPLACE) && !defined(SAB_RDEAF)
+		/* the reply says who asked the hold to stop (qh, qp), if
+		 * anyone did: 2 here.  (-DSAB_RDEAF, a sabotage: it does
+		 * not say) */
+		if
+		:: srv[s].qh[c] -> t_r = 2
+		:: else
+		fi
+#else
+		skip
+#endif
 	:: else -> t_r = 0
 	fi
 }
@@ -1232,6 +1337,8 @@ inline check_mutex(c)
 	:: OP == 0 && t_r == R_SUPER -> sp = 1				\
 	:: OP != 0 && t_r == 1 -> yes = yes | BIT(i); rf = rf | BIT(i);	\
 		UNLATE(i, c)						\
+	:: OP == 2 && t_r == 2 -> yes = yes | BIT(i); rf = rf | BIT(i);	\
+		UNLATE(i, c); STOP_HEARD				\
 	:: OP != 0 && t_r == 0 -> no = no | BIT(i)			\
 	:: else								\
 	fi;								\
@@ -1240,10 +1347,18 @@ inline check_mutex(c)
 #define HEARD(i, OP)							\
 	if								\
 	:: (OP == 0 && (t_r == R_KEEP || t_r == R_NEW || t_r == R_UP)) ||	\
-	    (OP != 0 && t_r == 1) -> rf = rf | BIT(i)			\
+	    (OP != 0 && t_r != 0) -> rf = rf | BIT(i)			\
 	:: else								\
 	fi;								\
 	t_r = 0; t_f = 0
+
+/* heartbeat.c, keeper.c: an extend's reply that names who asked the
+ * holder to stop (exec --replace) */
+#ifdef REPLACE
+#define STOP_HEARD	rq = 1
+#else
+#define STOP_HEARD	skip
+#endif
 
 /* A release's had: where the token surely held (its TTL not passed) when
  * the script ran (-DLATE: a hold the client took, not a late script's). */
@@ -1275,6 +1390,10 @@ proctype client(byte c)
 	byte	k, fifo, wt, up, runs, i, tries;
 	byte	yes, no, rf, had, won, f, mh, bl;
 	bit	us, keep, rerr, upg, rv, wk, sp;
+#ifdef REPLACE
+	byte	rp;		/* 0, 1 --replace, 2 --no-replace */
+	bit	rq;		/* an extend said: asked to stop */
+#endif
 
 #ifdef LIVE
 	runs = 255;
@@ -1317,6 +1436,16 @@ idle:
 	:: wt == 0 -> fifo = 0
 	:: else
 	fi;
+#ifdef REPLACE
+	/* -DRSn: 1 neither, 2 --replace (plain, with a wait: exec refuses
+	 * it else), 4 --no-replace (plain) */
+	if
+	:: (ROLE(RS, c) & 1) -> rp = 0
+	:: (ROLE(RS, c) & 2) && k == X && wt != 0 -> rp = 1
+	:: (ROLE(RS, c) & 4) && k == X -> rp = 2
+	:: else -> rp = 0
+	fi;
+#endif
 #endif
 #ifdef FIFO
 	if
@@ -1338,6 +1467,16 @@ idle:
 	if
 	:: c == 2 -> runs = 0
 	:: else
+	fi;
+#endif
+#ifdef RLIVE
+	/* c0 and c1 plain writers that loop, and may hold for ever (they
+	 * extend, unless asked to stop); c2 a newcomer with --replace,
+	 * once, waiting without bound */
+	k = X; fifo = 0; wt = 2;
+	if
+	:: c == 2 -> runs = 0; rp = 1
+	:: else -> rp = 0
 	fi;
 #endif
 #ifdef UPLIVE
@@ -1569,9 +1708,10 @@ hold:
 	if
 	:: bel[c] == 0 -> goto rel
 	:: bel[c] != 0 -> goto rel
-#if !defined(LIVE) && (NS > 1 || defined(TRACE))
+#if (!defined(LIVE) && (NS > 1 || defined(TRACE))) || defined(REPLACE)
 	/* (one server: -DTRACE only, so that the conformance check replays
-	 * extend.lua too; its outcome there is the release's) */
+	 * extend.lua too; its outcome there is the release's; and REPLACE,
+	 * where its reply may ask the holder to stop) */
 	:: bel[c] != 0 -> goto ext
 #endif
 #ifndef LIVE
@@ -1643,6 +1783,15 @@ ext: skip;
 		}
 	fi;
 	d_step { yes = 0; no = 0; rf = 0 };
+#ifdef REPLACE
+	/* asked to stop: its rlock stops the command (the --on-lost
+	 * signal, SIGKILL after --kill-after, every process of it: its
+	 * belief ends), then releases (exits 37) */
+	if
+	:: rq -> rq = 0; goto rel
+	:: else
+	fi;
+#endif
 	goto hold;
 rel: skip;
 	/* exec's end, rlock release, the keeper: the command has ended. */
