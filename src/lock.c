@@ -720,11 +720,13 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 		/*
 		 * A newer waiter took this one's place (on one server of a
 		 * quorum at least: the others will say so too): give back
-		 * what it took anywhere, and its places among the waiters,
-		 * and go.  (A grant on a majority came first, above.)
+		 * what it took anywhere, its places among the waiters and
+		 * the marks saying so (acquire.lua keeps a mark until then,
+		 * so that an attempt sent again after the answer was lost is
+		 * answered the same), and go.  (A grant on a majority came
+		 * first, above.)
 		 */
-		if (got > 0 || ok < n || n > 1)
-			lock_give_back(l);
+		lock_give_back(l);
 		l->listed = 0;
 		l->maybe_held = 0;
 		return 3;

@@ -83,20 +83,21 @@ steps_of() {
 	refute_output --partial MISMATCH
 }
 
-# sabotage FROM TO: a copy of src/lua whose acquire.lua has FROM (a line
-# that must be there) replaced by TO; its directory on stdout.
+# sabotage FROM TO [SCRIPT]: a copy of src/lua whose SCRIPT.lua (acquire
+# unless said) has FROM (a line that must be there) replaced by TO; its
+# directory on stdout.
 sabotage() {
-	local d="$BATS_TEST_TMPDIR/lua"
+	local d="$BATS_TEST_TMPDIR/lua" f=${3:-acquire}.lua
 	mkdir -p "$d"
 	cp "$LUA"/*.lua "$LUA"/embed.awk "$LUA"/contract "$LUA"/contract.awk "$d/"
-	grep -qF "$1" "$d/acquire.lua" || return 1
+	grep -qF -- "$1" "$d/$f" || return 1
 	FROM=$1 TO=$2 /usr/bin/python3 -c '
 import os, sys
 p = sys.argv[1]
 s = open(p).read()
 open(p, "w").write(s.replace(os.environ["FROM"], os.environ["TO"], 1))
-' "$d/acquire.lua"
-	! cmp -s "$LUA/acquire.lua" "$d/acquire.lua" || return 1
+' "$d/$f"
+	! cmp -s "$LUA/$f" "$d/$f" || return 1
 	echo "$d"
 }
 
@@ -161,4 +162,82 @@ supersede_trace() {
 	run conform --lua "$d" --trace supersede.tr --pending
 	assert_failure 1
 	assert_output --regexp "^MISMATCH supersede.tr, step 6 \(TRO 0 2 1 0 2 0 4: c2 acquire plain -w \(unbounded\)\): state after it: wk\[0\] model 0, server 1"
+}
+
+# The model's P_SUPER, found with one lost reply: c0's answer "superseded"
+# is lost, and it sends the attempt again, which must be told the same
+# (acquire.lua keeps the mark until the give-back).  Before, the answer
+# took the mark away: the attempt sent again was listed anew as the
+# newest and superseded c2 in turn (pending-loss.bats: on a real server,
+# through a proxy that cuts the reply).
+@test "conformance: a superseded waiter's attempt sent again after a lost reply is told the same; an acquire.lua whose answer takes the mark away is caught" {
+	need_spin
+	supersede_trace
+	sed '/^TRO 3 0 /i TRO 0 0 1 0 2 0 8\nTRS 0 1 0 0 1 0 0 0 1 0 0 0 0 0 1' \
+	    supersede.tr >lost.tr
+	[ "$(grep -c '^TRO 0 0 1 0 2 0 8$' lost.tr)" = 2 ] || fail "$(cat lost.tr)"
+	run conform --trace lost.tr --pending
+	assert_success
+	assert_output --partial "conform: 7 script steps in 1 traces agree"
+	local d
+	d=$(sabotage "-- same, never listed anew as the newest (the model's P_SUPER)." \
+	    "redis.call('HDEL', K.waiters, token)")
+	run conform --lua "$d" --trace lost.tr --pending
+	assert_failure 1
+	assert_output --regexp "^MISMATCH lost.tr, step 8 \(TRO 0 0 1 0 2 0 8: c0 acquire plain -w \(unbounded\)\): acquire of c0: the model says superseded, the script busy \(holder\)"
+}
+
+# The trace of a replacing (the model's -DREPLACE, exec --replace and
+# --no-replace; TRO gains rp, TRS qh[0..2] and nr[0..2]): c0 holds; c1
+# asks with --replace: busy, and c0's record is asked to stop (qh); c0's
+# extend says so (2) and c0 releases, which hands the lock to c1; c1
+# claims it and releases; c2 holds with --no-replace (nr); c0's
+# --replace waits without asking it (no qh), and c2's extend says nothing.
+replace_trace() {
+	printf '%s\n' 'TRR 0 0' 'TRO 0 0 1 0 2 0 2 0' \
+	    'TRS 1 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0' 'TRR 1 0' \
+	    'TRO 0 1 1 0 2 0 4 1' \
+	    'TRS 1 0 0 1 0 0 0 1 0 0 0 0 0 1 0 1 0 0 0 0 0' \
+	    'TRO 2 0 1 0 2 0 2 0' \
+	    'TRS 1 0 0 1 0 0 0 1 0 0 0 0 0 1 0 1 0 0 0 0 0' \
+	    'TRO 1 0 1 0 2 0 1 0' \
+	    'TRS 0 1 0 0 2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0' \
+	    'TRO 0 1 1 0 2 0 1 1' \
+	    'TRS 0 1 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0' \
+	    'TRO 1 1 1 0 2 0 1 1' \
+	    'TRS 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0' 'TRR 2 0' \
+	    'TRO 0 2 1 0 2 0 2 2' \
+	    'TRS 0 0 1 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1' 'TRR 0 0' \
+	    'TRO 0 0 1 0 2 0 4 1' \
+	    'TRS 0 0 1 0 0 1 1 0 0 0 0 0 1 0 0 0 0 0 0 0 1' \
+	    'TRO 2 2 1 0 2 0 1 2' \
+	    'TRS 0 0 1 0 0 1 1 0 0 0 0 0 1 0 0 0 0 0 0 0 1' >replace.tr
+}
+
+@test "conformance: replacing the holder (--replace, --no-replace): the model's steps agree with the scripts, in a trace and in random ones" {
+	need_spin
+	replace_trace
+	run conform --trace replace.tr
+	assert_success
+	assert_output --partial "conform: 9 script steps in 1 traces agree"
+	run conform --config replace --seeds 1-16
+	assert_success
+	refute_output --partial MISMATCH
+	assert_output --regexp "replace +seeds 1-16: [0-9]+ script steps agree"
+}
+
+@test "conformance: an acquire.lua that does not ask the holder to stop, or an extend.lua that does not say it was asked, is caught" {
+	need_spin
+	local d
+	replace_trace
+	d=$(sabotage "if A.replace == '1' and not r.nr and not r.qh then" \
+	    "if false and A.replace == '1' and not r.nr and not r.qh then")
+	run conform --lua "$d" --trace replace.tr
+	assert_failure 1
+	assert_output --regexp "^MISMATCH replace.tr, step 4 \(TRO 0 1 1 0 2 0 4 1: c1 acquire plain --replace -w \(unbounded\)\): state after it: qh\[0\] model 1, server 0"
+	d=$(sabotage "ttl_ms = ttl, replace_host = r.qh and tostring(r.qh)," \
+	    "ttl_ms = ttl, replace_host = nil," extend)
+	run conform --lua "$d" --trace replace.tr
+	assert_failure 1
+	assert_output --regexp "^MISMATCH replace.tr, step 5 \(TRO 2 0 1 0 2 0 2 0: c0 extend\): extend of c0: the model says 2, the script 1"
 }

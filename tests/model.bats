@@ -28,9 +28,13 @@ need_spin() {
 	assert_output --partial "quorum-w     bounded"
 	assert_output --partial "later (after the give-back, the release) or never"
 	assert_output --partial "uplive       ok"
+	# issue 52: both deploy policies, safety and liveness
+	for c in pending replace plive rlive; do
+		assert_output --partial "$(printf '%-12s ok: ' "$c")"
+	done
 }
 
-@test "model: the old rules break 1, 3, 4, 5 and 7; the rules before issue 48 its breaks 1 and 2" {
+@test "model: the old rules break 1, 3, 4, 5 and 7; the rules before issue 48 its breaks 1 and 2; issue 52's break and sabotages are caught" {
 	need_spin
 	run "$MODEL/check.sh" --old
 	assert_success
@@ -39,4 +43,9 @@ need_spin() {
 	done
 	assert_output --partial "i48-break1   found"
 	assert_output --partial "i48-break2   found"
+	# issue 52: the superseding answer that took the mark away, and each
+	# sabotaged rule, caught by its property
+	for b in i52-take i52-handold i52-oldest i52-rtake i52-rdeaf; do
+		assert_output --partial "$(printf '%-12s found: ' "$b")"
+	done
 }

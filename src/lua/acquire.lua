@@ -22,7 +22,8 @@
 -- reader, asks to upgrade while another reader's upgrade is pending (that
 -- reader's host and pid; nothing changes but the caller's own waiter
 -- entry, which goes), acquire_superseded when a newer waiter superseded
--- the caller (exec --pending, below: who it was; the caller's mark goes).
+-- the caller (exec --pending, below: who it was; the caller's mark stays
+-- until its give-back).
 --
 -- The rule, judged on the live holders only:
 --  - a free name: any kind of holder takes it;
@@ -62,8 +63,10 @@
 -- as it was, so that it lapses as the entry would), which no reader of
 -- the waiters takes for a waiter (it has no s), and it is woken on its
 -- own list: its next attempt, which the wake sets off at once, finds the
--- mark, takes it away and is answered acquire_superseded; it runs
--- nothing.  The history gets 'superseded' (the waiter, and by whom).
+-- mark and is answered acquire_superseded (so is any attempt after it,
+-- one sent again after a lost reply too); it runs nothing, and gives
+-- back, which takes the mark away.  The history gets 'superseded' (the
+-- waiter, and by whom).
 -- Waiters that did not ask with --pending are neither counted nor
 -- superseded.  The release then hands the lock to a waiter that is left
 -- (see hand_over() in lib.lua): with --pending 1, the newest.
@@ -150,8 +153,10 @@ if not nobody then
 	local ok, e = pcall(cjson.decode, redis.call('HGET', K.waiters, token) or
 		'')
 	if ok and type(e) == 'table' and e.sh then
-		-- Superseded by a newer waiter: told by whom, its mark gone.
-		redis.call('HDEL', K.waiters, token)
+		-- Superseded by a newer waiter: told by whom.  The mark stays
+		-- (until the waiter's give-back takes it, or its lease ends):
+		-- an attempt sent again after this reply was lost is told the
+		-- same, never listed anew as the newest (the model's P_SUPER).
 		redis.call('ZREM', K.queue, token)
 		return reply(R_ACQUIRE_SUPERSEDED, {code = -4,
 			host = tostring(e.sh), pid = tostring(e.sp or '')})

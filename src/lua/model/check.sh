@@ -4,7 +4,10 @@
 #   check.sh --old     the old rules: each of breaks 1, 3, 4, 5, 7 of issue 37
 #                      must be found, as a violation of its property, and
 #                      breaks 1 and 2 of issue 48 in the rules before it
-#                      (-DPRE48)
+#                      (-DPRE48); and issue 52's: the superseding answer
+#                      that took its mark away (-DTAKE_MARK), and rules
+#                      sabotaged (-DSAB_*), each of which its property
+#                      must catch
 #   check.sh --hashes  the scripts the model mirrors are those it was
 #                      written against (see hashes, hash.sh)
 #   -v                 with --old, the steps of each counterexample
@@ -44,6 +47,12 @@ MIXUP="-DMIX -DKS0=4 -DKS1=4 -DKS2=2 $PLAIN"
 MIXLIM="-DMIX -DKS0=8 -DKS1=8 -DKS2=6 $PLAIN -DUP0=0"
 MIXFIFO="-DMIX -DKS0=2 -DKS1=12 -DKS2=6 -DFS0=2 -DFS1=3 -DFS2=1 -DUP0=0 -DWS0=2"
 QUO="-DQUORUM -DKS0=6 -DKS1=6 -DKS2=2 $PLAIN -DDOWNS=1 -DUP0=0"
+# Issue 52: every client plain with --pending 1 (--fifo or not, -n, -w);
+# and plain asks with --replace (-DRSn: 1 neither, 2 --replace, 4
+# --no-replace): c0 a holder that may opt out, c1 a newcomer that
+# replaces, c2 a plain -n.
+PENDING="-DMIX -DNEWEST -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=3 -DFS1=3 -DFS2=1 -DUP0=0 -DWS0=2 -DWS1=2 -DWS2=3"
+REPL="-DMIX -DREPLACE -DKS0=2 -DKS1=2 -DKS2=2 $PLAIN -DUP0=0 -DWS0=2 -DWS1=2 -DWS2=1 -DRS0=5 -DRS1=2 -DRS2=1 -DNOFENCE"
 
 fails=0
 jobs=${CHECK_JOBS:-$(nproc 2>/dev/null || echo 1)}
@@ -129,7 +138,9 @@ steps() {
 if [ "$mode" = new ]; then
 	# The longest first (CPU seconds in CI, of 370 in all: mix-fifo 128,
 	# quorum-w 55, every 51, mix-upgrade 47, quorum-x 40, qlive 29, mix-limit
-	# 18, mix-fence 17, fifo 6), so that two at a time end close together.
+	# 18, mix-fence 17, fifo 6; issue 52 added some 60: pending's search
+	# 15 s, replace's 12, plive's and rlive's 1 and 2, and their compiles),
+	# so that two at a time end close together.
 	run mix-fifo safety pass "--fifo beside plain, shared, limit" \
 	    $MIXFIFO -DNOFENCE -DP_ALL $FIXES
 	run quorum-w safety bounded "quorum of 3, 2 plain writers, -w: attempts behind a BLPOP on each server, those still blocking given up, their scripts run then, later (after the give-back, the release) or never (mutex, loss rule, phantom)" \
@@ -138,9 +149,10 @@ if [ "$mode" = new ]; then
 	run every safety pass "--every: refused starts and releases that hand nothing over, beside --fifo, shared and limit asks" \
 	    -DMIX -DEVERY -DKS0=2 -DKS1=2 -DKS2=12 -DFS0=3 -DFS1=1 -DFS2=1 \
 	    -DUP0=0 -DUP1=0 -DUP2=0 -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
-	run pending safety pass "--pending 1: a first listing supersedes the other waiters, which give up, beside --fifo and -n (mutex, fences, phantom, loss, one rule)" \
-	    -DMIX -DNEWEST -DKS0=2 -DKS1=2 -DKS2=2 -DFS0=3 -DFS1=3 -DFS2=1 \
-	    -DUP0=0 -DWS0=2 -DWS1=2 -DWS2=3 -DP_ALL $FIXES
+	run pending safety pass "--pending 1: a first listing supersedes the other waiters, which give up and never hold, beside --fifo and -n (superseded, mutex, fences, phantom, loss, one rule)" \
+	    $PENDING -DP_ALL $FIXES
+	run replace safety pass "--replace asks the holder to stop, its extend says so, it stops and releases; --no-replace holders are waited for (mutex, phantom, loss, one rule)" \
+	    $REPL -DP_ALL $FIXES
 	run mix-upgrade safety pass "readers, a writer, an upgrade (mutex, phantom, loss, one rule)" \
 	    $MIXUP -DWS0=2 -DWS1=2 -DNOFENCE -DP_ALL $FIXES
 	# The two quorum configurations do not finish in 2 GB (quorum-w's
@@ -160,6 +172,10 @@ if [ "$mode" = new ]; then
 	    -DFIFO -DP_ALL $FIXES
 	run uplive live pass "two readers that each upgrade: every run ends, granted or refused (weak fairness)" \
 	    -DUPLIVE -DP_ALL $FIXES
+	run plive live pass "--pending 1: the newest waiter is served: it holds, or a newer one comes (weak fairness; never a superseded one)" \
+	    -DPLIVE -DP_ALL $FIXES
+	run rlive live pass "--replace: a holder asked to stop ends its hold, and the newcomer gets in, beside writers that would hold for ever (weak fairness)" \
+	    -DRLIVE -DP_ALL $FIXES
 	# Not yet within the budget (over 15 million states in 2 GB, unfinished):
 	# the quorum's safety with readers and waits.  check.sh --quorum runs it.
 	if [ "$quorum" = 1 ]; then
@@ -183,6 +199,18 @@ else
 	    -DFIFO -DPRE48
 	run i48-break2 live fail "issue 48 break 2: two readers that both upgrade wait for each other for ever (liveness)" \
 	    -DUPLIVE -DPRE48
+	# Issue 52: the superseding answer that took the mark away (the
+	# scripts before the model found it), and sabotaged rules.
+	run i52-take safety fail "issue 52: a superseded waiter's answer lost, its attempt sent again is listed anew and runs (a superseded waiter never holds)" \
+	    $PENDING -DTAKE_MARK -DP_ALL
+	run i52-handold safety fail "sabotage: the hand-over reads a mark as a waiter and gives the superseded one the lock (a superseded waiter never holds)" \
+	    $PENDING -DSAB_HANDOLD -DP_ALL
+	run i52-oldest live fail "sabotage: the oldest waiter wins, the newcomer is superseded (the newest waiter is served)" \
+	    -DPLIVE -DSAB_OLDEST -DP_ALL
+	run i52-rtake safety fail "sabotage: --replace takes the lock as it asks, the holder still running (mutual exclusion)" \
+	    $REPL -DSAB_RTAKE -DP_ALL
+	run i52-rdeaf live fail "sabotage: the extend does not say the holder was asked to stop (a replace request is answered)" \
+	    -DRLIVE -DSAB_RDEAF -DP_ALL
 fi
 wait
 for n in $order; do

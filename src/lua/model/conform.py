@@ -51,6 +51,12 @@ CONFIGS = {
                " -DFS2=1 -DUP0=0 -DWS0=2 -DWS1=2 -DWS2=3 -DRUNS=6"
                " -DFAULTS=3",
     "uplive": "-DUPLIVE -DFAULTS=2",
+    # exec --replace and --no-replace (-DREPLACE): plain asks, -n/-w; the
+    # holders extend, and an extend that says "asked to stop" is answered
+    # by a release
+    "replace": "-DMIX -DREPLACE -DKS0=2 -DKS1=2 -DKS2=2 " + PLAIN +
+               " -DUP0=0 -DWS0=2 -DWS1=3 -DWS2=3 -DRS0=5 -DRS1=3 -DRS2=7"
+               " -DRUNS=6 -DFAULTS=3",
 }
 
 X, S, L = 1, 2, 3
@@ -190,6 +196,9 @@ def parse(lines):
         s = [int(x) for x in st.split()[1:]]
         state = {"hk": s[0:3], "ha": s[3:6], "wk": s[6:9], "wf": s[9:12],
                  "wo": s[12:15]}
+        if len(s) >= 21:
+            # -DREPLACE: who is asked to stop (qh), who may not be (nr)
+            state["qh"], state["nr"] = s[15:18], s[18:21]
         out.append((ln, "op" if ln.startswith("TRO") else "ev", f, state))
         i += 2
     return out
@@ -217,6 +226,8 @@ class Replay:
         self.listed = [0, 0, 0]
         # The pending configuration's clients ask with --pending 1.
         self.pending = "1" if name.startswith("pending") else "0"
+        # An acquire's --replace (1) or --no-replace (2), from the trace.
+        self.rp = 0
         self.pre = None
 
     # The server's state, abstracted as the model's, and what else a step
@@ -236,14 +247,16 @@ class Replay:
         for i in range(0, len(hall), 2):
             rec[hall[i]] = json.loads(hall[i + 1])
         st = {"hk": [0] * 3, "ha": [0] * 3, "wk": [0] * 3, "wf": [0] * 3,
-              "wo": [0] * 3, "fence": [None] * 3, "now": now,
-              "rec": rec}
+              "wo": [0] * 3, "qh": [0] * 3, "nr": [0] * 3,
+              "fence": [None] * 3, "now": now, "rec": rec}
         for c, t in enumerate(T):
             r = rec.get(t)
             if r is None or float(r["e"]) <= now:
                 continue
             st["hk"][c] = {"x": X, "s": S}.get(r["k"], L)
             st["fence"][c] = r["f"]
+            st["qh"][c] = 1 if r.get("qh") else 0
+            st["nr"][c] = 1 if r.get("nr") else 0
             a = r.get("a")
             st["ha"][c] = (A_G if a == "g" else
                            A_RUN if a == self.run[c] else A_OLD)
@@ -276,7 +289,8 @@ class Replay:
                 "1" if fifo and wt else "0", "2" if k == L else "1",
                 "1" if self.listed[c] else "0", "1" if k == S else "0",
                 HIST_LEN, HIST_TTL, "0", self.run[c], "0", "0", "0",
-                self.pending, "0", "0", "0", "", "", ""]
+                self.pending, "1" if self.rp == 1 else "0",
+                "1" if self.rp == 2 else "0", "0", "", "", ""]
         return self.r.pipe([["EVALSHA", self.shas["acquire"], len(keys)] + keys +
                             args])[0]
 
@@ -338,6 +352,9 @@ class Replay:
         if op in (1, 3):
             return reply
         if op == 2:
+            # extended, and asked to stop (replace_host): 2
+            if reply[0] == 1 and reply[3] not in (None, False):
+                return 2
             return reply[0]
         code = reply[0]
         if code == 1:
@@ -367,6 +384,12 @@ class Replay:
             # left (its give-back lost) is the new run's own there: as
             # listed, so that a grant takes it off as the model's does.
             self.listed[c] = 1 if self.pre["wk"][c] else 0
+            # A finished run's mark (its give-back lost) is no new run's:
+            # in rlock each run has a token of its own (the model drops
+            # it at the run's start).
+            raw = self.r.call("HGET", self.keys["waiters"], self.tok[c])
+            if raw is not None and "sh" in json.loads(raw):
+                self.r.call("HDEL", self.keys["waiters"], self.tok[c])
             return
         if kind == "ev":
             what, c = f
@@ -375,7 +398,8 @@ class Replay:
             elif what == 2:
                 self.lapse(c)
         else:
-            op, c, k, fifo, wt, keep, mr = f
+            op, c, k, fifo, wt, keep, mr = f[:7]
+            self.rp = f[7] if len(f) > 7 else 0
             if op == 0:
                 reply = self.acquire(c, k, fifo, wt)
             elif op == 2:
@@ -413,6 +437,11 @@ class Replay:
             if model["hk"][c] and real["ha"][c] != model["ha"][c]:
                 diff.append("ha[%d] model %d, server %d" % (
                     c, model["ha"][c], real["ha"][c]))
+            if model["hk"][c] and "qh" in model:
+                for fld in ("qh", "nr"):
+                    if real[fld][c] != model[fld][c]:
+                        diff.append("%s[%d] model %d, server %d" % (
+                            fld, c, model[fld][c], real[fld][c]))
             if model["wk"][c]:
                 for fld in ("wf", "wo"):
                     if real[fld][c] != model[fld][c]:
@@ -434,12 +463,14 @@ def describe(line, kind, f):
         return "c%d starts a run%s" % (f[0], " (an upgrade)" if f[1] else "")
     if kind == "ev":
         return "env: c%d: %s" % (f[1], EVENTS.get(f[0], f[0]))
-    op, c, k, fifo, wt, keep, r = f
+    op, c, k, fifo, wt, keep, r = f[:7]
     mode = {X: "plain", S: "--shared", L: "--limit 2"}.get(k, "?")
+    rp = f[7] if len(f) > 7 else 0
     if op == 0:
-        return "c%d acquire %s%s %s" % (c, mode, " --fifo" if fifo else "",
-                                       ["-n", "-w (bounded)",
-                                        "-w (unbounded)"][wt])
+        return "c%d acquire %s%s%s %s" % (
+            c, mode, " --fifo" if fifo else "",
+            ["", " --replace", " --no-replace"][rp],
+            ["-n", "-w (bounded)", "-w (unbounded)"][wt])
     return "c%d %s%s" % (c, OPS[op], " (keeps its entry)" if keep and op == 3
                          else "")
 

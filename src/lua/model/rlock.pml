@@ -28,19 +28,35 @@
  *          waiting without bound; liveness.
  *   UPLIVE one server: two readers that each upgrade, waiting without
  *          bound; liveness (every run ends: granted or refused).
+ *   PLIVE  one server, -DNEWEST: three plain writers with --pending 1
+ *          waiting without bound, c0 and c1 looping, c2 once; liveness
+ *          (the newest waiter is served: while c2 is the newest --pending
+ *          waiter it comes to hold, or a newer one comes).
+ *   RLIVE  one server, -DREPLACE: c0 and c1 plain writers looping, which
+ *          extend and may hold for ever unless asked to stop; c2 a
+ *          newcomer with --replace, once; liveness (a hold asked to stop
+ *          ends, and the newcomer gets in).
  * -DNEWEST: every client asks with exec --pending 1 (newest waiter wins,
  * acquire.lua): a first listing supersedes every other waiter that holds
  * nothing (its entry becomes a mark, sp), whose next attempt is answered
- * R_SUPER and gives up (lock.c: a give-back everywhere, then exit 36).
- * exec --replace is not a step of its own: the acquire script that finds a
- * plain holder only marks its record with who asks it to stop (qh, qp),
- * which no rule reads, and the holder's rlock answers the mark by stopping
- * its command and then releasing, a release the client already makes at
- * any moment of its hold; the newcomer gets the lock by that release (or
- * the expiry) as any waiter does.  So P_MUTEX, checked with releases at
- * every point, is the property "a replaced holder's command is stopped
- * before the newcomer's starts" (the command runs only while its rlock
- * believes it holds: exec-loss.bats, replace.bats).
+ * R_SUPER, and so is any attempt after it (the mark stays: -DTAKE_MARK
+ * is the script before, whose answer took it away), and gives up (lock.c:
+ * a give-back everywhere, which takes the mark, then exit 36).  P_SUPER:
+ * a waiter superseded in its run never holds in it (its command never
+ * runs), unless its lease lapsed (a fault: the server may forget it).
+ * -DREPLACE: exec --replace and --no-replace (roles -DRSn).  The acquire
+ * script that finds a plain holder that may be replaced (no nr) marks its
+ * record (qh: who asks it to stop) and lists the caller as any waiter;
+ * the holder's extend answers 2 (extended, asked to stop), and its rlock
+ * stops the command (its belief ends) and releases; the newcomer gets the
+ * lock by that release's hand-over (or the expiry) as any waiter does.
+ * P_MUTEX is then "a replaced holder's command is stopped before the
+ * newcomer's starts" (the command runs only while its rlock believes it
+ * holds: exec-loss.bats, replace.bats).
+ * Sabotages, each of which check.sh --old shows caught: -DSAB_OLDEST (the
+ * oldest waiter wins), -DSAB_HANDOLD (a mark read as a waiter by the
+ * hand-over), -DSAB_RTAKE (--replace takes the lock at once), -DSAB_RDEAF
+ * (the extend does not say the holder was asked to stop).
  * -DPRE48: the new rules as on main d2d3035, before issue 48's one order
  * of waiting (ONE_ORDER) and the refused second upgrade (UP_REFUSE).
  * Properties are switched on one at a time for the old rules (each break
@@ -70,7 +86,18 @@
 #define MAJ	(NS / 2 + 1)
 #define LIM	2		/* --limit 2 */
 
-#if defined(FIFO) || defined(QLIVE) || defined(UPLIVE)
+#ifdef PLIVE
+#define NEWEST	1		/* the newest waiter's liveness: --pending 1 */
+#endif
+#ifdef RLIVE
+#define REPLACE	1		/* the replace request's liveness */
+#endif
+#if defined(REPLACE) && (defined(OLD) || defined(LATE))
+#error "REPLACE models the new rules, without -DLATE"
+#endif
+
+#if defined(FIFO) || defined(QLIVE) || defined(UPLIVE) || defined(PLIVE) || \
+    defined(RLIVE)
 #define LIVE	1		/* a liveness configuration: loops, no fences */
 #define NOFENCE	1
 #endif
@@ -81,6 +108,9 @@
 #define P_PHANTOM 1
 #define P_LOSS	1
 #define P_SERVER 1
+#ifdef NEWEST
+#define P_SUPER	1
+#endif
 #endif
 #ifdef NOFENCE
 #undef P_FENCE
@@ -124,6 +154,15 @@
 #endif
 #ifndef UP0
 #define UP0 1
+#endif
+#ifndef RS0
+#define RS0 1
+#endif
+#ifndef RS1
+#define RS1 1
+#endif
+#ifndef RS2
+#define RS2 1
 #endif
 #ifndef UP1
 #define UP1 0
@@ -183,6 +222,11 @@ typedef Srv {
 #ifdef NEWEST
 	bit	sp[NC];		/* the token's entry is a mark: superseded */
 #endif
+#ifdef REPLACE
+	bit	qh[NC];		/* the token's hold is asked to stop (qh, qp:
+				 * a newcomer's exec --replace) */
+	bit	nr[NC];		/* ... may not be (nr: --no-replace) */
+#endif
 #ifdef LATE
 	bit	hl[NC];		/* the hold was taken by a late script, unheard */
 #endif
@@ -198,6 +242,27 @@ bit	inrun[NC];	/* in lock_acquire (trying or waiting) */
 byte	rk[NC];		/* order of the current runs' starts (0: oldest) */
 byte	endmax;		/* the greatest fence of a belief that ended */
 byte	faults = FAULTS;
+#ifdef NEWEST
+bit	gone[NC];	/* ghost: the client's run was superseded (P_SUPER) */
+#endif
+#if defined(PLIVE) || defined(RLIVE)
+/* ghost: a holder whose command ended is releasing (its rlock extended
+ * until then): in a liveness configuration its TTL passes then only as a
+ * fault too.  (Else a looping plain writer's hold could expire before
+ * each of its releases, which would hand nothing over, and take the free
+ * name again, for ever: in rlock the heartbeat stops with the release.
+ * The --fifo writers of FIFO do not barge so.) */
+bit	rl[NC];
+#define RL(c, v)	rl[c] = v
+#define RELEASING(c)	rl[c]
+#else
+#define RL(c, v)	skip
+#define RELEASING(c)	0
+#endif
+#ifdef PLIVE
+byte	nw = NC;	/* ghost: the newest --pending waiter (its first
+			 * listing), until it holds (NC: none) */
+#endif
 byte	downs = DOWNS;
 #ifdef LATE
 /* -DLATE: a script given up unanswered (BLOCKED) may run later, when a
@@ -219,7 +284,7 @@ byte	lw[NC];
 #define HIDDEN hidden
 #endif
 HIDDEN byte	t_d, t_o, t_nx, t_ns, t_nl, t_r, t_f, t_x, t_k, t_m;
-HIDDEN byte	t_b, t_e, t_a, t_u, t_p;
+HIDDEN byte	t_b, t_e, t_a, t_u, t_p, t_z;
 
 /* -DTRACE (one server, spin's random simulation): every script step and
  * every change that env or a run's start makes to the server, each with
@@ -229,8 +294,25 @@ HIDDEN byte	t_b, t_e, t_a, t_u, t_p;
  * hold expires, 2 an entry lapses, 3 a finished run's hold goes at the
  * next run's start, 4 a crash); TRR c up (a run starts); TRS the state:
  * hk[0..2] ha[0..2] wk[0..2] wf[0..2] wo[0..2].  Nothing else changes:
- * without -DTRACE these print nothing. */
+ * without -DTRACE these print nothing.  -DREPLACE adds a field to TRO,
+ * rp (0, 1 --replace, 2 --no-replace), and six to TRS, qh[0..2] and
+ * nr[0..2]; an extend's result 2 is "extended, asked to stop". */
 #ifdef TRACE
+#ifdef REPLACE
+#define TR_STATE(s)							\
+	printf("TRS %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d\n", \
+	    srv[s].hk[0], srv[s].hk[1], srv[s].hk[2],			\
+	    srv[s].ha[0], srv[s].ha[1], srv[s].ha[2],			\
+	    srv[s].wk[0], srv[s].wk[1], srv[s].wk[2],			\
+	    srv[s].wf[0], srv[s].wf[1], srv[s].wf[2],			\
+	    srv[s].wo[0], srv[s].wo[1], srv[s].wo[2],			\
+	    srv[s].qh[0], srv[s].qh[1], srv[s].qh[2],			\
+	    srv[s].nr[0], srv[s].nr[1], srv[s].nr[2])
+#define TR_OP(s, c, OP)							\
+	printf("TRO %d %d %d %d %d %d %d %d\n", OP, c, k, fifo, wt, keep, t_r, \
+	    rp);							\
+	TR_STATE(s)
+#else
 #define TR_STATE(s)							\
 	printf("TRS %d %d %d %d %d %d %d %d %d %d %d %d %d %d %d\n",	\
 	    srv[s].hk[0], srv[s].hk[1], srv[s].hk[2],			\
@@ -241,6 +323,7 @@ HIDDEN byte	t_b, t_e, t_a, t_u, t_p;
 #define TR_OP(s, c, OP)							\
 	printf("TRO %d %d %d %d %d %d %d\n", OP, c, k, fifo, wt, keep, t_r); \
 	TR_STATE(s)
+#endif
 #define TR_EV(W, s, c)	printf("TRE %d %d\n", W, c); TR_STATE(s)
 #define TR_RUN(c)	printf("TRR %d %d\n", c, up)
 /* A budget of crashes (default 1), so that a random run is not cut
@@ -263,6 +346,15 @@ byte	crashes = CRASHES;
 /* (a simulation: no never claim) */
 #elif defined(UPLIVE)
 ltl live { [] (inrun[2] -> <> !inrun[2]) }
+#elif defined(PLIVE)
+/* the newest waiter is served: while c2 is the newest --pending waiter,
+ * it comes to hold, or a newer waiter comes */
+ltl live { [] (nw == 2 -> <> (nw != 2)) }
+#elif defined(RLIVE)
+/* a replace request is answered (c0's hold, asked to stop, ends) and
+ * the newcomer c2 gets in */
+ltl live { [] ((srv[0].qh[0] -> <> !srv[0].qh[0]) &&
+    (inrun[2] -> <> (bel[2] != 0))) }
 #elif defined(LIVE)
 ltl live { [] (inrun[2] -> <> (bel[2] != 0)) }
 #endif
@@ -374,6 +466,9 @@ inline drop_hold(s, c)
 {
 	srv[s].hk[c] = 0; srv[s].ha[c] = 0; srv[s].hr[c] = 0;
 	srv[s].hf[c] = 0; srv[s].hs[c] = 0; srv[s].hu[c] = 0;
+#ifdef REPLACE
+	srv[s].qh[c] = 0; srv[s].nr[c] = 0;
+#endif
 	UNLATE(s, c)
 }
 
@@ -382,6 +477,10 @@ inline take_hold(s, c, kind, a)
 	new_fence(s);
 	srv[s].hk[c] = kind; srv[s].ha[c] = a; srv[s].hr[c] = 1;
 	srv[s].hf[c] = t_f;
+#ifdef REPLACE
+	/* a new record: nobody asked it to stop; nr is the asker's (acquire) */
+	srv[s].qh[c] = 0; srv[s].nr[c] = 0;
+#endif
 #ifndef NOFENCE
 	srv[s].hs[c] = endmax
 #endif
@@ -833,7 +932,7 @@ inline hand_over(s, freed_l, was)
 
 inline new_busy(s, c, reason)
 {
-	t_r = reason;
+	t_r = reason; t_z = 0;
 	if
 	:: wt != 0 ->
 		if
@@ -860,18 +959,44 @@ inline new_busy(s, c, reason)
 				if
 				:: t_p != c && srv[s].wk[t_p] != 0 &&
 				    srv[s].hk[t_p] == 0 ->
-					unlist(s, t_p); srv[s].sp[t_p] = 1
+#if defined(SAB_OLDEST)
+					/* sabotage: the oldest wins, the
+					 * newcomer is the one superseded */
+					t_z = 1
+#elif defined(SAB_HANDOLD)
+					/* sabotage: the mark is still read as
+					 * a waiter (waiting() without its
+					 * check of s): the hand-over may give
+					 * it the lock, as the oldest */
+					srv[s].sp[t_p] = 1; gone[t_p] = lv[t_p]
+#else
+					/* (P_SUPER: unless its lease lapsed,
+					 * a fault: the mark may lapse too) */
+					unlist(s, t_p); srv[s].sp[t_p] = 1;
+					gone[t_p] = lv[t_p]
+#endif
 				:: else
 				fi;
 				t_p++
 			:: else -> break
-			od
+			od;
+#ifdef PLIVE
+			nw = c;
+#endif
 #else
 			skip
 #endif
 		:: else
 		fi;
-		srv[s].wk[c] = k; srv[s].wf[c] = fifo; lv[c] = 1
+		srv[s].wk[c] = k; srv[s].wf[c] = fifo; lv[c] = 1;
+#ifdef NEWEST
+		if
+		:: t_z -> unlist(s, c); srv[s].sp[c] = 1; gone[c] = 1
+		:: else
+		fi
+#else
+		skip
+#endif
 	:: else
 	fi
 }
@@ -959,7 +1084,40 @@ inline acquire(s, c)
 #endif
 			:: else -> take_hold(s, c, k, A_RUN); t_r = R_NEW
 			fi
+#ifdef REPLACE
+		:: t_nx > 0 && k != L ->
+			/* acquire.lua: exec --replace asks a plain holder
+			 * that may be replaced (no nr) to stop: its record
+			 * gets qh (the first to ask keeps its qh, qp), which
+			 * its next extend answers; the caller waits as any
+			 * waiter does */
+			t_m = NC; t_d = 0;
+			do
+			:: t_d < NC ->
+				if
+				:: srv[s].hk[t_d] == X -> t_m = t_d
+				:: else
+				fi;
+				t_d++
+			:: else -> break
+			od;
+			if
+			:: rp == 1 && t_m != NC && !srv[s].nr[t_m] ->
+#ifdef SAB_RTAKE
+				/* sabotage: the newcomer takes the lock as
+				 * it asks (the holder's record goes, as
+				 * release --force would): it does not wait
+				 * for the holder to stop */
+				drop_hold(s, t_m); take_hold(s, c, X, A_RUN);
+				t_r = R_NEW
+#else
+				srv[s].qh[t_m] = 1; new_busy(s, c, R_BUSYH)
+#endif
+			:: else -> new_busy(s, c, R_BUSYH)
+			fi
+#else
 		:: t_nx > 0 && k != L -> new_busy(s, c, R_BUSYH)
+#endif
 		:: t_nx > 0 && k == L ->
 			/* acquire.lua: a plain holder's name asked with
 			 * --limit N does not mix ({-1, 1}: exit 64, limit.bats);
@@ -989,6 +1147,11 @@ inline acquire(s, c)
 	if
 	:: t_r == R_KEEP || t_r == R_NEW || t_r == R_UP ->
 		t_f = srv[s].hf[c];
+#ifdef REPLACE
+		/* acquire.lua: the hold's nr is the ask's (--no-replace),
+		 * a kept one's too; a kept hold keeps its qh */
+		srv[s].nr[c] = (rp == 2);
+#endif
 		/* a grant takes the entry off, except in quorum mode, where
 		 * it goes with the release or lapses */
 		if
@@ -1054,7 +1217,18 @@ inline giveback(s, c, keep)
 inline extend(s, c)
 {
 	if
-	:: srv[s].hk[c] != 0 && srv[s].ha[c] != A_G -> srv[s].hr[c] = 1; t_r = 1
+	:: srv[s].hk[c] != 0 && srv[s].ha[c] != A_G -> srv[s].hr[c] = 1; t_r = 1;
+#if defined(REPLACE) && !defined(SAB_RDEAF)
+		/* the reply says who asked the hold to stop (qh, qp), if
+		 * anyone did: 2 here.  (-DSAB_RDEAF, a sabotage: it does
+		 * not say) */
+		if
+		:: srv[s].qh[c] -> t_r = 2
+		:: else
+		fi
+#else
+		skip
+#endif
 	:: else -> t_r = 0
 	fi
 }
@@ -1163,6 +1337,8 @@ inline check_mutex(c)
 	:: OP == 0 && t_r == R_SUPER -> sp = 1				\
 	:: OP != 0 && t_r == 1 -> yes = yes | BIT(i); rf = rf | BIT(i);	\
 		UNLATE(i, c)						\
+	:: OP == 2 && t_r == 2 -> yes = yes | BIT(i); rf = rf | BIT(i);	\
+		UNLATE(i, c); STOP_HEARD				\
 	:: OP != 0 && t_r == 0 -> no = no | BIT(i)			\
 	:: else								\
 	fi;								\
@@ -1171,10 +1347,18 @@ inline check_mutex(c)
 #define HEARD(i, OP)							\
 	if								\
 	:: (OP == 0 && (t_r == R_KEEP || t_r == R_NEW || t_r == R_UP)) ||	\
-	    (OP != 0 && t_r == 1) -> rf = rf | BIT(i)			\
+	    (OP != 0 && t_r != 0) -> rf = rf | BIT(i)			\
 	:: else								\
 	fi;								\
 	t_r = 0; t_f = 0
+
+/* heartbeat.c, keeper.c: an extend's reply that names who asked the
+ * holder to stop (exec --replace) */
+#ifdef REPLACE
+#define STOP_HEARD	rq = 1
+#else
+#define STOP_HEARD	skip
+#endif
 
 /* A release's had: where the token surely held (its TTL not passed) when
  * the script ran (-DLATE: a hold the client took, not a late script's). */
@@ -1182,9 +1366,17 @@ inline check_mutex(c)
 			    HEARD_HOLD(i, c) -> BIT(i) : 0); release(i, c);	\
 			TR_OP(i, c, 1)
 #ifdef NEWEST
-/* acquire.lua: a superseded waiter's attempt finds its mark, which goes */
+/* acquire.lua: a superseded waiter's attempt finds its mark, which stays
+ * until its give-back (or its lease ends): an attempt sent again after a
+ * lost reply is told the same.  -DTAKE_MARK: the script before, whose
+ * answer took the mark away (P_SUPER breaks: the retry is listed anew). */
+#ifdef TAKE_MARK
+#define MARK_READ(i, c)	srv[i].sp[c] = 0
+#else
+#define MARK_READ(i, c)	skip
+#endif
 #define ACQ(i, c)	if						\
-			:: srv[i].sp[c] -> srv[i].sp[c] = 0; t_r = R_SUPER	\
+			:: srv[i].sp[c] -> MARK_READ(i, c); t_r = R_SUPER	\
 			:: else -> acquire(i, c)				\
 			fi; TR_OP(i, c, 0)
 #else
@@ -1198,6 +1390,10 @@ proctype client(byte c)
 	byte	k, fifo, wt, up, runs, i, tries;
 	byte	yes, no, rf, had, won, f, mh, bl;
 	bit	us, keep, rerr, upg, rv, wk, sp;
+#ifdef REPLACE
+	byte	rp;		/* 0, 1 --replace, 2 --no-replace */
+	bit	rq;		/* an extend said: asked to stop */
+#endif
 
 #ifdef LIVE
 	runs = 255;
@@ -1240,6 +1436,16 @@ idle:
 	:: wt == 0 -> fifo = 0
 	:: else
 	fi;
+#ifdef REPLACE
+	/* -DRSn: 1 neither, 2 --replace (plain, with a wait: exec refuses
+	 * it else), 4 --no-replace (plain) */
+	if
+	:: (ROLE(RS, c) & 1) -> rp = 0
+	:: (ROLE(RS, c) & 2) && k == X && wt != 0 -> rp = 1
+	:: (ROLE(RS, c) & 4) && k == X -> rp = 2
+	:: else -> rp = 0
+	fi;
+#endif
 #endif
 #ifdef FIFO
 	if
@@ -1252,6 +1458,25 @@ idle:
 	if
 	:: c < 2 -> k = S; wt = 2
 	:: else -> k = X; wt = 2; runs = 0
+	fi;
+#endif
+#ifdef PLIVE
+	/* every client a plain writer with --pending 1, waiting without
+	 * bound; c0 and c1 loop, c2 runs once */
+	k = X; fifo = 0; wt = 2;
+	if
+	:: c == 2 -> runs = 0
+	:: else
+	fi;
+#endif
+#ifdef RLIVE
+	/* c0 and c1 plain writers that loop, and may hold for ever (they
+	 * extend, unless asked to stop); c2 a newcomer with --replace,
+	 * once, waiting without bound */
+	k = X; fifo = 0; wt = 2;
+	if
+	:: c == 2 -> runs = 0; rp = 1
+	:: else -> rp = 0
 	fi;
 #endif
 #ifdef UPLIVE
@@ -1302,9 +1527,17 @@ start: skip;
 				srv[t_d].ha[c] = A_OLD
 			:: else
 			fi;
+#ifdef NEWEST
+			/* a finished run's mark (its give-back lost): the new
+			 * run's token is another (conform.py takes it away) */
+			srv[t_d].sp[c] = 0;
+#endif
 			t_d++
 		:: else -> break
 		od;
+#ifdef NEWEST
+		gone[c] = 0;
+#endif
 		inrun[c] = 1
 	};
 attempt: skip;
@@ -1379,6 +1612,16 @@ attempt: skip;
 			bel[c] = (up -> X : k); belf[c] = f;
 			printf("c%d: HOLDS kind %d fence %d\n", c, bel[c], f);
 			check_mutex(c);
+#ifdef P_SUPER
+			/* a superseded waiter never runs its command */
+			assert(!gone[c]);
+#endif
+#ifdef PLIVE
+			if
+			:: nw == c -> nw = NC
+			:: else
+			fi;
+#endif
 #ifdef P_FENCE
 			/* fences rise: above every belief that ended before
 			 * all the holds counted were created */
@@ -1465,9 +1708,10 @@ hold:
 	if
 	:: bel[c] == 0 -> goto rel
 	:: bel[c] != 0 -> goto rel
-#if !defined(LIVE) && (NS > 1 || defined(TRACE))
+#if (!defined(LIVE) && (NS > 1 || defined(TRACE))) || defined(REPLACE)
 	/* (one server: -DTRACE only, so that the conformance check replays
-	 * extend.lua too; its outcome there is the release's) */
+	 * extend.lua too; its outcome there is the release's; and REPLACE,
+	 * where its reply may ask the holder to stop) */
 	:: bel[c] != 0 -> goto ext
 #endif
 #ifndef LIVE
@@ -1539,13 +1783,22 @@ ext: skip;
 		}
 	fi;
 	d_step { yes = 0; no = 0; rf = 0 };
+#ifdef REPLACE
+	/* asked to stop: its rlock stops the command (the --on-lost
+	 * signal, SIGKILL after --kill-after, every process of it: its
+	 * belief ends), then releases (exits 37) */
+	if
+	:: rq -> rq = 0; goto rel
+	:: else
+	fi;
+#endif
 	goto hold;
 rel: skip;
 	/* exec's end, rlock release, the keeper: the command has ended. */
 	/* rv: it held in its own view as it released (else its validity
 	 * had run out: it stopped as a loss already) */
 	d_step { printf("c%d: release\n", c); rv = (bel[c] != 0);
-	    end_belief(c); had = 0 };
+	    RL(c, rv); end_belief(c); had = 0 };
 again: skip;
 	BEGIN
 	SERVE(REL, 1);
@@ -1601,7 +1854,7 @@ again: skip;
 		fi
 	:: else
 	fi;
-	d_step { had = 0; won = 0; rerr = 0; rv = 0 }
+	d_step { had = 0; won = 0; rerr = 0; rv = 0; RL(c, 0) }
 	END;
 	goto idle;
 crash: skip;
@@ -1621,8 +1874,10 @@ done:
  * validity) may have run out.  In a liveness configuration an alive
  * holder's or waiter's time runs out only as a fault. */
 #ifdef LIVE
-#define TTL_OK(c)	((dead[c] || !(bel[c] || inrun[c])) || faults > 0)
-#define TTL_FAULT(c)	if :: !(dead[c] || !(bel[c] || inrun[c])) -> faults-- :: else fi
+#define TTL_OK(c)	((dead[c] || !(bel[c] || inrun[c] || RELEASING(c))) || \
+			    faults > 0)
+#define TTL_FAULT(c)	if :: !(dead[c] || !(bel[c] || inrun[c] || RELEASING(c))) -> \
+			    faults-- :: else fi
 #else
 /* An attempt under way outlived by its TTL (a grant that comes too late,
  * lock.c's LATE_MAX) is a fault too: else late grants would take fresh
@@ -1661,6 +1916,14 @@ done:
 #else
 #define LAPSE_OK(c)	(dead[c] || !inrun[c] || faults > 0)
 #endif
+/* A waiter whose lease lapsed while it waits (a fault) is forgotten, and
+ * comes back as a new one: its mark may lapse too (P_SUPER speaks of a
+ * waiter the server remembers). */
+#ifdef NEWEST
+#define LAPSE_FORGET(c)	if :: !(dead[c] || !inrun[c]) -> gone[c] = 0 :: else fi
+#else
+#define LAPSE_FORGET(c)	skip
+#endif
 #define LAPSE(c)							\
 	:: d_step { lv[c] && LAPSE_OK(c) ->					\
 								\
@@ -1669,10 +1932,16 @@ done:
 			:: else						\
 			fi;						\
 			printf("env: c%d's waiter lease lapses\n", c);	\
+			LAPSE_FORGET(c);				\
 			lv[c] = 0					\
 		}
+#ifdef NEWEST
+#define LISTED(s, c)	(srv[s].wk[c] != 0 || srv[s].sp[c])	/* a mark too */
+#else
+#define LISTED(s, c)	(srv[s].wk[c] != 0)
+#endif
 #define ENTRY(s, c)							\
-	:: d_step { srv[s].wk[c] != 0 && !lv[c] ->				\
+	:: d_step { LISTED(s, c) && !lv[c] ->				\
 		 printf("env: c%d's entry on s%d lapses\n", c, s);	\
 		    unlist(s, c); TR_EV(2, s, c) }
 
