@@ -7,17 +7,8 @@ cd "$(dirname "$0")/.."
 top=$(pwd)
 
 need="debhelper dpkg-dev lintian fakeroot man-db"
-missing=
-for p in $need; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-		missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-	$SUDO apt-get update -qq
-	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
-fi
+# shellcheck disable=SC2086
+./scripts/apt-install.sh $need
 ./scripts/deps.sh
 
 work=$(mktemp -d)

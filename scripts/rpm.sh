@@ -24,18 +24,8 @@ x86_64|aarch64) ;;
 esac
 
 need="rpm rpm2cpio cpio redis-server"
-missing=
-for p in $need; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-		missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-	SUDO=; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-	$SUDO apt-get update -qq
-	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
-	    --no-install-recommends $missing >/dev/null
-fi
+# shellcheck disable=SC2086
+./scripts/apt-install.sh $need
 
 bin=dist/rlock-linux-$arch
 [ -x "$bin" ] || ./scripts/static.sh "$arch" >&2

@@ -41,13 +41,6 @@ fi
 
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
-apt_get() {
-	# Another apt on the machine holds the lock for a while at most.
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=300 "$@"
-}
-installed() {
-	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"
-}
 
 # ------------------------------------------------------------ packages
 
@@ -81,19 +74,10 @@ if case " $arches " in *" aarch64 "*) true ;; *) false ;; esac &&
 	update=1
 fi
 add_deb_src && update=1
-missing=
-for p in $need; do
-	installed "$p" || missing="$missing $p"
-done
-if [ -n "$missing" ] || [ "$update" -eq 1 ]; then
-	echo "static.sh: apt-get update" >&2
-	apt_get update -qq
-fi
-if [ -n "$missing" ]; then
-	echo "static.sh: installing$missing" >&2
-	# shellcheck disable=SC2086
-	apt_get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+upd=
+[ "$update" -eq 1 ] && upd=--update
+# shellcheck disable=SC2086
+"$top/scripts/apt-install.sh" $upd $need || exit 1
 
 # ------------------------------------------------------------- sources
 

@@ -88,15 +88,24 @@ _proc_alive() {
 }
 
 # keeper_pids_of NAME: the pids of the live keepers of lock NAME (an
-# `acquire --hold` whose argv names it), found in /proc with builtins
-# alone: a process forked a pid made each scan take seconds on a busy
-# machine, and tests scan in loops.
+# `acquire --hold` whose argv names it) started by this test (their
+# environment has this test's RLOCK_URL: another test file, or a second
+# run of the suite beside this one, may hold a lock of the same name),
+# found in /proc with builtins alone: a process forked a pid made each
+# scan take seconds on a busy machine, and tests scan in loops.
 keeper_pids_of() {
-	local d a
+	local d a e x
 	for d in /proc/[0-9]*; do
 		mapfile -d '' -t a 2>/dev/null <"$d/cmdline" || continue
 		[[ " ${a[*]} " == *" acquire "* && " ${a[*]} " == *" --hold "* &&
 			" ${a[*]} " == *" $1 "* ]] || continue
+		if [[ -n "${RLOCK_URL:-}" ]]; then
+			mapfile -d '' -t e 2>/dev/null <"$d/environ" || continue
+			for x in "${e[@]}" ""; do
+				[[ "$x" == "RLOCK_URL=$RLOCK_URL" ]] && break
+			done
+			[[ -n "$x" ]] || continue
+		fi
 		_proc_alive "${d#/proc/}" && echo "${d#/proc/}"
 	done
 	return 0
