@@ -602,30 +602,6 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 	return 1;
 }
 
-/*
- * What the guard needs to give the lock back if rlock dies: our settings,
- * the password apart, for `rlock release` (see guard.c).  0, or -1: then
- * the lock expires by itself, as it did before.
- */
-static int
-ready_release(struct cmd_ctx *ctx, const struct lock *l,
-    struct guard_release *rel)
-{
-	const char	*extra[] = { "--quiet", ctx->o.syslog ? "--syslog" :
-			    NULL, NULL };
-	char		*config;
-	int		 rc;
-
-	if ((config = settings_config_text(&ctx->o)) == NULL)
-		return -1;
-	rc = guard_release_init(rel, config, ctx->set.password,
-	    (ctx->o.given & OPT(PASSWORD_FILE)) != 0,
-	    ctx->set.sentinel_password, extra, l->name, l->token);
-	explicit_bzero(config, strlen(config));	/* its URLs' passwords */
-	free(config);
-	return rc;
-}
-
 static int
 cmd_exec_exec(struct cmd_ctx *ctx)
 {
@@ -652,7 +628,7 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	cmd_meta(&meta, (long long)getpid(), cmdline);
 	supervise_init(&sv);
 	memset(&rel, 0, sizeof rel);
-	rel.exe = rel.config = rel.password = -1;
+	rel.exe = -1;
 
 	fired = now_mono_ms();	/* the firing, before --splay */
 	if (cmd_splay(ctx) == -1 || cmd_connect(ctx) == -1) {
@@ -691,7 +667,13 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	sv.kill_after_ms = ctx->o.kill_after_ms;
 	sv.max_runtime_ms = ctx->o.max_runtime_ms;
 	sv.leftovers = ctx->o.leftovers;
-	if (!sv.foreground && ready_release(ctx, &l, &rel) == 0)
+	/*
+	 * What the guard needs to give the lock back if rlock dies: the held
+	 * lock itself, on the target the heartbeat clones it onto (see
+	 * guard-release.c).  Else the lock expires by itself.
+	 */
+	if (!sv.foreground && guard_release_init(&rel, &l, &target,
+	    ctx->o.syslog) == 0)
 		sv.release = &rel;
 	sv.lock = &l;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {

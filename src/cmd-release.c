@@ -87,7 +87,7 @@ cmd_release_exec(struct cmd_ctx *ctx)
 		return cmd_fail(ctx);
 	cmd_lock_init(ctx, &l, token);
 	/*
-	 * The lock may be an exec --every run's, released by its guard once
+	 * The lock may be an exec --every run's, released by hand once its
 	 * rlock died: its schedule learns how the run ended (release.lua).
 	 */
 	l.every_ms = -1;

@@ -129,8 +129,6 @@ g_poll_in(int fd, int timeout_ms)
 #define ESCAPED_MAX	64
 /* The shared memory's first word: it is what guard_start made. */
 #define GUARD_MAGIC	0x726c6b67u
-/* The release's words at most (guard_release_init makes about 16). */
-#define RELEASE_ARGS_MAX	64
 struct escaped {
 	_Atomic pid_t		pid;
 	_Atomic uint64_t	start;
@@ -161,17 +159,18 @@ struct guard_shared {
 	int64_t		margin_ms;
 	int64_t		kill_after_ms;
 	int		on_lost;
-	int		nargs;		/* the release's words in text; 0: none */
-	char		text[];		/* each ends with a NUL */
+	int		release_syslog;	/* guard_release's syslog */
+	uint32_t	release_len;	/* of the held lock's pack; 0: none */
+	char		release[];	/* held_pack's (guard-release.c) */
 };
 
 /*
- * The guard's loop (guard-run.c): argv and envp are the release's (argv
- * NULL: no release); shared: the shared guard, which goes once its
- * successor is in the command's group (guard_promote).
+ * The guard's loop (guard-run.c): envp is the release's, if the shared
+ * memory holds one (release_len); shared: the shared guard, which goes
+ * once its successor is in the command's group (guard_promote).
  */
-void	guard_main(struct guard_shared *, char *const *argv,
-	    char *const *envp, int shared) __attribute__((noreturn));
+void	guard_main(struct guard_shared *, char *const *envp, int shared)
+	    __attribute__((noreturn));
 /* Close every descriptor from first on (system calls only). */
 void	guard_close_from(int first);
 

@@ -2,53 +2,40 @@
 #include "config.h"
 
 /*
- * rlock's own binary, exec'ed as `rlock release` with rlock's settings
- * (settings_config_text) and passwords in pipes, never in argv or the
- * environment, which the command could read: everything is made here,
- * before the guard starts (guard.c), and used by the guard (rlock_died in
- * guard-run.c) only if rlock dies.
+ * The held lock itself is handed on, not rlock's settings: before the
+ * guard starts, guard_release_init packs the lock's target as rlock
+ * settled it (the URLs, their passwords, struct redis_opts and its TLS,
+ * the prefix) and its identity (held_pack, held-pack.c), and the guard
+ * keeps the pack in its shared memory.  If rlock dies, the guard, once
+ * nothing of the command is left, execs rlock's own binary (opened at the
+ * start) as the release (guard_release_main), with that memory as
+ * GUARD_FD_SHARED: no config file, environment or option is read again,
+ * and no password is in argv or the environment.  An exec, not a call:
+ * the guard may share the dead rlock's memory (the shared guard) or be
+ * its fork, where only async-signal-safe calls may be made (guard-run.c);
+ * the release is a program of its own, which the library can run in.
  */
 
-#include <errno.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
 #include <fcntl.h>
-#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "guard.h"
+#include "guard-private.h"
+#include "held.h"
+#include "log.h"
 #include "util.h"
 
 /* What the history says of that release. */
 #define KILLED_REASON	"rlock was killed"
 
-/* A pipe holding text, its write end closed: the read end, or -1. */
-static int
-text_pipe(const char *text)
-{
-	size_t	len = strlen(text), done = 0;
-	ssize_t	n;
-	int	p[2];
-
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1)
-		return -1;
-	while (done < len) {
-		n = write(p[1], text + done, len - done);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			/* Larger than the pipe holds: no release, the TTL. */
-			close(p[0]);
-			close(p[1]);
-			return -1;
-		}
-		done += (size_t)n;
-	}
-	close(p[1]);
-	return p[0];
-}
-
-/* Not for the release: what the pipes say instead, and exec's own. */
+/* Not for the release: rlock's settings, which it does not read. */
 static int
 dropped(const char *entry)
 {
@@ -57,97 +44,107 @@ dropped(const char *entry)
 }
 
 int
-guard_release_init(struct guard_release *rel, const char *config,
-    const char *password, int password_argv, const char *sentinel_password,
-    const char *const *extra, const char *name, const char *token)
+guard_release_init(struct guard_release *rel, const struct lock *l,
+    const struct held_target *t, int syslog)
 {
 	extern char	**environ;
 	char		**p;
 	size_t		  n = 0, k = 0;
-	char		  cfg[32], pw[32], spw[32], *text, *t2;
 
 	memset(rel, 0, sizeof *rel);
-	rel->exe = rel->config = rel->password = rel->sentinel_password = -1;
-	snprintf(cfg, sizeof cfg, "/dev/fd/%d", GUARD_FD_CONFIG);
-	snprintf(pw, sizeof pw, "/dev/fd/%d", GUARD_FD_PASSWORD);
-	snprintf(spw, sizeof spw, "/dev/fd/%d", GUARD_FD_SENTINEL_PASSWORD);
-	/* Where exec had it: on the command line, or with the file's rank. */
-	if (password != NULL && !password_argv)
-		xasprintf(&text, "%spassword-file = %s\n", config, pw);
-	else
-		text = xstrdup(config);
-	/* The sentinels' own, wherever it came from: their pipe. */
-	if (sentinel_password != NULL) {
-		xasprintf(&t2, "%ssentinel-password-file = %s\n", text, spw);
-		explicit_bzero(text, strlen(text));
-		free(text);
-		text = t2;
-	}
-	rel->config = text_pipe(text);
-	explicit_bzero(text, strlen(text));	/* URLs with passwords */
-	free(text);
-	if ((rel->exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) == -1 ||
-	    rel->config == -1 ||
-	    (password != NULL && (rel->password = text_pipe(password)) == -1) ||
-	    (sentinel_password != NULL &&
-	    (rel->sentinel_password = text_pipe(sentinel_password)) == -1))
-		goto fail;
-	for (n = 0; extra != NULL && extra[n] != NULL; n++)
-		;
-	rel->argv = xcalloc(n + 16, sizeof *rel->argv);
-	rel->argv[k++] = xstrdup("rlock");
-	rel->argv[k++] = xstrdup("--config");
-	rel->argv[k++] = xstrdup(cfg);
-	for (n = 0; extra != NULL && extra[n] != NULL; n++)
-		rel->argv[k++] = xstrdup(extra[n]);
-	if (password != NULL && password_argv) {
-		rel->argv[k++] = xstrdup("--password-file");
-		rel->argv[k++] = xstrdup(pw);
-	}
-	rel->argv[k++] = xstrdup("release");
-	rel->argv[k++] = xstrdup("--reason");
-	rel->argv[k++] = xstrdup(KILLED_REASON);
-	rel->argv[k++] = xstrdup("--token");
-	rel->argv[k++] = xstrdup(token);
-	rel->argv[k++] = xstrdup("--");
-	rel->argv[k++] = xstrdup(name);
-	for (n = 0, p = environ; *p != NULL; p++)
+	if ((rel->exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) == -1)
+		return -1;
+	rel->pack = held_pack(l, t, &rel->len);
+	rel->syslog = syslog;
+	for (p = environ; *p != NULL; p++)
 		n++;
 	rel->envp = xcalloc(n + 1, sizeof *rel->envp);
-	for (k = 0, p = environ; *p != NULL; p++)
+	for (p = environ; *p != NULL; p++)
 		if (!dropped(*p))
 			rel->envp[k++] = xstrdup(*p);
 	return 0;
-fail:
-	guard_release_free(rel);
-	return -1;
-}
-
-static void
-free_vector(char **v)
-{
-	char	**p;
-
-	if (v == NULL)
-		return;
-	for (p = v; *p != NULL; p++)
-		free(*p);
-	free(v);
 }
 
 void
 guard_release_free(struct guard_release *rel)
 {
+	char	**p;
+
 	if (rel->exe >= 0)
 		close(rel->exe);
-	if (rel->config >= 0)
-		close(rel->config);
-	if (rel->password >= 0)
-		close(rel->password);
-	if (rel->sentinel_password >= 0)
-		close(rel->sentinel_password);
-	free_vector(rel->argv);
-	free_vector(rel->envp);
+	secret_free(rel->pack);	/* wiped: the passwords */
+	for (p = rel->envp; p != NULL && *p != NULL; p++)
+		free(*p);
+	free(rel->envp);
 	memset(rel, 0, sizeof *rel);
-	rel->exe = rel->config = rel->password = rel->sentinel_password = -1;
+	rel->exe = -1;
+}
+
+/* The guard's shared memory, mapped from GUARD_FD_SHARED; NULL if bad. */
+static struct guard_shared *
+shared_map(void)
+{
+	struct guard_shared	*sh;
+	struct stat		 st;
+
+	if (fstat(GUARD_FD_SHARED, &st) == -1 ||
+	    st.st_size < (off_t)sizeof *sh || st.st_size > 1 << 20)
+		return NULL;
+	sh = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED,
+	    GUARD_FD_SHARED, 0);
+	close(GUARD_FD_SHARED);
+	if (sh == MAP_FAILED)
+		return NULL;
+	if (sh->magic != GUARD_MAGIC || sh->size != (uint32_t)st.st_size ||
+	    sh->release_len > sh->size - offsetof(struct guard_shared,
+	    release)) {
+		munmap(sh, (size_t)st.st_size);
+		return NULL;
+	}
+	return sh;
+}
+
+int
+guard_release_main(void)
+{
+	struct guard_shared	*sh;
+	struct held_unpacked	 u;
+	struct held		 h;
+	struct err		 e;
+	int			 rc;
+
+#ifdef HAVE_PRCTL
+	prctl(PR_SET_NAME, "rlock-guard");
+	/* The passwords: not readable through /proc by what is left. */
+	prctl(PR_SET_DUMPABLE, 0);
+#endif
+	err_clear(&e);
+	if ((sh = shared_map()) == NULL)
+		return EXIT_USAGE;
+	log_set_level(LOG_LEVEL_QUIET);
+	if (sh->release_syslog)
+		log_open_syslog();
+	if (sh->release_len == 0 ||
+	    held_unpack(&u, sh->release, sh->release_len) == -1) {
+		log_error("the guard's release: its lock is not readable");
+		return EXIT_SOFTWARE;
+	}
+	/* No -w to end by, nor to offer: a release. */
+	u.opts.end_ms = 0;
+	u.opts.offer_wait = 0;
+	held_clone(&h, &u.l, &u.t);
+	/* As `rlock release --token` does (cmd-release.c). */
+	rc = lock_release(&h.l, KILLED_REASON, &e);
+	if (rc == -1 && (rc = lock_settle_release(&h.l, KILLED_REASON, 0,
+	    &e)) == LOCK_SETTLED)
+		rc = 1;
+	if (rc == -1)
+		log_error("release %s after rlock was killed: %s", h.l.name,
+		    e.msg);
+	else if (rc == 0)
+		log_error("release %s after rlock was killed: not the holder "
+		    "(the lock expired, or another token holds it)", h.l.name);
+	held_free(&h);
+	held_unpacked_free(&u);
+	return rc == 1 ? 0 : rc == 0 ? EXIT_BUSY : err_exit_status(e.kind);
 }

@@ -222,8 +222,10 @@ act(struct guard_shared *sh, int sig)
  * yet (rlock died before it published one), there is nothing to kill.
  */
 static void __attribute__((noreturn))
-rlock_died(struct guard_shared *sh, char *const *argv, char *const *envp)
+rlock_died(struct guard_shared *sh, char *const *envp)
 {
+	static char	name[] = "rlock-guard", arg[] = GUARD_RELEASE_ARG;
+	char		*argv[] = { name, arg, NULL };
 	struct timespec	ts = { 0, 5 * 1000000 };
 	int64_t		until;
 	pid_t		pg;
@@ -233,7 +235,7 @@ rlock_died(struct guard_shared *sh, char *const *argv, char *const *envp)
 	setpgid(0, 0);
 	pg = act(sh, SIGKILL);
 	kill_escaped(sh);
-	if (argv == NULL)
+	if (sh->release_len == 0)
 		_exit(0);
 	until = now_mono_ms() + GONE_MAX_MS;
 	while ((pg > 0 && group_alive(sh, pg)) || kill_escaped(sh) > 0) {
@@ -249,6 +251,7 @@ rlock_died(struct guard_shared *sh, char *const *argv, char *const *envp)
 		dup2(0, 1);
 		dup2(0, 2);
 	}
+	/* The release (guard-release.c) reads the lock from GUARD_FD_SHARED. */
 	fcntl(GUARD_FD_EXE, F_SETFD, FD_CLOEXEC);
 	fexecve(GUARD_FD_EXE, argv, envp);
 	_exit(0);
@@ -275,8 +278,7 @@ kill_group(struct guard_shared *sh)
  * the top of guard.c.
  */
 void
-guard_main(struct guard_shared *sh, char *const *argv, char *const *envp,
-    int shared)
+guard_main(struct guard_shared *sh, char *const *envp, int shared)
 {
 	int64_t		now, wake, valid, k, kill_at = -1;
 	int		timeout, signalled = 0;
@@ -292,7 +294,7 @@ guard_main(struct guard_shared *sh, char *const *argv, char *const *envp,
 	if (atomic_load(&sh->done))
 		_exit(0);
 	if (G_GETPPID() != sh->parent)
-		rlock_died(sh, argv, envp);
+		rlock_died(sh, envp);
 	/* Before it joins the group: no look at the group counts it. */
 	atomic_store(&sh->guards[shared ? 0 : 1], G_GETPID());
 	for (;;) {
@@ -357,35 +359,16 @@ guard_main(struct guard_shared *sh, char *const *argv, char *const *envp,
 			if (atomic_load(&sh->done) || (shared &&
 			    atomic_load(&sh->retired)))
 				_exit(0);
-			rlock_died(sh, argv, envp);
+			rlock_died(sh, envp);
 		}
 		/* Anything else is a wake-up: look at the shared state again. */
 	}
-}
-
-/* The release's words from the shared memory, into argv: how many. */
-static int
-release_words(const struct guard_shared *sh, char **argv)
-{
-	const char	*t = sh->text, *end = (const char *)sh + sh->size;
-	int		 i;
-
-	for (i = 0; i < sh->nargs && i < RELEASE_ARGS_MAX; i++) {
-		argv[i] = (char *)t;
-		t = memchr(t, '\0', (size_t)(end - t));
-		if (t == NULL)
-			return 0;
-		t++;
-	}
-	argv[i] = NULL;
-	return i;
 }
 
 int
 guard_exec_main(void)
 {
 	extern char		**environ;
-	static char		 *argv[RELEASE_ARGS_MAX + 1];
 	struct guard_shared	 *sh;
 	struct stat		  st;
 
@@ -397,11 +380,11 @@ guard_exec_main(void)
 	if (fstat(GUARD_FD_SHARED, &st) == -1 ||
 	    st.st_size < (off_t)sizeof *sh || st.st_size > 1 << 20)
 		return EXIT_USAGE;
+	/* Left open: the release maps it too (rlock_died). */
 	sh = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
 	    MAP_SHARED, GUARD_FD_SHARED, 0);
-	close(GUARD_FD_SHARED);
 	if (sh == MAP_FAILED || sh->magic != GUARD_MAGIC ||
 	    sh->size != (uint32_t)st.st_size)
 		return EXIT_USAGE;
-	guard_main(sh, release_words(sh, argv) > 0 ? argv : NULL, environ, 0);
+	guard_main(sh, environ, 0);
 }

@@ -25,9 +25,10 @@
  *  - when rlock has died, it kills the group and the processes rlock last
  *    saw outside it (shared memory too), leaves the group first so that
  *    the kill does not end it, waits until none of them is left, and
- *    gives the lock back with rlock's token: it execs rlock's own binary,
- *    opened before the guard started, as `rlock release`, with rlock's
- *    settings read from a pipe.  The next holder starts at once instead of
+ *    gives the lock back: it execs rlock's own binary, opened before the
+ *    guard started, as the release, which gives back the held lock that
+ *    rlock packed into the shared memory (its target as settled, its
+ *    token: guard-release.c).  The next holder starts at once instead of
  *    at the TTL, which still bounds it if the server cannot be reached
  *    then, or if something of the command lingers past GONE_MAX_MS.
  *
@@ -85,32 +86,25 @@
  */
 
 /*
- * In the guard: the pipe from rlock as 0, rlock's binary as 3, rel's
- * descriptors as 4, 5 and 6, the shared memory as 7 (shm >= 0), nothing
- * else (no pipe rlock's caller reads stays open in it).
+ * In the guard: the pipe from rlock as 0, rlock's binary as 3, the shared
+ * memory as 4 (which the release maps: guard-release.c), nothing else (no
+ * pipe rlock's caller reads stays open in it).
  */
 static void
-arrange_fds(int pipe_fd, int exe, int shm, const struct guard_release *rel)
+arrange_fds(int pipe_fd, int exe, int shm)
 {
-	int	fds[5] = { -1, -1, -1, -1, -1 }, i;
+	int	fds[2] = { -1, -1 }, i;
 
-	/* Out of the way of 0 and of 3-7 first, whatever they were. */
+	/* Out of the way of 0 and of 3-4 first, whatever they were. */
 	if (exe >= 0)
 		fds[0] = (int)G_DUPFD(exe, 16);
-	if (rel != NULL) {
-		fds[1] = (int)G_DUPFD(rel->config, 16);
-		if (rel->password >= 0)
-			fds[2] = (int)G_DUPFD(rel->password, 16);
-		if (rel->sentinel_password >= 0)
-			fds[3] = (int)G_DUPFD(rel->sentinel_password, 16);
-	}
 	if (shm >= 0)
-		fds[4] = (int)G_DUPFD(shm, 16);
+		fds[1] = (int)G_DUPFD(shm, 16);
 	if (pipe_fd != 0) {
 		G_DUP2(pipe_fd, 0);
 		G_CLOSE(pipe_fd);
 	}
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 2; i++)
 		if (fds[i] >= 0)
 			G_DUP2(fds[i], GUARD_FD_EXE + i); /* not close-on-exec */
 		else
@@ -126,13 +120,13 @@ arrange_fds(int pipe_fd, int exe, int shm, const struct guard_release *rel)
  * failed.  Every signal is blocked already (and stays so in the guard).
  */
 static void __attribute__((noreturn))
-exec_guard(int pipe_fd, int exe, int shm, const struct guard_release *rel,
-    char *const *envp, volatile int *err)
+exec_guard(int pipe_fd, int exe, int shm, char *const *envp,
+    volatile int *err)
 {
 	static char	 name[] = "rlock-guard", arg[] = GUARD_ARG;
 	char		*argv[] = { name, arg, NULL };
 
-	arrange_fds(pipe_fd, exe, shm, rel);
+	arrange_fds(pipe_fd, exe, shm);
 	fexecve(GUARD_FD_EXE, argv, envp);
 	*err = errno;
 	_exit(127);
@@ -143,14 +137,13 @@ exec_guard(int pipe_fd, int exe, int shm, const struct guard_release *rel,
  * nothing here is changed after the vfork, so nothing is clobbered.
  */
 static pid_t
-vfork_guard(int pipe_fd, int exe, int shm, const struct guard_release *rel,
-    char *const *envp)
+vfork_guard(int pipe_fd, int exe, int shm, char *const *envp)
 {
 	volatile int	err = 0;
 	pid_t		pid;
 
 	if ((pid = vfork()) == 0)
-		exec_guard(pipe_fd, exe, shm, rel, envp, &err);
+		exec_guard(pipe_fd, exe, shm, envp, &err);
 	if (pid > 0 && err != 0) {
 		waitpid(pid, NULL, 0);
 		errno = err;
@@ -161,21 +154,20 @@ vfork_guard(int pipe_fd, int exe, int shm, const struct guard_release *rel,
 
 /* The guard as a fork of rlock, when it could not be exec'ed. */
 static pid_t
-fork_guard(struct guard_shared *sh, int pipe_fd, int exe,
-    const struct guard_release *rel)
+fork_guard(struct guard_shared *sh, int pipe_fd, int exe, int shm,
+    char *const *envp)
 {
 	pid_t	pid;
 
 	if ((pid = _Fork()) != 0)
 		return pid;
-	arrange_fds(pipe_fd, exe, -1, rel);
+	arrange_fds(pipe_fd, exe, shm);
 #ifdef HAVE_PRCTL
 	prctl(PR_SET_NAME, "rlock-guard");
-	/* Not readable through /proc by the command: it holds rel's. */
+	/* Not readable through /proc by the command: it holds the lock's. */
 	prctl(PR_SET_DUMPABLE, 0);
 #endif
-	guard_main(sh, rel != NULL ? rel->argv : NULL,
-	    rel != NULL ? rel->envp : NULL, 0);
+	guard_main(sh, envp, 0);
 }
 
 #ifdef SHARED_GUARD
@@ -185,8 +177,8 @@ fork_guard(struct guard_shared *sh, int pipe_fd, int exe,
 /* What the shared guard starts from, at the top of its own stack. */
 struct clone_start {
 	struct guard_shared	*sh;
-	struct guard_release	 rel;
-	int			 has_rel, pipe_fd, exe;
+	char *const		*envp;
+	int			 pipe_fd, exe, shm;
 };
 
 static int
@@ -194,14 +186,13 @@ clone_main(void *p)
 {
 	struct clone_start	*cs = p;
 
-	arrange_fds(cs->pipe_fd, cs->exe, -1, cs->has_rel ? &cs->rel : NULL);
+	arrange_fds(cs->pipe_fd, cs->exe, cs->shm);
 	raw(SYS_prctl, PR_SET_NAME, (long)"rlock-guard", 0, 0, 0);
 	/*
 	 * Not PR_SET_DUMPABLE, which is the memory's (so rlock's too): the
-	 * release's pipes are no more exposed here than in rlock.
+	 * lock's passwords are no more exposed here than in rlock.
 	 */
-	guard_main(cs->sh, cs->has_rel ? cs->rel.argv : NULL,
-	    cs->has_rel ? cs->rel.envp : NULL, 1);
+	guard_main(cs->sh, cs->envp, 1);
 }
 
 /*
@@ -211,7 +202,7 @@ clone_main(void *p)
  */
 static pid_t
 clone_guard(struct guard *g, struct guard_shared *sh, int pipe_fd, int exe,
-    const struct guard_release *rel)
+    int shm, char *const *envp)
 {
 	struct clone_start	*cs;
 	const char		*pre = getenv("LD_PRELOAD");
@@ -232,11 +223,10 @@ clone_guard(struct guard *g, struct guard_shared *sh, int pipe_fd, int exe,
 	cs = (struct clone_start *)(void *)(stack + SHARED_STACK) - 1;
 	memset(cs, 0, sizeof *cs);
 	cs->sh = sh;
-	cs->has_rel = rel != NULL;
-	if (rel != NULL)
-		cs->rel = *rel;
+	cs->envp = envp;
 	cs->pipe_fd = pipe_fd;
 	cs->exe = exe;
+	cs->shm = shm;
 	pid = clone(clone_main,
 	    (void *)((uintptr_t)cs & ~(uintptr_t)63), CLONE_VM | SIGCHLD, cs);
 	if (pid == -1) {
@@ -248,18 +238,15 @@ clone_guard(struct guard *g, struct guard_shared *sh, int pipe_fd, int exe,
 }
 #endif
 
-/* The shared memory for the guard, the release's words in it. */
+/* The shared memory for the guard, the held lock's pack in it. */
 static struct guard_shared *
 shared_new(const struct guard_release *rel, int *shm)
 {
 	struct guard_shared	*sh;
-	size_t			 size = sizeof *sh, len;
-	char			*t;
-	int			 i, n = 0;
+	size_t			 size = sizeof *sh;
 
 	if (rel != NULL)
-		for (n = 0; rel->argv[n] != NULL && n < RELEASE_ARGS_MAX; n++)
-			size += strlen(rel->argv[n]) + 1;
+		size += rel->len;
 	if ((*shm = memfd_create("rlock-guard", MFD_CLOEXEC)) == -1)
 		return NULL;
 	if (ftruncate(*shm, (off_t)size) == -1 || (sh = mmap(NULL, size,
@@ -267,13 +254,15 @@ shared_new(const struct guard_release *rel, int *shm)
 		close(*shm);
 		return NULL;
 	}
+	/* The lock's passwords: out of a core dump, as rlock's own are. */
+	(void)madvise(sh, size, MADV_DONTDUMP);
 	sh->magic = GUARD_MAGIC;
 	sh->size = (uint32_t)size;
 	sh->parent = getpid();
-	sh->nargs = n;
-	for (i = 0, t = sh->text; i < n; i++, t += len + 1) {
-		len = strlen(rel->argv[i]);
-		memcpy(t, rel->argv[i], len + 1);
+	if (rel != NULL) {
+		memcpy(sh->release, rel->pack, rel->len);
+		sh->release_len = (uint32_t)rel->len;
+		sh->release_syslog = rel->syslog;
 	}
 	return sh;
 }
@@ -291,7 +280,8 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 
 	memset(g, 0, sizeof *g);
 	g->fd = -1;
-	if (rel != NULL && (rel->exe < 0 || rel->config < 0))
+	if (rel != NULL && (rel->exe < 0 || rel->pack == NULL ||
+	    rel->len > (1 << 20) - sizeof *sh))
 		rel = NULL;
 	if ((sh = shared_new(rel, &shm)) == NULL) {
 		err_set(e, ERR_SOFTWARE, "the guard's memory: %s",
@@ -312,13 +302,15 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 #ifdef SHARED_GUARD
-	pid = clone_guard(g, sh, p[0], exe, rel);
+	pid = clone_guard(g, sh, p[0], exe, shm, rel != NULL ? rel->envp :
+	    none);
 #endif
 	if (pid == -1 && exe >= 0)
-		pid = vfork_guard(p[0], exe, shm, rel, rel != NULL ? rel->envp :
+		pid = vfork_guard(p[0], exe, shm, rel != NULL ? rel->envp :
 		    none);
 	if (pid == -1)
-		pid = fork_guard(sh, p[0], exe, rel);
+		pid = fork_guard(sh, p[0], exe, shm, rel != NULL ? rel->envp :
+		    none);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(p[0]);
 	if (pid == -1) {
@@ -369,7 +361,7 @@ guard_promote(struct guard *g)
 		return -1;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = vfork_guard(p[0], g->exe, g->shm, g->rel, g->rel != NULL ?
+	pid = vfork_guard(p[0], g->exe, g->shm, g->rel != NULL ?
 	    g->rel->envp : none);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(p[0]);
@@ -400,10 +392,11 @@ guard_replace(struct guard *g)
 		return -1;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = g->exe >= 0 ? vfork_guard(p[0], g->exe, g->shm, g->rel,
+	pid = g->exe >= 0 ? vfork_guard(p[0], g->exe, g->shm,
 	    g->rel != NULL ? g->rel->envp : none) : -1;
 	if (pid == -1)
-		pid = fork_guard(g->sh, p[0], g->exe, g->rel);
+		pid = fork_guard(g->sh, p[0], g->exe, g->shm, g->rel != NULL ?
+		    g->rel->envp : none);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(p[0]);
 	if (pid == -1) {
@@ -525,6 +518,8 @@ guard_done(struct guard *g)
 	if (g->sh == NULL)
 		return;
 	atomic_store(&g->sh->done, 1);
+	/* No guard gives the lock back now: its passwords go. */
+	explicit_bzero(g->sh->release, g->sh->release_len);
 	if (g->fd >= 0)
 		close(g->fd);
 	g->fd = -1;

@@ -10,30 +10,31 @@
 #include "procs.h"
 
 struct guard_shared;
+struct held_target;
+struct lock;
 
 /*
  * How the guard gives the lock back when rlock has died: rlock's own
- * binary, exec'ed as `rlock --config /dev/fd/4 ... release --token T
- * NAME`, everything made before the guard starts.  The settings go
- * through pipes, never argv or the environment, which the command could
- * read.
+ * binary (opened before the guard starts), exec'ed as the release
+ * (GUARD_RELEASE_ARG, guard_release_main), which gives back the held lock
+ * packed here (held_pack: its target as rlock settled it, and its
+ * identity) from the guard's shared memory, GUARD_FD_SHARED.  Nothing of
+ * it is on a command line or in an environment the command could read.
  */
 struct guard_release {
 	int		  exe;		/* /proc/self/exe, O_PATH; -1: none */
-	int		  config;	/* read end of the settings' pipe */
-	int		  password;	/* read end of the password's; -1 */
-	int		  sentinel_password;	/* the sentinels' own; -1 */
-	char		**argv;
+	char		 *pack;		/* the held lock (held_pack) */
+	size_t		  len;
+	int		  syslog;	/* the release says what failed there */
 	char		**envp;
 };
 #define GUARD_FD_EXE		3
-#define GUARD_FD_CONFIG		4
-#define GUARD_FD_PASSWORD	5
-#define GUARD_FD_SENTINEL_PASSWORD	6
-#define GUARD_FD_SHARED		7	/* the guard's state (a memfd) */
+#define GUARD_FD_SHARED		4	/* the guard's state (a memfd) */
 
 /* rlock's binary run with this one argument is the guard (main.c). */
 #define GUARD_ARG		"--rlock-guard-v1"
+/* ... and with this one, the guard's release, once rlock has died. */
+#define GUARD_RELEASE_ARG	"--rlock-guard-release-v1"
 
 struct guard {
 	pid_t			 pid;	/* the guard */
@@ -92,17 +93,17 @@ void	guard_wake(struct guard *);
 /* main() of rlock run as the guard (GUARD_ARG): never returns if it is. */
 int	guard_exec_main(void);
 /*
- * Ready rel: config is the settings as a config file's text, password
- * the password or NULL (given to release on its command line if
- * password_argv, as exec's --password-file was, else in the file),
- * sentinel_password the sentinels' own or NULL (in the file), extra
- * options before the command word (NULL-terminated), the lock's name and
- * token.  0, or -1 (rel left empty: the lock then expires by itself).
+ * Ready rel for the lock l, held on t (exec's, as the heartbeat clones
+ * it); syslog: the release's failures go to syslog, as exec's do.  0, or
+ * -1 (rel left empty: the lock then expires by itself).
  */
-int	guard_release_init(struct guard_release *rel, const char *config,
-	    const char *password, int password_argv,
-	    const char *sentinel_password, const char *const *extra,
-	    const char *name, const char *token);
+int	guard_release_init(struct guard_release *rel, const struct lock *l,
+	    const struct held_target *t, int syslog);
+/*
+ * main() of rlock run as the guard's release (GUARD_RELEASE_ARG): give
+ * back the lock packed in the shared memory.  An exit status.
+ */
+int	guard_release_main(void);
 void	guard_release_free(struct guard_release *rel);
 /*
  * The command's processes outside its group pg (0: all of ps): the

@@ -7,7 +7,9 @@
  * won were lost on such a copy once: a server never won, silent, then
  * counted as holding the lock and hid a loss until the validity ran out;
  * see majority_left in lock.c).  What only the acquire reads (its wait,
- * its waiter's entry, the holder it saw) stays behind.
+ * its waiter's entry, the holder it saw) stays behind.  A field added
+ * here is packed too (put_lock in held-pack.c): exec's guard gives the
+ * lock back from a pack once rlock has died.
  */
 
 #include <string.h>

@@ -47,4 +47,31 @@ void	held_clone(struct held *h, const struct lock *src,
 void	held_return(struct lock *dst, const struct held *h);
 void	held_free(struct held *h);
 
+/*
+ * A held lock as bytes, for a process that gives it back in the holder's
+ * place (exec's guard, once rlock has died: guard-release.c): t as it was
+ * settled, every field of it (the URLs, their passwords, redis_opts and
+ * its tls_opts, the prefix), and what held_clone takes of l.  A new
+ * buffer of *len bytes, which holds passwords: secret memory (util.h),
+ * freed (and wiped) with secret_free.
+ */
+char	*held_pack(const struct lock *l, const struct held_target *t,
+	    size_t *len);
+/* What held_unpack rebuilds, pointing into its own copy of the pack. */
+struct held_unpacked {
+	struct held_target	 t;
+	struct url		*urls;
+	int			 nurls;
+	struct redis_opts	 opts;
+	struct tls_opts		 tls;
+	/* For held_clone only: no keys, no quorum (not lock_init'ed). */
+	struct lock		 l;
+	char			*copy;
+	size_t			 len;
+};
+/* 0, or -1 if pack is not a whole pack (u is then empty). */
+int	held_unpack(struct held_unpacked *u, const char *pack, size_t len);
+/* Free u, its passwords wiped. */
+void	held_unpacked_free(struct held_unpacked *u);
+
 #endif

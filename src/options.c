@@ -595,7 +595,6 @@ options_apply(struct opts *o, const struct opt_def *d, const char *v,
 	if (options_empty_is_unset(d, v))
 		return 0;
 	o->given |= 1ULL << d->id;
-	o->value[d->id] = v != NULL ? v : "yes";
 	switch (d->kind) {
 	case OPT_KIND_NONE:
 		return 0;

@@ -143,14 +143,6 @@ struct opts {
 	int		 retry_failed;	/* exec --retry-failed */
 	int64_t		 splay_ms;	/* --splay: a random pause first; 0: none */
 	int		 overdue;	/* status --overdue */
-	/*
-	 * Each option's value as the source that won gave it (options_apply,
-	 * which every flag, variable and config line goes through; "yes" for
-	 * one that takes none), NULL if none did: what an rlock run on our
-	 * behalf is handed (settings_config_text), so that no setting can be
-	 * left out of it.
-	 */
-	const char	*value[O__COUNT];
 	int		 failing;	/* status --failing */
 	int64_t		 grace_ms;	/* schedule declare --grace; 0: none */
 	int64_t		 for_ms;	/* schedule pause --for; 0: until resumed */

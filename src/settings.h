@@ -38,14 +38,5 @@ int	settings_settle(struct settings *, struct opts *);
  */
 int	settings_apply_env(struct opts *, const char *longopt,
 	    const char *name);
-/*
- * The settled connection and history settings of o as a config file's
- * text, for an rlock run on our behalf (exec's guard): every global and
- * history option that a source gave (o->value), walked from the option
- * table, so that a new one is handed on without a line of its own here;
- * the password is not in it, but a URL's is.  NULL if a value cannot be
- * written so (a newline in it, or blanks at either end).
- */
-char	*settings_config_text(const struct opts *);
 
 #endif

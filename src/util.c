@@ -434,7 +434,7 @@ std_fds_open(void)
 #define SECRET_HEAD	16
 
 char *
-secret_strndup(const char *s, size_t n)
+secret_alloc(size_t n)
 {
 	size_t	 page = (size_t)sysconf(_SC_PAGESIZE), len;
 	char	*m;
@@ -449,9 +449,16 @@ secret_strndup(const char *s, size_t n)
 	/* Not supported (before Linux 3.4): still wiped when freed. */
 	(void)madvise(m, len, MADV_DONTDUMP);
 	memcpy(m, &len, sizeof len);
-	memcpy(m + SECRET_HEAD, s, n);
-	m[SECRET_HEAD + n] = '\0';
-	return m + SECRET_HEAD;
+	return m + SECRET_HEAD;	/* zeroed, as mmap leaves it */
+}
+
+char *
+secret_strndup(const char *s, size_t n)
+{
+	char	*m = secret_alloc(n);
+
+	memcpy(m, s, n);
+	return m;
 }
 
 char *

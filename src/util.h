@@ -68,8 +68,10 @@ char	*xstrndup(const char *, size_t);
 /*
  * Memory for a secret (a password, a URL holding one): pages of its own,
  * marked MADV_DONTDUMP so that a core dump leaves them out, and wiped
- * when freed.  secret_free(NULL) does nothing.
+ * when freed.  secret_free(NULL) does nothing.  secret_alloc: n bytes
+ * (and a NUL after them), zeroed.
  */
+char	*secret_alloc(size_t n);
 char	*secret_strndup(const char *, size_t);
 char	*secret_strdup(const char *);
 void	 secret_free(char *);

@@ -246,6 +246,35 @@ teardown() {
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
 }
 
+# kill_guarded_exec [rlock options...]: start `rlock OPTIONS exec` on
+# 'tlsguard:{job}' on TLSM (its settings from the options and rlock.conf),
+# SIGKILL it once the guard runs, and check that the guard gives the lock
+# back well before the 60 s TTL (bounded: 10 s), with the history's
+# "rlock was killed".  EDIT, if set, runs once the lock is held.
+kill_guarded_exec() {
+	RLOCK_CONFIG=$PWD/rlock.conf bg_start R "$RLOCK" "$@" exec -t 60s job \
+		-c 'echo $$ > cmd.pid; exec sleep 60'
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[[ -s cmd.pid && $(tcli TLSM EXISTS 'tlsguard:{job}') == 1 ]] && break
+		sleep 0.02
+	done
+	((i < 500)) || fail "exec never took the lock: $(cat "$BATS_TEST_TMPDIR/R.err")"
+	for ((i = 0; i < 250; i++)); do
+		pgrep -P "$R" -x rlock-guard >/dev/null && break
+		sleep 0.02
+	done
+	pgrep -P "$R" -x rlock-guard >/dev/null || fail "no guard"
+	[[ -z "${EDIT:-}" ]] || eval "$EDIT"
+	kill -KILL "$R"
+	for ((i = 0; i < 200; i++)); do
+		[[ $(tcli TLSM EXISTS 'tlsguard:{job}') == 0 ]] && break
+		sleep 0.05
+	done
+	assert_equal "$(tcli TLSM EXISTS 'tlsguard:{job}')" 0
+	wait_gone "$(cat cmd.pid)" 5000 || fail "the command outlived rlock"
+}
+
 # Every connection setting reaches the guard's release (it runs without the
 # environment's RLOCK_* and without the config file rlock read): a client
 # certificate, a server name, an ACL user in the URL, all from the file.
@@ -262,28 +291,37 @@ teardown() {
 		prefix = tlsguard:
 	EOF
 	chmod 600 rlock.conf
-	RLOCK_CONFIG=$PWD/rlock.conf bg_start R "$RLOCK" exec -t 60s job \
-		-c 'echo $$ > cmd.pid; exec sleep 60'
-	local i
-	for ((i = 0; i < 500; i++)); do
-		[[ -s cmd.pid && $(tcli TLSM EXISTS 'tlsguard:{job}') == 1 ]] && break
-		sleep 0.02
-	done
-	((i < 500)) || fail "exec never took the lock: $(cat "$BATS_TEST_TMPDIR/R.err")"
-	for ((i = 0; i < 250; i++)); do
-		pgrep -P "$R" -x rlock-guard >/dev/null && break
-		sleep 0.02
-	done
-	pgrep -P "$R" -x rlock-guard >/dev/null || fail "no guard"
-	kill -KILL "$R"
-	# Well before the 60 s TTL (bounded: 10 s).
-	for ((i = 0; i < 200; i++)); do
-		[[ $(tcli TLSM EXISTS 'tlsguard:{job}') == 0 ]] && break
-		sleep 0.05
-	done
-	assert_equal "$(tcli TLSM EXISTS 'tlsguard:{job}')" 0
-	wait_gone "$(cat cmd.pid)" 5000 || fail "the command outlived rlock"
+	kill_guarded_exec
 	run rlock --config rlock.conf log job
+	[[ "$output" == *"rlock was killed"* ]] || fail "log: $output"
+	tcli TLSM ACL DELUSER alice >/dev/null
+}
+
+# The guard is handed the held lock's target as rlock settled it, not
+# settings to read again: a config file rewritten after the start (another
+# server, prefix and user) changes nothing, and a setting no config file
+# can say (a key file whose name ends in a blank, which config lines trim)
+# reaches the release all the same.
+@test "tls: a SIGKILLed exec's guard gives the lock back as it was taken: its config file rewritten since, a --tls-key whose name ends in a blank" {
+	assert_equal "$(tcli TLSM ACL SETUSER alice on '>alice-pw-9' '~*' '&*' '+@all')" OK
+	cd "$BATS_TEST_TMPDIR"
+	unset RLOCK_URL
+	cp "$TLS_CLIENT_KEY" "client.key "
+	chmod 600 "client.key "
+	cat >rlock.conf <<-EOF
+		url = rediss://alice:alice-pw-9@127.0.0.1:$TLSM_PORT
+		tls-ca = $TLS_CA
+		tls-cert = $TLS_CLIENT_CRT
+		tls-server-name = localhost
+		prefix = tlsguard:
+	EOF
+	chmod 600 rlock.conf
+	EDIT='printf "url = redis://bob:wrong@127.0.0.1:1\nprefix = elsewhere:\n" >rlock.conf' \
+		kill_guarded_exec --tls-key "$PWD/client.key "
+	run rlock --url "rediss://alice:alice-pw-9@127.0.0.1:$TLSM_PORT" \
+		--tls-ca "$TLS_CA" --tls-cert "$TLS_CLIENT_CRT" \
+		--tls-key "$TLS_CLIENT_KEY" --tls-server-name localhost \
+		--prefix tlsguard: log job
 	[[ "$output" == *"rlock was killed"* ]] || fail "log: $output"
 	tcli TLSM ACL DELUSER alice >/dev/null
 }

@@ -5,8 +5,8 @@
  * first, but its size is only known once every check has run, so the
  * results are gathered in a memory stream and printed after the plan.
  * Exits 1 if any check fails.  Calls nothing outside duration.h, url.h,
- * util.h, escape.h, json.h and conffile.h, so it links against librlock.a without the
- * network layers.
+ * util.h, escape.h, json.h, conffile.h and held.h's pack, so it links
+ * against librlock.a without the network layers.
  */
 
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 #include "conffile.h"
 #include "duration.h"
 #include "escape.h"
+#include "held.h"
 #include "json.h"
 #include "url.h"
 #include "util.h"
@@ -1119,6 +1120,155 @@ test_config(void)
 	    config_bool("yess") == -1, "config_bool: anything else is -1");
 }
 
+/* Both strings NULL, or both the same text. */
+static int
+same_str(const char *a, const char *b)
+{
+	return a == NULL ? b == NULL : b != NULL && strcmp(a, b) == 0;
+}
+
+static int
+same_nodes(const struct url_node *a, int na, const struct url_node *b,
+    int nb)
+{
+	int	i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (!same_str(a[i].host, b[i].host) || a[i].port != b[i].port)
+			return 0;
+	return 1;
+}
+
+/*
+ * exec's guard gives the lock back from held_pack's bytes (guard-release.c):
+ * every field of the target and of what held_clone takes of the lock comes
+ * back as it was.  The structs of the target are filled positionally, as
+ * held-pack.c rebuilds them: a field added to one fails this build until
+ * it is given a value here, and then this check until it is packed.
+ */
+static void
+test_held_pack(void)
+{
+	static struct url_node	 sentinels[] = { { "s1", 26379 },
+				    { "s2", 26380 } };
+	static struct url_node	 seeds[] = { { "c1", 7000 }, { "c2", 7001 },
+				    { "c3", 7002 } };
+	static struct tls_opts	 tls = { "/ca.pem", "/cert.pem", "/key.pem",
+				    "server.example", 7 };
+	struct url		 urls[2] = {
+		{ URL_SENTINEL, "h0", 11, "/p0", "u0", "pw0", 3, "disp0",
+		    sentinels, 2, "master0", 1, NULL, 0 },
+		{ URL_TLS, "h1", 12, NULL, NULL, "pw1", -1, "disp1", NULL, 0,
+		    NULL, 0, seeds, 3 },
+	};
+	struct redis_opts	 opts = { 1001, 1002, "pw-opts", &tls,
+				    "sentinel-user", "sentinel-pw", 3, 4, 5,
+				    1006 };
+	struct held_target	 t = { "pre:", urls, 2, &opts };
+	struct held_unpacked	 u;
+	struct lock		 l, *b = &u.l;
+	const struct url	*x, *y;
+	char			*pack, *copy;
+	size_t			 len, n;
+	int			 i, ok, truncated = 0;
+
+	memset(&l, 0, sizeof l);
+	l.name = "job";
+	snprintf(l.token, sizeof l.token, "tok-%d", 42);
+	l.ttl_ms = 2001;
+	l.fence = 2002;
+	l.valid_until = 2003;
+	l.acquired_at = 2004;
+	l.taken_at = 2005;
+	snprintf(l.run, sizeof l.run, "run-2006");
+	l.won = 5;
+	l.won_known = 1;
+	l.fifo = 2;
+	l.limit = 9;
+	l.shared = 3;
+	l.every_ms = 2010;
+	l.retry_failed = 4;
+	l.wait_replicas = 6;
+	l.wait_timeout_ms = 2013;
+	l.history_len = 14;
+	l.history_ttl_ms = 2015;
+	l.meta = (struct lock_meta){ "host", 2016, "user", "cmd line" };
+	pack = held_pack(&l, &t, &len);
+	CHECK(held_unpack(&u, pack, len) == 0, "held_unpack: a whole pack");
+	CHECK(same_str(u.t.prefix, "pre:") && u.t.nurls == 2 &&
+	    u.t.urls == u.urls && u.t.opts == &u.opts,
+	    "held_unpack: the target's prefix and URLs");
+	for (i = 0; i < 2 && u.t.nurls == 2; i++) {
+		x = &urls[i];
+		y = &u.t.urls[i];
+		CHECK(y->scheme == x->scheme && same_str(y->host, x->host) &&
+		    y->port == x->port && same_str(y->path, x->path) &&
+		    same_str(y->user, x->user) &&
+		    same_str(y->password, x->password) && y->db == x->db &&
+		    same_str(y->display, x->display) &&
+		    same_nodes(y->sentinels, y->nsentinels, x->sentinels,
+		    x->nsentinels) && same_str(y->master, x->master) &&
+		    y->tls == x->tls &&
+		    same_nodes(y->seeds, y->nseeds, x->seeds, x->nseeds),
+		    "held_unpack: URL %d, field by field", i);
+	}
+	CHECK(u.opts.connect_timeout_ms == 1001 && u.opts.timeout_ms == 1002 &&
+	    same_str(u.opts.password, "pw-opts") &&
+	    same_str(u.opts.sentinel_user, "sentinel-user") &&
+	    same_str(u.opts.sentinel_password, "sentinel-pw") &&
+	    u.opts.identify == 3 && u.opts.check_version == 4 &&
+	    u.opts.offer_wait == 5 && u.opts.end_ms == 1006,
+	    "held_unpack: redis_opts, field by field");
+	CHECK(u.opts.tls == &u.tls && same_str(u.tls.ca, "/ca.pem") &&
+	    same_str(u.tls.cert, "/cert.pem") &&
+	    same_str(u.tls.key, "/key.pem") &&
+	    same_str(u.tls.server_name, "server.example") &&
+	    u.tls.insecure == 7, "held_unpack: tls_opts, field by field");
+	CHECK(same_str(b->name, "job") && strcmp(b->token, "tok-42") == 0 &&
+	    b->ttl_ms == 2001 && b->fence == 2002 && b->valid_until == 2003 &&
+	    b->acquired_at == 2004 && b->taken_at == 2005 &&
+	    strcmp(b->run, "run-2006") == 0 && b->won == 5 &&
+	    b->won_known == 1 && b->fifo == 2 && b->limit == 9 &&
+	    b->shared == 3 && b->every_ms == 2010 && b->retry_failed == 4 &&
+	    b->wait_replicas == 6 && b->wait_timeout_ms == 2013 &&
+	    b->history_len == 14 && b->history_ttl_ms == 2015 &&
+	    same_str(b->meta.host, "host") && b->meta.pid == 2016 &&
+	    same_str(b->meta.user, "user") &&
+	    same_str(b->meta.command, "cmd line"),
+	    "held_unpack: the lock's identity, field by field");
+	held_unpacked_free(&u);
+	/* No TLS, NULL strings: NULL again, not "". */
+	opts.tls = NULL;
+	opts.sentinel_user = NULL;
+	secret_free(pack);
+	pack = held_pack(&l, &t, &len);
+	ok = held_unpack(&u, pack, len) == 0;
+	CHECK(ok && u.opts.tls == NULL && u.opts.sentinel_user == NULL &&
+	    u.t.urls[1].path == NULL && u.t.urls[0].seeds == NULL,
+	    "held_unpack: no TLS and absent strings come back absent");
+	if (ok)
+		held_unpacked_free(&u);
+	/* Cut anywhere, or one byte more: not a pack. */
+	copy = xmalloc(len + 1);
+	memcpy(copy, pack, len);
+	copy[len] = 0;
+	for (n = 0; n < len; n++)
+		if (held_unpack(&u, copy, n) == 0) {
+			truncated++;
+			held_unpacked_free(&u);
+		}
+	CHECK(truncated == 0, "held_unpack: every cut pack is refused");
+	CHECK(held_unpack(&u, copy, len + 1) == -1,
+	    "held_unpack: a pack with a byte more is refused");
+	copy[0] ^= 1;
+	CHECK(held_unpack(&u, copy, len) == -1,
+	    "held_unpack: a pack without the magic is refused");
+	free(copy);
+	secret_free(pack);
+}
+
 int
 main(void)
 {
@@ -1139,6 +1289,7 @@ main(void)
 	test_config();
 	test_sentinel_url();
 	test_loopback();
+	test_held_pack();
 	fclose(out);
 
 	printf("1..%d\n", tests);
