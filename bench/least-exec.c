@@ -1,0 +1,191 @@
+/*
+ * least-exec.c: the floor of an exec cycle, for bench/interleaved (issue
+ * 49: speed targets are ratios to floors measured in the same run).
+ *
+ *   least-exec --script acquire|release
+ *                       print the script (for SCRIPT LOAD)
+ *   least-exec ADDR ACQUIRE_SHA RELEASE_SHA NAME CMD [ARG...]
+ *                       ADDR: a Unix socket's path, or a TCP port on
+ *                       127.0.0.1
+ *
+ * What a lock client cannot do without, and nothing else: connect, one
+ * EVALSHA that takes the lock as the contract's least does (SET NX PX, a
+ * fence from a counter, the holder's metadata expiring with it, an
+ * 'acquired' event), vfork and execvp, wait, one EVALSHA that releases it
+ * (compare and delete, a 'released' event).  No configuration, no guard,
+ * no heartbeat, no retries, no TLS, no hiredis: its cost is the process
+ * start, two round trips and the scripts.  Exits with the command's
+ * status; 1 if the lock is held; 69 on any failure to talk to the server.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char acquire_lua[] =
+    "if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "	return 0\n"
+    "end\n"
+    "local f = redis.call('INCR', KEYS[2])\n"
+    "redis.call('HSET', KEYS[3], 'host', ARGV[3], 'pid', ARGV[4], 'user',\n"
+    "	ARGV[5], 'command', ARGV[6], 'acquired_ms', ARGV[7], 'ttl_ms',\n"
+    "	ARGV[2], 'fence', f)\n"
+    "redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
+    "redis.call('XADD', KEYS[4], 'MAXLEN', '~', 100, '*', 'e', 'acquired',\n"
+    "	'h', ARGV[3], 'p', ARGV[4], 'f', f)\n"
+    "redis.call('PEXPIRE', KEYS[4], 86400000)\n"
+    "return f\n";
+
+static const char release_lua[] =
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "local h = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user',\n"
+    "	'command', 'fence', 'acquired_ms')\n"
+    "redis.call('DEL', KEYS[1], KEYS[3])\n"
+    "redis.call('XADD', KEYS[4], 'MAXLEN', '~', 100, '*', 'e', 'released',\n"
+    "	'h', h[1], 'p', h[2], 'u', h[3], 'c', h[4], 'f', h[5], 'd', h[6])\n"
+    "redis.call('PEXPIRE', KEYS[4], 86400000)\n"
+    "return 1\n";
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "least-exec: %s: %s\n", what, strerror(errno));
+	exit(69);
+}
+
+static int
+dial(const char *addr)
+{
+	struct sockaddr_un	un;
+	struct sockaddr_in	in;
+	int			fd;
+	int			one = 1;
+
+	if (addr[0] == '/') {
+		memset(&un, 0, sizeof un);
+		un.sun_family = AF_UNIX;
+		snprintf(un.sun_path, sizeof un.sun_path, "%s", addr);
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+		    connect(fd, (struct sockaddr *)&un, sizeof un) == -1)
+			die(addr);
+		return fd;
+	}
+	memset(&in, 0, sizeof in);
+	in.sin_family = AF_INET;
+	in.sin_port = htons((unsigned short)atoi(addr));
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == -1 ||
+	    connect(fd, (struct sockaddr *)&in, sizeof in) == -1)
+		die(addr);
+	return fd;
+}
+
+/* Send argv as one RESP command and read an integer reply. */
+static long long
+call(int fd, int argc, const char **argv)
+{
+	char	buf[4096], *p = buf, *end = buf + sizeof buf;
+	ssize_t	n, got = 0;
+	int	i;
+
+	p += snprintf(p, (size_t)(end - p), "*%d\r\n", argc);
+	for (i = 0; i < argc && p < end; i++)
+		p += snprintf(p, (size_t)(end - p), "$%zu\r\n%s\r\n",
+		    strlen(argv[i]), argv[i]);
+	if (p >= end) {
+		errno = E2BIG;
+		die("request");
+	}
+	for (i = 0; i < p - buf; i += (int)n)
+		if ((n = write(fd, buf + i, (size_t)(p - buf - i))) <= 0)
+			die("write");
+	while (got < 3 || buf[got - 1] != '\n') {
+		if ((n = read(fd, buf + got, sizeof buf - 1 - (size_t)got)) <= 0)
+			die("read");
+		got += n;
+	}
+	buf[got] = '\0';
+	if (buf[0] != ':') {
+		fprintf(stderr, "least-exec: the server said %s", buf);
+		exit(69);
+	}
+	return atoll(buf + 1);
+}
+
+/* Run the command and wait for it: its status, as a shell gives it. */
+static int
+run(char **cmd)
+{
+	pid_t	child;
+	int	ws;
+
+	if ((child = vfork()) == 0) {
+		execvp(cmd[0], cmd);
+		_exit(127);
+	}
+	if (child == -1)
+		die("vfork");
+	while (waitpid(child, &ws, 0) == -1)
+		if (errno != EINTR)
+			die("waitpid");
+	return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+int
+main(int argc, char **argv)
+{
+	unsigned char	 r[16];
+	char		 token[33], host[256], pid[24], user[24], now[24];
+	char		 k1[300], k2[310], k3[310], k4[310];
+	const char	*req[16];
+	struct timespec	 ts;
+	int		 fd, status, i;
+
+	if (argc == 3 && strcmp(argv[1], "--script") == 0) {
+		fputs(strcmp(argv[2], "release") == 0 ? release_lua :
+		    acquire_lua, stdout);
+		return 0;
+	}
+	if (argc < 6) {
+		fprintf(stderr, "usage: least-exec ADDR ACQUIRE_SHA RELEASE_SHA "
+		    "NAME CMD [ARG...]\n");
+		return 64;
+	}
+	if (getrandom(r, sizeof r, 0) != sizeof r)
+		die("getrandom");
+	for (i = 0; i < 16; i++)
+		snprintf(token + 2 * i, 3, "%02x", r[i]);
+	gethostname(host, sizeof host);
+	host[sizeof host - 1] = '\0';
+	snprintf(pid, sizeof pid, "%d", (int)getpid());
+	snprintf(user, sizeof user, "%d", (int)getuid());
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(now, sizeof now, "%lld", (long long)ts.tv_sec * 1000 +
+	    ts.tv_nsec / 1000000);
+	snprintf(k1, sizeof k1, "le:{%.250s}", argv[4]);
+	snprintf(k2, sizeof k2, "%s:fence", k1);
+	snprintf(k3, sizeof k3, "%s:info", k1);
+	snprintf(k4, sizeof k4, "%s:log", k1);
+
+	fd = dial(argv[1]);
+	req[0] = "EVALSHA"; req[1] = argv[2]; req[2] = "4";
+	req[3] = k1; req[4] = k2; req[5] = k3; req[6] = k4;
+	req[7] = token; req[8] = "30000"; req[9] = host; req[10] = pid;
+	req[11] = user; req[12] = argv[5]; req[13] = now;
+	if (call(fd, 14, req) == 0)
+		return 1;
+	status = run(argv + 5);
+	req[1] = argv[3];
+	call(fd, 8, req);
+	return status;
+}
