@@ -180,9 +180,13 @@ until_exists() {
 	start_sentinel_as SS mm "$SM_PORT"
 	wait_sentinel_ready SS mm "$SR_PORT" 10000 || fail "the sentinel never saw the replica"
 	local s="redis-sentinel://127.0.0.1:$SS_PORT/mm" i
-	bg_start A "$RLOCK" -u "$s" --timeout 500ms exec --every 20s -t 2s --wait-replicas 1 job -- \
+	# --timeout bounds each WAIT: long enough for the replica's
+	# acknowledgement of the start on a loaded machine under the
+	# sanitizers (500 ms was not, in a CI run beside another), short
+	# enough that the outcome's, blackholed, leaves most of the slot.
+	bg_start A "$RLOCK" -u "$s" --timeout 1500ms exec --every 20s -t 2s --wait-replicas 1 job -- \
 		sh -c 'touch started.A; until [ -e go ]; do sleep 0.02; done'
-	bg_start B "$RLOCK" -u "$s" --timeout 500ms exec --every 20s -t 2s --retry-failed --wait-replicas 1 job2 -- \
+	bg_start B "$RLOCK" -u "$s" --timeout 1500ms exec --every 20s -t 2s --retry-failed --wait-replicas 1 job2 -- \
 		sh -c 'touch started.B; until [ -e go ]; do sleep 0.02; done; touch ran.B'
 	# Both started: their starts acknowledged by the replica.
 	for ((i = 0; i < 500; i++)); do
@@ -199,7 +203,7 @@ until_exists() {
 	assert_equal "$BG_STATUS" 0
 	bg_wait "$B" 10000 || fail "B did not end"
 	assert_equal "$BG_STATUS" 0
-	grep -q "job: fewer than 1 replica acknowledged the run's outcome within 500ms (--wait-replicas): a failover now would forget it" A.err ||
+	grep -qE "job: fewer than 1 replica acknowledged the run's outcome within (1500ms|1\.5s) \(--wait-replicas\): a failover now would forget it" A.err ||
 		fail "A: $(cat A.err)"
 	grep -q "job2: fewer than 1 replica acknowledged the run's outcome" B.err ||
 		fail "B: $(cat B.err)"
