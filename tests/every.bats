@@ -396,8 +396,10 @@ wait_server_ms() {
 	assert_equal "$(cat err | wc -c)" 0
 	# Each start's slot, from the first start (its fence: the server's
 	# clock in microseconds): one start in each, none skipped, slots 0 to 4
-	# at least (42 firings cover 20.5 s).
-	run awk 'NR == 1 { f0 = $1 } { printf "%d\n", int(($1 - f0 + 2000000) / 4000000) }' runs
+	# at least (42 firings cover 20.5 s).  In whole milliseconds, as the
+	# script judges a firing: a start 1999.6 ms after the first by the
+	# microseconds is 2000 ms after it by the milliseconds, the next slot's.
+	run awk 'NR == 1 { c = int($1 / 1000) } { printf "%d\n", int((int($1 / 1000) - c + 2000) / 4000) }' runs
 	echo "starts: $(tr '\n' ' ' <runs); slots: $(echo $output)"
 	local slots
 	slots=$(echo $output)
