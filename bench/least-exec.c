@@ -55,10 +55,32 @@ static const char release_lua[] =
     "redis.call('PEXPIRE', KEYS[4], 86400000)\n"
     "return 1\n";
 
+/*
+ * Bytes from outside (the server's reply, an argument) on stderr: printable
+ * ASCII as it is, every other byte as \xHH, so that nothing steers the
+ * terminal (stricter than rlock's escape.c, which keeps valid UTF-8: this
+ * program links nothing of rlock's).
+ */
+static void
+show(const char *s, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] >= 0x20 && s[i] < 0x7f)
+			fputc(s[i], stderr);
+		else
+			fprintf(stderr, "\\x%02x", (unsigned char)s[i]);
+}
+
 static void
 die(const char *what)
 {
-	fprintf(stderr, "least-exec: %s: %s\n", what, strerror(errno));
+	int	e = errno;
+
+	fputs("least-exec: ", stderr);
+	show(what, strlen(what));
+	fprintf(stderr, ": %s\n", strerror(e));
 	exit(69);
 }
 
@@ -116,7 +138,9 @@ call(int fd, int argc, const char **argv)
 	}
 	buf[got] = '\0';
 	if (buf[0] != ':') {
-		fprintf(stderr, "least-exec: the server said %s", buf);
+		fputs("least-exec: the server said ", stderr);
+		show(buf, (size_t)got - 2);	/* less its \r\n */
+		fputs("\n", stderr);
 		exit(69);
 	}
 	return atoll(buf + 1);

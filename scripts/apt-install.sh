@@ -35,7 +35,7 @@ apt() {
 }
 exec 8>>"${TMPDIR:-/tmp}/rlock-apt.lock" || exit 1
 flock -w 1200 8 || {
-	echo "apt-install.sh: another run has held ${TMPDIR:-/tmp}/rlock-apt.lock for 20 minutes" >&2
+	echo "apt-install.sh: another run has held ${TMPDIR:-/tmp}/rlock-apt.lock for 20 minutes (its apt is still going: run this again once it ends)" >&2
 	exit 1
 }
 # Installed by the run that held the lock before us?

@@ -126,7 +126,8 @@ guard_release_main(void)
 		log_open_syslog();
 	if (sh->release_len == 0 ||
 	    held_unpack(&u, sh->release, sh->release_len) == -1) {
-		log_error("the guard's release: its lock is not readable");
+		log_error("the guard's release: the lock rlock handed it is not "
+		    "readable; it expires with its TTL");
 		return EXIT_SOFTWARE;
 	}
 	/* No -w to end by, nor to offer: a release. */
