@@ -27,10 +27,12 @@ chaos_run() {
 	echo "$stderr" | tail -20
 }
 
-@test "chaos: single server, every mode and fault, 60 s: no violation, nothing stuck or left" {
+@test "chaos: single server, every mode and fault, 60 s: no violation, no loss invented, nothing stuck or left" {
 	chaos_run --seed 101 --seconds 60 --mode single
 	assert_success
 	assert_line --partial "violations 0"
+	# No loss invented, judged on runs that surely held to their end.
+	assert_line --regexp "^  false losses 0 .*'exec': [1-9]"
 	assert_line "  stuck locks 0"
 	assert_line "  leftovers 0"
 	assert_line "  result PASS"

@@ -13,6 +13,9 @@ the sections that the guarded command (stamp sec) logged:
               entered after the earlier was told: see README.md)
   fence       fences strictly increasing along the holders of a name that
               cannot hold it together (exclusive after anything, ...)
+  false-loss  no loss told of a run whose command ended by itself inside
+              its TTL with no server or proxy fault on its way (break 1
+              of issue 49: rlock stopped after its command's end)
   waits       a run with -w D (or -n) has entered or ended within
               D + 2 x --timeout + --connect-timeout + 1.5 s, less any time
               the checker kept rlock stopped
@@ -53,6 +56,7 @@ CONNECT_MS = 1000          # --connect-timeout of every run
 KILL_AFTER_MS = 2000       # exec --kill-after
 WAIT_SLACK_MS = 1500       # process start-up and scheduling on a loaded host
 DELTA_MS = 50              # signal delivery allowance (README: "excused")
+FALSE_LOSS_MARGIN_MS = 300  # a command ended this far inside its TTL was held
 LEASE_MS = 2000 + TIMEOUT_MS + 1000  # a dead waiter's entry lapses by then
 TTLS = (1000, 1500, 2000)
 WAITS = (None, 500, 1000, 2000, 4000)  # None: -n
@@ -529,6 +533,12 @@ class Run:
             if how == EXEC and rng.random() < 0.04:
                 early = rng.randint(int(ttl * 1.2), int(ttl * 2.5))
                 dur = max(dur, early + rng.randint(200, 1000))
+            # An exec whose command ends well inside its TTL and then
+            # stops its rlock, before the release, past the TTL (issue 49
+            # break 1): the outcome is still the command's (false-loss).
+            elif how == EXEC and rng.random() < 0.04:
+                early = -rng.randint(int(ttl * 1.2), int(ttl * 2.5))
+                dur = rng.randint(10, ttl - FALSE_LOSS_MARGIN_MS - 200)
             self.attempt(f"w{wid}-{seq}", wid, name, how, kind, opts, route,
                          ttl, wait, dur, early)
             time.sleep(rng.random() * 0.03)
@@ -555,7 +565,7 @@ class Run:
                 self.sup_faulted.add(att)
         # Generous: nothing legitimate takes this long.
         hang_ms = ((wait or 0) + 2 * TIMEOUT_MS + CONNECT_MS + dur + 3 * ttl +
-                   KILL_AFTER_MS + early + 20000)
+                   KILL_AFTER_MS + abs(early) + 20000)
         rec = {"attempt": att, "worker": wid, "name": name, "how": how,
                "kind": kind, "opts": opts, "route": route, "ttl": ttl,
                "wait": wait, "dur": dur, "early": early}
@@ -872,7 +882,8 @@ def run_scenario(a):
         json.dump({"seed": a.seed, "mode": a.mode, "seconds": a.seconds,
                    "rlock": a.rlock, "sabotage": a.sabotage,
                    "names": {n: sorted({k for _, k, _ in m}) for n, m in run.names.items()},
-                   "workers": run.nworkers}, f)
+                   "workers": run.nworkers,
+                   "routes": {r: [p.name for p in ps] for r, (_, ps) in run.routes.items()}}, f)
     try:
         deadline = now() + int(a.seconds * 1e9)
         threads = [threading.Thread(target=run.worker, args=(w, deadline), daemon=True)
@@ -933,6 +944,8 @@ def analyse(d):
         elif k == "P":
             s["early"] = t
             s["early_guard"] = w[5] if len(w) > 5 else "?"
+        elif k == "L" and len(w) > 4 and w[4].isdigit():
+            s["late"] = (t, t + int(w[4]) * ms)
     # Faults by attempt.
     by_id = {f["id"]: f for f in faults}
     cmd_stops = collections.defaultdict(list)   # attempt -> [(t0, t1)]
@@ -953,6 +966,33 @@ def analyse(d):
             keeper_fault.setdefault(f["attempt"], f["t"])
         elif f["kind"] == "kill_rlock":
             rlock_killed[f["attempt"]] = f["t"]
+    # What a server or proxy fault may cost a run: the spans during which a
+    # server was frozen or restarting (every route reaches it) and each
+    # proxy held, delayed, dropped or cut replies (the routes through it).
+    # A cut or a reset acts on the next reply, so it counts 2 s.
+    span_end = {f["ref"]: f["t"] for f in faults
+                if f["kind"] in ("thaw", "restarted", "restore", "heal")}
+    net_spans = []      # (t0, t1, proxies or None: every route)
+    for f in faults:
+        k = f["kind"]
+        if k in ("freeze_server", "restart_server"):
+            net_spans.append((f["t"], span_end.get(f["id"], 1 << 62), None))
+        elif k in ("proxy_delay", "proxy_freeze"):
+            net_spans.append((f["t"], span_end.get(f["id"], 1 << 62), {f["proxy"]}))
+        elif k in ("proxy_reset", "proxy_cut"):
+            net_spans.append((f["t"], f["t"] + 2000 * ms, {f["proxy"]}))
+        elif k == "partition":
+            net_spans.append((f["t"], span_end.get(f["id"], 1 << 62), set(f["proxies"])))
+    route_proxies = {r: set(ps) for r, ps in meta.get("routes", {}).items()}
+
+    def net_fault(r, t0, t1):
+        ps = route_proxies.get(r["route"])
+        return any(a < t1 and b > t0 and (who is None or ps is None or who & ps)
+                   for a, b, who in net_spans)
+    # A stop of rlock at its command's end (stamp's "L"): a supervisor's.
+    for att, s in secs.items():
+        if "late" in s:
+            sup_stops[att].append(s["late"])
     # A stop never continued (should not happen): open to the end.
     for f in faults:
         if f["kind"].startswith("stop_") and not any(
@@ -968,6 +1008,7 @@ def analyse(d):
                         # before its guard existed (issue 37 break 2)
     lags = []
     sections = []
+    surely_held = collections.Counter()     # runs the false-loss check judged
     for att, s in secs.items():
         if "enter" not in s or att not in atts:
             continue
@@ -989,6 +1030,29 @@ def analyse(d):
         else:
             lost = rc == -15 or "rel=1" in (r.get("out") or "") or "sig" in s
         s["lost"] = lost
+        # A loss invented (issue 49 break 1): told of a run whose command
+        # ended by itself well inside its first TTL (the lock was taken
+        # before the command began, and a hold lasts its TTL from then),
+        # while nothing could have taken the lock from it: no server or
+        # proxy fault on its route from its start to the command's end, its
+        # rlock not stopped before the command began (a stop there eats
+        # the validity).  Whatever befalls rlock after the command's end
+        # (a stop past the TTL, a release that cannot get through) does not
+        # make the lock lost while the command ran: the outcome is the
+        # command's, never 75, and a keeper's owner is not signalled.
+        held = ("sig" not in s and "exit" in s and s.get("how") == "ok" and
+                s["exit"] < s["enter"] + (r["ttl"] - FALSE_LOSS_MARGIN_MS) * ms and
+                not any(t0 < s["enter"] for t0, _ in sup_stops.get(att, [])) and
+                not net_fault(r, r["t_spawn"], s["exit"]))
+        if held:
+            surely_held[r["how"]] += 1
+            if any(t1 > s["exit"] for _, t1 in sup_stops.get(att, [])):
+                surely_held["then_stopped"] += 1
+        if lost and held:
+            viol["false-loss"].append(
+                f"{att} ({r['how']} {r['kind']} -t {r['ttl']}ms): its command ended "
+                f"{(s['exit'] - s['enter']) / ms:.0f} ms after it began, yet "
+                f"rc={rc} {(r.get('out') or '').strip()[-60:]!r} {r.get('err', '')[-160:]!r}")
         s["keeper"] = keeper_fault.get(att)
         s["name"], s["kind"], s["how"] = r["name"], r["kind"], r["how"]
         sections.append(s)
@@ -1115,6 +1179,7 @@ def analyse(d):
     fk = collections.Counter(f["kind"] for f in faults
                              if f["kind"] not in ("cont", "thaw", "heal", "restore", "restarted"))
     fk["early_stop"] = sum(1 for s in secs.values() if "early" in s)
+    fk["late_stop"] = sum(1 for s in secs.values() if "late" in s)
     # How many of them stopped rlock before its guard existed (the
     # unguarded window of issue 37 break 2).
     fk["early_stop_unguarded"] = sum(1 for s in secs.values()
@@ -1124,6 +1189,8 @@ def analyse(d):
                      "hold_owner_signalled": sum(1 for r in atts.values()
                                                  if r["how"] == HOLD and r.get("rc") == -15),
                      "sections_signalled": sum(1 for s in sections if "sig" in s)}
+    res["false_losses"] = len(viol.get("false-loss", []))
+    res["surely_held"] = dict(surely_held)
     res["excused"] = dict(excused)
     res["excused_examples"] = excused_ex[:20]
     res["excused_max_overlap_ms"] = round(max(lags), 1) if lags else 0
@@ -1147,6 +1214,8 @@ def summary(res):
     print(f"  faults {sum(res['faults'].values())}: " +
           " ".join(f"{k}={v}" for k, v in res["faults"].items()))
     print(f"  losses {res['losses']}")
+    print(f"  false losses {res.get('false_losses', 0)} (told of runs whose command ended "
+          f"inside its TTL with nothing in the way: {res.get('surely_held', {})})")
     print(f"  excused overlaps {res['excused'] or 0} (longest {res['excused_max_overlap_ms']} ms)")
     for e in res["excused_examples"][:5]:
         print(f"    {e}")

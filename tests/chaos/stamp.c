@@ -10,7 +10,11 @@
  *                              STOP_MS > 0 it first stops its parent (rlock)
  *                              with SIGSTOP, and the watch daemon continues
  *                              it STOP_MS later (a freeze of rlock in its
- *                              first moments).
+ *                              first moments).  With STOP_MS < 0 it stops
+ *                              its parent at its end instead, once its "X"
+ *                              line is written, for -STOP_MS milliseconds
+ *                              (rlock frozen between its command's end and
+ *                              its release: issue 49 break 1).
  *   stamp watchd SOCK LOG SECS the watch daemon (started by the checker)
  *
  * Every line is one write(2) to LOG opened with O_APPEND, so lines from many
@@ -23,6 +27,7 @@
  *   P NS ATTEMPT PPID MS G     stopped its parent for MS milliseconds;
  *                              G: 1 if the parent had another child (its
  *                              guard) just before, 0 if not, -1 unknown
+ *   L NS ATTEMPT PPID MS G     stopped its parent at its end (STOP_MS < 0)
  *   D NS ATTEMPT PID PPID MS   the section process has ended, however it
  *                              ended (SIGKILL included)
  *   C NS ATTEMPT PPID          continued the parent
@@ -309,7 +314,12 @@ section(const char *path, long long ms, long long stop_ms)
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGUSR2);
 	sigprocmask(SIG_BLOCK, &set, NULL);
-	wfd = announce(getenv("CHAOS_WATCH"), parent, stop_ms);
+	/*
+	 * A stop at the end is continued MS + its length after the start,
+	 * about its length after the end (the daemon counts from here).
+	 */
+	wfd = announce(getenv("CHAOS_WATCH"), parent,
+	    stop_ms < 0 ? ms - stop_ms : stop_ms);
 	if (stop_ms > 0 && wfd >= 0) {
 		int guarded = has_sibling(parent);
 
@@ -344,6 +354,13 @@ section(const char *path, long long ms, long long stop_ms)
 		}
 	}
 	logline("X %lld %s %ld ok\n", mono_ns(), attempt, (long)getpid());
+	if (stop_ms < 0 && wfd >= 0) {
+		int guarded = has_sibling(parent);
+
+		kill(parent, SIGSTOP);
+		logline("L %lld %s %ld %lld %d\n", mono_ns(), attempt,
+		    (long)parent, -stop_ms, guarded);
+	}
 	(void)wfd;	/* held open until this process ends */
 	return 0;
 }
