@@ -6,16 +6,24 @@
  *                       print the script (for SCRIPT LOAD)
  *   least-exec ADDR ACQUIRE_SHA RELEASE_SHA NAME CMD [ARG...]
  *                       ADDR: a Unix socket's path, or a TCP port on
- *                       127.0.0.1
+ *                       127.0.0.1; built with -DLEAST_TLS (and -lssl
+ *                       -lcrypto), also tls:PORT:SESSION (TLS, resuming
+ *                       the session kept in the file SESSION by the run
+ *                       before, if any: warm) or tls:PORT:SESSION:CA (a
+ *                       full handshake, the server's chain verified
+ *                       against the file CA: cold); either keeps the
+ *                       session the server gives in SESSION
  *
  * What a lock client cannot do without, and nothing else: connect, one
  * EVALSHA that takes the lock as the contract's least does (SET NX PX, a
  * fence from a counter, the holder's metadata expiring with it, an
  * 'acquired' event), vfork and execvp, wait, one EVALSHA that releases it
  * (compare and delete, a 'released' event).  No configuration, no guard,
- * no heartbeat, no retries, no TLS, no hiredis: its cost is the process
- * start, two round trips and the scripts.  Exits with the command's
- * status; 1 if the lock is held; 69 on any failure to talk to the server.
+ * no heartbeat, no retries, no hiredis: its cost is the process start, two
+ * round trips and the scripts (and over TLS, OpenSSL's set-up, as rlock
+ * makes it, and the handshake: the floor of a rediss:// cycle).  Exits
+ * with the command's status; 1 if the lock is held; 69 on any failure to
+ * talk to the server.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +38,24 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef LEAST_TLS
+#include <openssl/ssl.h>
+
+static SSL		*tls;		/* NULL: plain */
+static SSL_SESSION	*fresh;		/* the newest session the server gave */
+static const char	*sess_file;	/* where it is kept between runs */
+
+static int
+keep(SSL *s, SSL_SESSION *sess)
+{
+	(void)s;
+	if (fresh != NULL)
+		SSL_SESSION_free(fresh);
+	fresh = sess;
+	return 1;
+}
+#endif
 
 static const char acquire_lua[] =
     "if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
@@ -112,6 +138,104 @@ dial(const char *addr)
 	return fd;
 }
 
+static ssize_t
+out(int fd, const char *b, size_t n)
+{
+#ifdef LEAST_TLS
+	if (tls != NULL)
+		return SSL_write(tls, b, (int)n);
+#endif
+	return write(fd, b, n);
+}
+
+static ssize_t
+in(int fd, char *b, size_t n)
+{
+#ifdef LEAST_TLS
+	if (tls != NULL)
+		return SSL_read(tls, b, (int)n);
+#endif
+	return read(fd, b, n);
+}
+
+#ifdef LEAST_TLS
+/*
+ * tls:PORT:SESSION[:CA]: connect and shake hands as rlock does (OpenSSL
+ * initialised without its cipher and string tables, digests entered only
+ * for a chain to verify; the client session cache kept outside OpenSSL).
+ */
+static int
+dial_tls(char *spec)
+{
+	unsigned char	 der[16384];
+	const unsigned char *p;
+	char		*port = spec + 4, *sess, *ca;
+	SSL_CTX		*ctx;
+	SSL_SESSION	*old;
+	FILE		*f;
+	long		 n;
+	int		 fd;
+
+	if ((sess = strchr(port, ':')) == NULL) {
+		errno = EINVAL;
+		die(spec);
+	}
+	*sess++ = '\0';
+	if ((ca = strchr(sess, ':')) != NULL)
+		*ca++ = '\0';
+	sess_file = sess;
+	fd = dial(port);
+	OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+	    OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS | OPENSSL_INIT_NO_LOAD_SSL_STRINGS |
+	    (ca != NULL ? 0 : OPENSSL_INIT_NO_ADD_ALL_DIGESTS), NULL);
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL ||
+	    (tls = SSL_new(ctx)) == NULL || SSL_set_fd(tls, fd) != 1)
+		die("OpenSSL's set-up");
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+	    SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, keep);
+	if (ca != NULL) {
+		if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1)
+			die(ca);
+		SSL_set_verify(tls, SSL_VERIFY_PEER, NULL);
+	} else if ((f = fopen(sess, "rb")) != NULL) {
+		n = (long)fread(der, 1, sizeof der, f);
+		fclose(f);
+		p = der;
+		if ((old = d2i_SSL_SESSION(NULL, &p, n)) == NULL ||
+		    SSL_set_session(tls, old) != 1)
+			die(sess);
+		SSL_SESSION_free(old);
+	}
+	if (SSL_connect(tls) != 1) {
+		errno = EPROTO;
+		die("the TLS handshake");
+	}
+	/* The session tickets come after the handshake: with the reply. */
+	return fd;
+}
+
+/* Keep the session the server gave, for the next run. */
+static void
+keep_session(void)
+{
+	unsigned char	 der[16384], *q = der;
+	FILE		*f;
+	int		 n;
+
+	if (tls == NULL || fresh == NULL)
+		return;
+	n = i2d_SSL_SESSION(fresh, NULL);
+	if (n <= 0 || n > (int)sizeof der)
+		return;
+	n = i2d_SSL_SESSION(fresh, &q);
+	if ((f = fopen(sess_file, "wb")) != NULL) {
+		fwrite(der, 1, (size_t)n, f);
+		fclose(f);
+	}
+}
+#endif
+
 /* Send argv as one RESP command and read an integer reply. */
 static long long
 call(int fd, int argc, const char **argv)
@@ -129,10 +253,10 @@ call(int fd, int argc, const char **argv)
 		die("request");
 	}
 	for (i = 0; i < p - buf; i += (int)n)
-		if ((n = write(fd, buf + i, (size_t)(p - buf - i))) <= 0)
+		if ((n = out(fd, buf + i, (size_t)(p - buf - i))) <= 0)
 			die("write");
 	while (got < 3 || buf[got - 1] != '\n') {
-		if ((n = read(fd, buf + got, sizeof buf - 1 - (size_t)got)) <= 0)
+		if ((n = in(fd, buf + got, sizeof buf - 1 - (size_t)got)) <= 0)
 			die("read");
 		got += n;
 	}
@@ -201,7 +325,14 @@ main(int argc, char **argv)
 	snprintf(k3, sizeof k3, "%s:info", k1);
 	snprintf(k4, sizeof k4, "%s:log", k1);
 
+#ifdef LEAST_TLS
+	char	spec[4096];
+
+	snprintf(spec, sizeof spec, "%s", argv[1]);
+	fd = strncmp(argv[1], "tls:", 4) == 0 ? dial_tls(spec) : dial(argv[1]);
+#else
 	fd = dial(argv[1]);
+#endif
 	req[0] = "EVALSHA"; req[1] = argv[2]; req[2] = "4";
 	req[3] = k1; req[4] = k2; req[5] = k3; req[6] = k4;
 	req[7] = token; req[8] = "30000"; req[9] = host; req[10] = pid;
@@ -211,5 +342,8 @@ main(int argc, char **argv)
 	status = run(argv + 5);
 	req[1] = argv[3];
 	call(fd, 8, req);
+#ifdef LEAST_TLS
+	keep_session();
+#endif
 	return status;
 }
