@@ -509,6 +509,10 @@ class Run:
     # -- workers ------------------------------------------------------------
     def worker(self, wid, deadline):
         rng = random.Random(self.seed * 1000 + wid)
+        # The late stops draw from a stream of their own, so that the
+        # workers' runs (and what a seed showed before them) stay as they
+        # were; a sabotaged run has none (its partitions show the break).
+        late_rng = random.Random(self.seed * 1000 + wid + 500)
         seq = 0
         names = sorted(self.names)
         routes = sorted(self.routes)
@@ -536,9 +540,9 @@ class Run:
             # An exec whose command ends well inside its TTL and then
             # stops its rlock, before the release, past the TTL (issue 49
             # break 1): the outcome is still the command's (false-loss).
-            elif how == EXEC and rng.random() < 0.04:
-                early = -rng.randint(int(ttl * 1.2), int(ttl * 2.5))
-                dur = rng.randint(10, ttl - FALSE_LOSS_MARGIN_MS - 200)
+            elif how == EXEC and not self.a.sabotage and late_rng.random() < 0.04:
+                early = -late_rng.randint(int(ttl * 1.2), int(ttl * 2.5))
+                dur = late_rng.randint(10, ttl - FALSE_LOSS_MARGIN_MS - 200)
             self.attempt(f"w{wid}-{seq}", wid, name, how, kind, opts, route,
                          ttl, wait, dur, early)
             time.sleep(rng.random() * 0.03)
