@@ -1032,7 +1032,10 @@ def analyse(d):
         if r["how"] == EXEC:
             lost = rc == 75 or "sig" in s
         else:
-            lost = rc == -15 or "rel=1" in (r.get("out") or "") or "sig" in s
+            # (rel=1: the release said "not the holder"; rel=137, a
+            # release the checker killed, says nothing of the lock.)
+            lost = (rc == -15 or "sig" in s or
+                    "rel=1" in (r.get("out") or "").split())
         s["lost"] = lost
         # A loss invented (issue 49 break 1): told of a run whose command
         # ended by itself well inside its first TTL (the lock was taken
