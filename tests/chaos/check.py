@@ -1043,13 +1043,15 @@ def analyse(d):
         # while nothing could have taken the lock from it: no server or
         # proxy fault on its route from its start to the command's end, its
         # rlock not stopped before the command began (a stop there eats
-        # the validity).  Whatever befalls rlock after the command's end
+        # the validity), and a hold's keeper never faulted (its death is
+        # told to the owner, as it should be, whatever the lock).  Whatever befalls rlock after the command's end
         # (a stop past the TTL, a release that cannot get through) does not
         # make the lock lost while the command ran: the outcome is the
         # command's, never 75, and a keeper's owner is not signalled.
         held = ("sig" not in s and "exit" in s and s.get("how") == "ok" and
                 s["exit"] < s["enter"] + (r["ttl"] - FALSE_LOSS_MARGIN_MS) * ms and
                 not any(t0 < s["enter"] for t0, _ in sup_stops.get(att, [])) and
+                keeper_fault.get(att) is None and
                 not net_fault(r, r["t_spawn"], s["exit"]))
         if held:
             surely_held[r["how"]] += 1
