@@ -285,10 +285,11 @@ class Replay:
         K = self.keys
         keys = self.all
         args = [self.tok[c], TTL, "conform", "c%d" % c, "u", "cmd",
+                HIST_LEN, HIST_TTL, self.run[c],
                 SLACK if wt else "0", "0",
                 "1" if fifo and wt else "0", "2" if k == L else "1",
                 "1" if self.listed[c] else "0", "1" if k == S else "0",
-                HIST_LEN, HIST_TTL, "0", self.run[c], "0", "0", "0",
+                "0", "0", "0", "0",
                 self.pending, "1" if self.rp == 1 else "0",
                 "1" if self.rp == 2 else "0", "0", "", "", ""]
         return self.r.pipe([["EVALSHA", self.shas["acquire"], len(keys)] + keys +
