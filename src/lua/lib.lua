@@ -46,6 +46,9 @@ local function run(main)
 	return redis.error_reply(r)
 end
 
+-- (What only acquire's fast path needs, and release's, is marked so: see
+-- "only" in embed.awk.)
+--{ only acquire
 -- The server's clock in milliseconds, and TIME's reply, its seconds and
 -- microseconds made numbers once (each use of a string as a number reads
 -- it anew).
@@ -114,6 +117,7 @@ local function new_fence(fkey, t, proposal, keep_ms, seen)
 	end
 	return fence
 end
+--} only
 
 -- A record as it is kept: its fields, not its token (the field's name).
 -- (The fence as a string, its digits all there: cjson and tostring write
@@ -121,11 +125,13 @@ end
 local function fence_text(f)
 	return type(f) == 'number' and string.format('%.0f', f) or tostring(f)
 end
+--{ only acquire
 local function encoded(r)
 	return cjson.encode({k = r.k, e = r.e, f = fence_text(r.f), t = r.t,
 		l = r.l, a = r.a, h = r.h, p = r.p, n = r.n, c = r.c, v = r.v,
 		nr = r.nr, qh = r.qh, qp = r.qp})
 end
+--} only
 
 -- History: the stream LOCK:log, one entry an event, keeping the newest
 -- len entries (and at most a node more, below) and expiring ttl_ms after
@@ -183,6 +189,7 @@ local function run_id(token)
 	return string.sub(redis.sha1hex(token), 1, 12)
 end
 
+--{ only acquire
 -- Record a new holder in the history (kind: '' plain, 'shared', 'limit:N';
 -- who: {host, pid, user, command}).  Only what happened is written.  A
 -- plain holder that was never released and expired has no event of its
@@ -204,7 +211,9 @@ local function record_acquired(lock, len, ttl, who, fence, waited, token,
 		'u', who[3], 'c', who[4], 'f', fence, 'w', waited, 'r',
 		run_id(token), 'k', kind}, hold_ms)
 end
+--} only
 
+--{ only release
 -- A kind's limit: 1 for a plain hold ('x'), 0 for a reader's ('s'), N
 -- for --limit N's ('l:N'); nil for a kind rlock does not write.  A limit
 -- outside 1 to LIMIT_MAX (--limit's own bound) is damage, never a count
@@ -223,6 +232,7 @@ local function limit_of(k)
 	end
 	return nil
 end
+--} only
 
 -- How the history names a kind: '' plain, 'shared', 'limit:N'.
 local function kind_shown(k)
