@@ -188,7 +188,7 @@ lock_release_script(struct lock *l, const char *outcome, int give_back,
 	quorum_retry_now(l->q);
 	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_release,
 	    .only = ask, .nkeys = KEY__COUNT, .keys = lock_keys(l),
-	    .nargs = RELEASE__COUNT, .args = args }, rep, e);
+	    .nargs = release_nargs(args), .args = args }, rep, e);
 	ok = quorum_check(l->q, rep, lock_flag_shape, NULL, "the release script",
 	    ok, e) + skipped;
 	free(ask);

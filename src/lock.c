@@ -634,8 +634,9 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	l->maybe_held = 1;
 	l->tried = 1;
 	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_acquire,
-	    .nkeys = KEY__COUNT, .keys = lock_keys(l), .nargs = ACQUIRE__COUNT,
-	    .args = a.args, .settled = lock_settled_grant,
+	    .nkeys = KEY__COUNT, .keys = lock_keys(l),
+	    .nargs = acquire_nargs(a.args), .args = a.args,
+	    .settled = lock_settled_grant,
 	    .wait_key = wait_ms >= 0 ? l->wake_key : NULL,
 	    .wait_key2 = lock_own_wake(l), .wait_ms = wait_ms }, rep, e);
 	ok = quorum_check(l->q, rep, acquire_shape, NULL, "the acquire script",

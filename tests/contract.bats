@@ -30,7 +30,7 @@ setup() { cd "$BATS_TEST_TMPDIR" || return 1; }
 	[[ "$c" == *$'KEY_LOCK,\n\tKEY_FENCE,\n\tKEY_WAKE,\n\tKEY_WAITERS,\n\tKEY_QUEUE,\n\tKEY_LOG,\n\tKEY_EVERY,\n\tKEY_NONE,\n\tKEY__COUNT'* ]] || fail "$c"
 	[[ "$c" == *'#define KEY_SUFFIXES { "", ":fence", ":wake", ":waiters", ":queue", ":log", ":every", ":none" }'* ]] || fail "$c"
 	[[ "$map" == *$'K.lock\tKEYS[1]\n'*$'K.fence\tKEYS[2]\n'*$'K.none\tKEYS[8]\n'* ]] || fail "$map"
-	[[ "$map" == *$'A.token\tARGV[1]\n'*$'A.no_replace\tARGV[22]\nA.fired\tARGV[23]\nA.slots\tARGV[24]\nA.cron\tARGV[25]\nA.cron_tz\tARGV[26]\nA_COUNT\t26'* ]] || fail "$map"
+	[[ "$map" == *$'A.token\tARGV[1]\n'*$'A.run\tARGV[7]\nA.slack_ms\t(ARGV[8] or \'0\')\nA.history_len\t(ARGV[9] or \'100\')\n'*$'A.no_replace\t(ARGV[22] or \'0\')\nA.fired\t(ARGV[23] or \'0\')\nA.slots\t(ARGV[24] or \'\')\nA.cron\t(ARGV[25] or \'\')\nA.cron_tz\t(ARGV[26] or \'\')\nA_COUNT\t26'* ]] || fail "$map"
 	[[ "$c" == *$'ACQUIRE_TOKEN,\n\tACQUIRE_TTL_MS,'* && "$c" == *$'ACQUIRE_NO_REPLACE,\n\tACQUIRE_FIRED,\n\tACQUIRE_SLOTS,\n\tACQUIRE_CRON,\n\tACQUIRE_CRON_TZ,\n\tACQUIRE__COUNT'* ]] || fail "$c"
 	# A reply's fields: C's 0-based enum, Lua's 1-based places.
 	[[ "$map" == *$'R_ACQUIRE_BUSY.pttl_ms\t2\n'* ]] || fail "$map"
@@ -43,6 +43,49 @@ setup() { cd "$BATS_TEST_TMPDIR" || return 1; }
 	! grep -qE '(^|[^A-Za-z0-9_.])(K|A|KEY)\.[a-z_]+' <<<"$body" || fail "a name left: $(grep -E '(^|[^A-Za-z0-9_.])(K|A|KEY)\.[a-z_]+' <<<"$body" | head -3)"
 	# The built header is the contract's.
 	assert_equal "$(cat "$TOP/src/contract.h")" "$c"
+}
+
+@test "contract: the arguments at the end that hold their defaults are left off, and read as their defaults" {
+	command -v gcc >/dev/null || skip "no gcc"
+	# C: acquire_nargs() counts what is sent, up to the last argument
+	# that differs from its default (none before run, which has none).
+	cat >n.c <<-'EOF'
+	#include <stdio.h>
+	#include "contract.h"
+	int
+	main(void)
+	{
+		const char *a[] = ACQUIRE_DEFAULTS, *r[] = RELEASE_DEFAULTS;
+		int i;
+
+		for (i = 0; i < ACQUIRE__COUNT; i++)
+			if (a[i] == NULL)
+				a[i] = "x";
+		for (i = 0; i < RELEASE__COUNT; i++)
+			if (r[i] == NULL)
+				r[i] = "x";
+		printf("%d", acquire_nargs(a));
+		a[ACQUIRE_SLACK_MS] = "5000";
+		printf(" %d", acquire_nargs(a));
+		a[ACQUIRE_CRON_TZ] = "UTC";
+		printf(" %d", acquire_nargs(a));
+		printf(" %d", release_nargs(r));
+		r[RELEASE_HAND_OVER] = "0";
+		printf(" %d\n", release_nargs(r));
+		return 0;
+	}
+	EOF
+	gcc -std=gnu11 -Wall -Werror -I"$TOP/src" -o n n.c
+	assert_equal "$(./n)" "7 8 26 5 8"
+	# Lua: a default's name stands for the argument or its default.
+	awk -v mode=map -v script=release -f "$LUA/contract.awk" "$LUA/contract" >map
+	grep -qx $'A.hand_over\t(ARGV\[8\] or \'1\')' map || fail "$(cat map)"
+	# An argument without a default after one with a default could never
+	# be left off: the contract is refused.
+	printf 'args x a b=0 c\n' >bad
+	run awk -v mode=c -f "$LUA/contract.awk" bad
+	assert_failure
+	assert_output --partial 'contract:1: c follows an argument with a default'
 }
 
 @test "contract: a line it does not know stops the build, naming the line" {

@@ -95,8 +95,11 @@
 -- the full script below judges it and says what is wrong.  Its first
 -- write is the fence's, as below: a server that refuses it (memory, a
 -- replica) is answered as there (run()).
+-- Each number in the arguments is read once (a string used as a number
+-- is read anew each time), and what is sent on is a number's text when
+-- there is one: a number in a call is written out again by the server.
 if A.listed ~= '1' and A.every == '0' then
-	local limit = tonumber(A.limit) or 1
+	local limit = A.limit == '1' and 1 or tonumber(A.limit) or 1
 	local want = A.shared == '1' and 's' or limit > 1 and 'l:' .. limit or
 		'x'
 	if redis.replicate_commands then redis.replicate_commands() end
@@ -111,18 +114,21 @@ if A.listed ~= '1' and A.every == '0' then
 		return
 	end
 	local ttl = tonumber(A.ttl_ms)
+	local len, hist_ttl = tonumber(A.history_len),
+		tonumber(A.history_ttl_ms)
 	local now, t = clock()
-	local fence = new_fence(K.fence, t, A.fence_floor_us,
-		fence_keep(ttl, A.history_len, A.history_ttl_ms), seen)
-	local kept = math.min(ttl, tonumber(A.history_ttl_ms))
-	local v = record_acquired(K.lock, A.history_len, A.history_ttl_ms,
-		{A.host, A.pid, A.user, A.command}, fence, A.waited_ms, A.token,
+	local fence, text = new_fence(K.fence, t, A.fence_floor_us,
+		fence_keep(ttl, len, hist_ttl), seen)
+	text = text or fence_text(fence)
+	local kept = math.min(ttl, hist_ttl)
+	local v = record_acquired(K.lock, len, hist_ttl,
+		{A.host, A.pid, A.user, A.command}, text, A.waited_ms, A.token,
 		kind_shown(want), kept) and now + kept or nil
 	redis.call('HSET', K.lock, A.token, encoded({k = want, e = now + ttl,
-		f = fence, t = now, l = ttl, a = A.run, h = A.host, p = A.pid,
+		f = text, t = now, l = ttl, a = A.run, h = A.host, p = A.pid,
 		n = A.user, c = A.command, v = v,
 		nr = A.no_replace == '1' and 1 or nil}))
-	redis.call('PEXPIRE', K.lock, ttl)
+	redis.call('PEXPIRE', K.lock, A.ttl_ms)
 	return {[R_ACQUIRE_HELD.code] = 1, [R_ACQUIRE_HELD.fence] = fence,
 		[R_ACQUIRE_HELD.ttl_ms] = ttl}
 end

@@ -10,10 +10,19 @@
 # path, as the function fast, run by run() too; a fast path that returns
 # nothing leaves the call to main.  Its call returns before the rest of
 # lib.lua's helpers are made, which each call makes anew.
+# Within lib.lua's early section, a block between "--{ only NAME..." and
+# "--} only" is what only those scripts' fast paths need: for any other
+# script it goes with the rest of lib.lua, after its fast path (in the
+# same order: nothing early may use it), so that a fast path's call does
+# not make helpers it never calls (some 500 instructions each).
 # mode=body prints the script without its comment lines (-- ...), which is
 # what is sent and hashed; mode=c prints it as a C struct script, with
 # -v name=NAME -v sha=SHA1-OF-BODY.
 BEGIN {
+	# The script's name: its file's, less .lua.
+	script = ARGV[ARGC - 1]
+	sub(/.*\//, "", script)
+	sub(/\.lua$/, "", script)
 	while (map != "" && (getline line < map) > 0) {
 		t = index(line, "\t")
 		# Dotted names first: R_X.field before R_X.
@@ -28,12 +37,20 @@ BEGIN {
 }
 FILENAME == ARGV[ARGC - 1] && !opened { opened = 1; late = late "local function main()\n" }
 /^--[{] early/ { early = 1; if (opened) fast = fast "local function fast()\n"; next }
+/^--[{] only / {
+	other = 1
+	for (i = 3; i <= NF; i++)
+		if ($i == script)
+			other = 0
+	next
+}
+/^--[}] only/ { other = 0; next }
 /^--[}] early/ { early = 0; if (opened) fast = fast "end\nlocal fast_reply = run(fast)\nif fast_reply ~= nil then\n\treturn fast_reply\nend\n"; next }
 /^[ \t]*--/ { next }
 {
 	if (early && opened)
 		fast = fast names($0) "\n"
-	else if (early)
+	else if (early && !other)
 		first = first names($0) "\n"
 	else
 		late = late names($0) "\n"

@@ -46,10 +46,17 @@ local function run(main)
 	return redis.error_reply(r)
 end
 
--- The server's clock in milliseconds, and TIME's reply.
+-- (What only acquire's fast path needs, and release's, is marked so: see
+-- "only" in embed.awk.)
+--{ only acquire
+-- The server's clock in milliseconds, and TIME's reply, its seconds and
+-- microseconds made numbers once (each use of a string as a number reads
+-- it anew).
 local function clock()
 	local t = redis.call('TIME')
-	return t[1] * 1000 + math.floor(t[2] / 1000), t
+	local s, us = t[1] + 0, t[2] + 0
+	t[1], t[2] = s, us
+	return s * 1000 + (us - us % 1000) / 1000, t
 end
 
 -- The next fence from the counter fkey: INCR, but never below the server's
@@ -80,19 +87,25 @@ end
 -- seen: the counter's value as this script read it (expect_fence: false
 -- when absent), if nothing has changed it since; nil: not read.  A
 -- counter that the floor passes is then set in one call, with its expiry
--- (a SET drops the old one: keep_ms is what it gets either way).
+-- (a SET drops the old one: keep_ms is what it gets either way); the
+-- fence is then returned with its text (fence_text's), which the caller
+-- passes on as it is (a number is written out again by each call that
+-- takes it).
 local function new_fence(fkey, t, proposal, keep_ms, seen)
 	local floor = t[1] * 1000000 + t[2]
-	proposal = tonumber(proposal) or 0
+	proposal = proposal ~= '0' and tonumber(proposal) or 0
 	if proposal > floor then
 		floor = math.min(proposal, floor + 2000000)
 	end
 	keep_ms = (tonumber(keep_ms) or 0) + FENCE_KEEP_MS
-	-- (Exact: both are below 2^53 here; a larger counter takes INCR.)
-	if seen == false or (seen and tonumber(seen) + 1 < floor) then
-		redis.call('SET', fkey, string.format('%.0f', floor), 'PX',
-			keep_ms)
-		return floor
+	-- (Exact: both are below 2^53 here; a larger counter takes INCR.
+	-- seen is digits, as read: expect_fence.  A whole number below 2^53
+	-- is written by %d as by %.0f, for less.)
+	if seen == false or (seen and seen + 1 < floor) then
+		local text = floor % 1 == 0 and string.format('%d', floor) or
+			string.format('%.0f', floor)
+		redis.call('SET', fkey, text, 'PX', keep_ms)
+		return floor, text
 	end
 	local fence = redis.call('INCR', fkey)
 	if fence < floor then
@@ -104,6 +117,7 @@ local function new_fence(fkey, t, proposal, keep_ms, seen)
 	end
 	return fence
 end
+--} only
 
 -- A record as it is kept: its fields, not its token (the field's name).
 -- (The fence as a string, its digits all there: cjson and tostring write
@@ -111,11 +125,13 @@ end
 local function fence_text(f)
 	return type(f) == 'number' and string.format('%.0f', f) or tostring(f)
 end
+--{ only acquire
 local function encoded(r)
 	return cjson.encode({k = r.k, e = r.e, f = fence_text(r.f), t = r.t,
 		l = r.l, a = r.a, h = r.h, p = r.p, n = r.n, c = r.c, v = r.v,
 		nr = r.nr, qh = r.qh, qp = r.qp})
 end
+--} only
 
 -- History: the stream LOCK:log, one entry an event, keeping the newest
 -- len entries (and at most a node more, below) and expiring ttl_ms after
@@ -151,7 +167,9 @@ local function record(lock, len, ttl, event, fields, more_ms, covered)
 	if type(id) ~= 'string' then
 		return false
 	end
-	local ms = tonumber(string.match(id, '^(%d+)-')) or 0
+	-- (Digits: made a number by the arithmetic, which reads them once.)
+	local ms = string.match(id, '^(%d+)-')
+	ms = ms and ms + 0 or 0
 	if not (tonumber(covered) and ms <= tonumber(covered)) and
 	    type(redis.pcall('PEXPIRE', key, tonumber(ttl) +
 	    (tonumber(more_ms) or 0))) ~= 'number' then
@@ -171,6 +189,7 @@ local function run_id(token)
 	return string.sub(redis.sha1hex(token), 1, 12)
 end
 
+--{ only acquire
 -- Record a new holder in the history (kind: '' plain, 'shared', 'limit:N';
 -- who: {host, pid, user, command}).  Only what happened is written.  A
 -- plain holder that was never released and expired has no event of its
@@ -192,7 +211,9 @@ local function record_acquired(lock, len, ttl, who, fence, waited, token,
 		'u', who[3], 'c', who[4], 'f', fence, 'w', waited, 'r',
 		run_id(token), 'k', kind}, hold_ms)
 end
+--} only
 
+--{ only release
 -- A kind's limit: 1 for a plain hold ('x'), 0 for a reader's ('s'), N
 -- for --limit N's ('l:N'); nil for a kind rlock does not write.  A limit
 -- outside 1 to LIMIT_MAX (--limit's own bound) is damage, never a count
@@ -211,6 +232,7 @@ local function limit_of(k)
 	end
 	return nil
 end
+--} only
 
 -- How the history names a kind: '' plain, 'shared', 'limit:N'.
 local function kind_shown(k)

@@ -74,8 +74,9 @@ if A.run == '' and A.every == '0' then
 	else
 		redis.call('DEL', K.lock)
 	end
-	if tonumber(A.history_len) > 0 then
-		record(K.lock, A.history_len, A.history_ttl_ms, 'released', {'h',
+	local len = tonumber(A.history_len)
+	if len > 0 then
+		record(K.lock, len, A.history_ttl_ms, 'released', {'h',
 			r.h or '', 'p', r.p or '', 'u', r.n or '', 'c', r.c or '',
 			'f', fence_text(r.f), 't', r.t or '', 'x', A.outcome, 'r',
 			run_id(A.token), 'k', kind_shown(r.k)}, 0, r.v)

@@ -163,6 +163,38 @@ def script_text(luadir, name):
             check=True, capture_output=True, text=True).stdout
 
 
+# Each script's ARGV (src/lua/contract): its names in order, each with
+# its default (None: none).  main() reads them.
+ARGS = {}
+
+
+def contract_args(luadir):
+    out = {}
+    with open(os.path.join(luadir, "contract")) as fh:
+        for ln in fh:
+            f = ln.split()
+            if f and f[0] == "args":
+                out[f[1]] = [tuple(x.split("=", 1)) if "=" in x else (x, None)
+                             for x in f[2:]]
+    return out
+
+
+def argv(script, **named):
+    """script's ARGV by the contract's names, in its order, the defaults
+    at the end left off, as the client sends them."""
+    spec, vals = ARGS[script], []
+    for name, default in spec:
+        v = named.pop(name, default)
+        if v is None:
+            raise Mismatch("%s: no value for its argument %s" % (script, name))
+        vals.append(str(v))
+    if named:
+        raise Mismatch("%s takes no %s" % (script, ", ".join(named)))
+    while vals and spec[len(vals) - 1][1] == vals[-1]:
+        vals.pop()
+    return vals
+
+
 # ------------------------------------------------------------- traces
 
 def spin_trace(config, seed, steps):
@@ -284,22 +316,29 @@ class Replay:
     def acquire(self, c, k, fifo, wt):
         K = self.keys
         keys = self.all
-        args = [self.tok[c], TTL, "conform", "c%d" % c, "u", "cmd",
-                SLACK if wt else "0", "0",
-                "1" if fifo and wt else "0", "2" if k == L else "1",
-                "1" if self.listed[c] else "0", "1" if k == S else "0",
-                HIST_LEN, HIST_TTL, "0", self.run[c], "0", "0", "0",
-                self.pending, "1" if self.rp == 1 else "0",
-                "1" if self.rp == 2 else "0", "0", "", "", ""]
+        args = argv("acquire", token=self.tok[c], ttl_ms=TTL,
+                    host="conform", pid="c%d" % c, user="u", command="cmd",
+                    slack_ms=SLACK if wt else "0",
+                    fifo="1" if fifo and wt else "0",
+                    limit="2" if k == L else "1",
+                    listed="1" if self.listed[c] else "0",
+                    shared="1" if k == S else "0", history_len=HIST_LEN,
+                    history_ttl_ms=HIST_TTL, run=self.run[c],
+                    pending=self.pending,
+                    replace="1" if self.rp == 1 else "0",
+                    no_replace="1" if self.rp == 2 else "0")
         return self.r.pipe([["EVALSHA", self.shas["acquire"], len(keys)] + keys +
                             args])[0]
 
     def release(self, c, give_back, keep):
         K = self.keys
         keys = self.all
-        args = [self.tok[c], "" if give_back else "release", HIST_LEN,
-                HIST_TTL, "conform", "c%d" % c, "u", "1",
-                self.run[c] if give_back else "", "1" if keep else "0", "0"]
+        args = argv("release", token=self.tok[c],
+                    outcome="" if give_back else "release",
+                    history_len=HIST_LEN, history_ttl_ms=HIST_TTL,
+                    host="conform", pid="c%d" % c, user="u", hand_over="1",
+                    run=self.run[c] if give_back else "",
+                    keep_listed="1" if keep else "0")
         return self.r.pipe([["EVALSHA", self.shas["release"], len(keys)] + keys +
                             args])[0]
 
@@ -524,10 +563,12 @@ def main():
         if c not in CONFIGS:
             ap.error("unknown configuration %r" % c)
     try:
+        ARGS.update(contract_args(o.lua))
         r = Redis(o.port)
         shas = {n: r.call("SCRIPT", "LOAD", script_text(o.lua, n))
                 for n in ("acquire", "release", "extend", "inspect")}
-    except (OSError, RuntimeError, subprocess.CalledProcessError) as e:
+    except (OSError, RuntimeError, subprocess.CalledProcessError,
+            Mismatch) as e:
         print("conform.py: %s" % e, file=sys.stderr)
         return 2
     start, total, traces = time.monotonic(), 0, 0
