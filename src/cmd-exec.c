@@ -682,12 +682,6 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		rc = status;
 		goto out;
 	}
-	/*
-	 * The servers' TLS sessions are kept for the next run while the
-	 * command runs, not after the release: writing the cache's file was
-	 * a twentieth of a resumed TLS cycle, on a disk's file system.
-	 */
-	lock_keep_sessions(&l);
 	heartbeat_init(&hb, &l, &target, ctx->o.heartbeat_ms, SUPERVISE_WAKE);
 	hb.on_extend = supervise_confirmed;
 	hb.on_extend_arg = &sv;

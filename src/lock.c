@@ -92,13 +92,6 @@ lock_init(struct lock *l, struct quorum *q, const char *prefix,
 }
 
 void
-lock_keep_sessions(struct lock *l)
-{
-	if (l->q != NULL)
-		quorum_keep_sessions(l->q);
-}
-
-void
 lock_free(struct lock *l)
 {
 	int	k;

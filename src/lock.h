@@ -300,8 +300,6 @@ void	lock_new_token(char *buf, size_t len);
 void	lock_init(struct lock *, struct quorum *, const char *prefix,
 	    const char *name, const char *token);
 void	lock_free(struct lock *);
-/* Keep its servers' TLS sessions for the next run now (not at exit). */
-void	lock_keep_sessions(struct lock *);
 
 /*
  * Acquire, waiting at most wait_ms for a busy lock (-1: forever, 0: one

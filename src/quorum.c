@@ -111,15 +111,6 @@ quorum_open(struct quorum *q, const struct url *urls, int n,
 }
 
 void
-quorum_keep_sessions(struct quorum *q)
-{
-	int	i;
-
-	for (i = 0; q->conn != NULL && i < q->n; i++)
-		redis_keep_session(q->conn[i]);
-}
-
-void
 quorum_close(struct quorum *q)
 {
 	int	i;

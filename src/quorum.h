@@ -51,8 +51,6 @@ void	quorum_init(struct quorum *, const struct url *urls, int n,
 int	quorum_open(struct quorum *, const struct url *urls, int n,
 	    const struct redis_opts *, struct err *e);
 void	quorum_close(struct quorum *);
-/* Keep each server's TLS session for the next run now. */
-void	quorum_keep_sessions(struct quorum *);
 /*
  * No request waits past until (CLOCK_MONOTONIC ms; 0: no bound): the
  * heartbeat's extends never outlast the lock's validity.

@@ -949,13 +949,6 @@ redis_wake(const struct redis *r)
 }
 
 void
-redis_keep_session(struct redis *r)
-{
-	if (r != NULL)
-		transport_keep_session(r->t);
-}
-
-void
 redis_free(struct redis *r)
 {
 	if (r == NULL)

@@ -65,8 +65,6 @@ struct redis;
  */
 struct redis	*redis_new(const struct url *u, const struct redis_opts *opts);
 void		 redis_free(struct redis *);
-/* Keep its TLS session for the next run now (transport_keep_session). */
-void		 redis_keep_session(struct redis *);
 /* Start connecting now, if it is not (0, or -1 with e filled). */
 int		 redis_prepare(struct redis *, struct err *e);
 /*

@@ -170,16 +170,6 @@ tls_why(const struct tls *t)
 }
 
 void
-tls_keep_session(struct tls *t)
-{
-	if (t == NULL || t->fresh == NULL)
-		return;
-	tls_session_save(t);
-	SSL_SESSION_free(t->fresh);
-	t->fresh = NULL;
-}
-
-void
 tls_free(struct tls *t)
 {
 	if (t == NULL)

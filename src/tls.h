@@ -31,11 +31,6 @@ int		 tls_handshake(struct tls *, short *events, struct err *e);
 ssize_t		 tls_read(struct tls *, void *, size_t, short *events);
 ssize_t		 tls_write(struct tls *, const void *, size_t, short *events);
 const char	*tls_why(const struct tls *);
-/*
- * Keep the newest session the server gave for the next run now, not when
- * the connection is freed (tls_free keeps any newer one then).
- */
-void		 tls_keep_session(struct tls *);
 /* Free the session (one try at close_notify); the fd stays open. */
 void		 tls_free(struct tls *);
 #ifdef RLOCK_STATIC_TLS

@@ -533,13 +533,6 @@ transport_close(struct transport *t)
 	free(t);
 }
 
-void
-transport_keep_session(struct transport *t)
-{
-	if (t != NULL && t->tls != NULL)
-		tls_keep_session(t->tls);
-}
-
 int
 transport_idle_ok(struct transport *t)
 {

@@ -55,7 +55,5 @@ void		 transport_close(struct transport *);
  * while the command ran for hours) is checked before it is used again.
  */
 int		 transport_idle_ok(struct transport *);
-/* Keep a TLS session for the next run now (tls_keep_session). */
-void		 transport_keep_session(struct transport *);
 
 #endif

@@ -432,20 +432,6 @@ assert_not_resumed() {
 	assert_equal "$(tcli TLS EXISTS 'rlock:{job}')" 0
 }
 
-@test "tls: exec keeps its session for the next run while its command runs, before the release" {
-	assert_equal "$(sess_count)" 0
-	# The entry appears while the command runs (rlock writes it beside
-	# the command: looked for up to 5 s), and a run beside it resumes it
-	# while the first one still holds the lock.
-	run --separate-stderr timeout 20 "$RLOCK" -u "$IP_URL" --tls-ca "$TLS_CA" \
-		exec job -- sh -c 'for i in $(seq 250); do n=0; for f in "$1"/*; do [ -f "$f" ] && n=$((n + 1)); done; [ "$n" -gt 0 ] && break; sleep 0.02; done; echo "$n" > "$2"' sh "$SESS_DIR" "$BATS_TEST_TMPDIR/seen"
-	assert_success
-	assert_equal "$(cat "$BATS_TEST_TMPDIR/seen")" 1
-	assert_equal "$(sess_count)" 1
-	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
-	assert_resumed
-}
-
 @test "tls: a session is used again only with the same CA file, server name and client certificate" {
 	tls_status -u "$IP_URL" --tls-ca "$TLS_CA"
 	assert_not_resumed
