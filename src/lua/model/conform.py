@@ -20,8 +20,10 @@ setup error.  Python 3's standard library only.
 """
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -197,12 +199,29 @@ def argv(script, **named):
 
 # ------------------------------------------------------------- traces
 
+SPIN_DIR = None
+
+
+def spin_dir():
+    """A directory of this run's own with the model: spin writes its
+    preprocessed copy into the directory it runs in, and two replays in
+    one tree at once (the suite against two servers) read each other's."""
+    global SPIN_DIR
+    if SPIN_DIR is None:
+        SPIN_DIR = tempfile.mkdtemp(prefix="conform-spin.")
+        atexit.register(shutil.rmtree, SPIN_DIR, True)
+        with open(os.path.join(HERE, "rlock.pml")) as src, \
+                open(os.path.join(SPIN_DIR, "rlock.pml"), "w") as dst:
+            dst.write(src.read())
+    return SPIN_DIR
+
+
 def spin_trace(config, seed, steps):
     """The model's TR lines of one random run."""
     flags = CONFIGS[config].split()
     p = subprocess.run(["spin", "-n%d" % seed, "-u%d" % steps, "-DTRACE"] +
-                       flags + ["rlock.pml"], cwd=HERE, capture_output=True,
-                       text=True, timeout=120)
+                       flags + ["rlock.pml"], cwd=spin_dir(),
+                       capture_output=True, text=True, timeout=120)
     lines = [ln.strip() for ln in p.stdout.splitlines()]
     bad = [ln for ln in lines if "Error" in ln or "assertion violated" in ln]
     if bad:
