@@ -30,7 +30,7 @@ setup() { cd "$BATS_TEST_TMPDIR" || return 1; }
 	[[ "$c" == *$'KEY_LOCK,\n\tKEY_FENCE,\n\tKEY_WAKE,\n\tKEY_WAITERS,\n\tKEY_QUEUE,\n\tKEY_LOG,\n\tKEY_EVERY,\n\tKEY_NONE,\n\tKEY__COUNT'* ]] || fail "$c"
 	[[ "$c" == *'#define KEY_SUFFIXES { "", ":fence", ":wake", ":waiters", ":queue", ":log", ":every", ":none" }'* ]] || fail "$c"
 	[[ "$map" == *$'K.lock\tKEYS[1]\n'*$'K.fence\tKEYS[2]\n'*$'K.none\tKEYS[8]\n'* ]] || fail "$map"
-	[[ "$map" == *$'A.token\tARGV[1]\n'*$'A.run\tARGV[7]\nA.slack_ms\t(ARGV[8] or \'0\')\nA.history_len\t(ARGV[9] or \'100\')\n'*$'A.no_replace\t(ARGV[22] or \'0\')\nA.fired\t(ARGV[23] or \'0\')\nA.slots\t(ARGV[24] or \'\')\nA.cron\t(ARGV[25] or \'\')\nA.cron_tz\t(ARGV[26] or \'\')\nA_COUNT\t26'* ]] || fail "$map"
+	[[ "$map" == *$'A.token\tARGV[1]\n'*$'A.run\tARGV[7]\nA.every\t(ARGV[8] or \'0\')\nA.slack_ms\t(ARGV[9] or \'0\')\nA.history_len\t(ARGV[10] or \'100\')\n'*$'A.no_replace\t(ARGV[22] or \'0\')\nA.fired\t(ARGV[23] or \'0\')\nA.slots\t(ARGV[24] or \'\')\nA.cron\t(ARGV[25] or \'\')\nA.cron_tz\t(ARGV[26] or \'\')\nA_COUNT\t26'* ]] || fail "$map"
 	[[ "$c" == *$'ACQUIRE_TOKEN,\n\tACQUIRE_TTL_MS,'* && "$c" == *$'ACQUIRE_NO_REPLACE,\n\tACQUIRE_FIRED,\n\tACQUIRE_SLOTS,\n\tACQUIRE_CRON,\n\tACQUIRE_CRON_TZ,\n\tACQUIRE__COUNT'* ]] || fail "$c"
 	# A reply's fields: C's 0-based enum, Lua's 1-based places.
 	[[ "$map" == *$'R_ACQUIRE_BUSY.pttl_ms\t2\n'* ]] || fail "$map"
@@ -65,6 +65,11 @@ setup() { cd "$BATS_TEST_TMPDIR" || return 1; }
 			if (r[i] == NULL)
 				r[i] = "x";
 		printf("%d", acquire_nargs(a));
+		a[ACQUIRE_EVERY] = "60000";
+		r[RELEASE_EVERY] = "1";
+		printf(" %d %d", acquire_nargs(a), release_nargs(r));
+		a[ACQUIRE_EVERY] = "0";
+		r[RELEASE_EVERY] = "0";
 		a[ACQUIRE_SLACK_MS] = "5000";
 		printf(" %d", acquire_nargs(a));
 		a[ACQUIRE_CRON_TZ] = "UTC";
@@ -76,10 +81,12 @@ setup() { cd "$BATS_TEST_TMPDIR" || return 1; }
 	}
 	EOF
 	gcc -std=gnu11 -Wall -Werror -I"$TOP/src" -o n n.c
-	assert_equal "$(./n)" "7 8 26 5 8"
+	# (An exec --every's calls send little more than a plain one's:
+	# every is the first argument with a default.)
+	assert_equal "$(./n)" "7 8 6 9 26 5 9"
 	# Lua: a default's name stands for the argument or its default.
 	awk -v mode=map -v script=release -f "$LUA/contract.awk" "$LUA/contract" >map
-	grep -qx $'A.hand_over\t(ARGV\[8\] or \'1\')' map || fail "$(cat map)"
+	grep -qx $'A.hand_over\t(ARGV\[9\] or \'1\')' map || fail "$(cat map)"
 	# An argument without a default after one with a default could never
 	# be left off: the contract is refused.
 	printf 'args x a b=0 c\n' >bad

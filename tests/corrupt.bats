@@ -499,8 +499,10 @@ sched_matrix() {
 
 @test "corrupt: a schedule's other fields and key: a flag, an expression, a zone, the start before, another type" {
 	sched_matrix "f yes" "e abc" "e 1 2 3" "e @every" "tz ../../etc/passwd" \
-		"tz /etc/localtime" "tz a b" "op abc" "os x" "oc abc" "of 2" every-string \
-		every-list
+		"tz /etc/localtime" "tz a b" "o x" 'o [1,2]' \
+		'o ["abc","","","","","","","",""]' \
+		'o ["60000","x","h","1","r","a","","",""]' \
+		'o ["60000","","","","","","","2",""]' every-string every-list
 }
 
 @test "corrupt: a --cron schedule whose expression has the form but not the values, or whose zone this machine lacks: status, list and doctor say it, never a schedule silently not overdue; schedule remove cleans up" {

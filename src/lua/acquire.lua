@@ -18,7 +18,7 @@
 -- is when to look again), acquire_mix when the name is held in a way this
 -- ask cannot mix with (nothing changes), acquire_skipped when --every
 -- refuses the start (its slot's run started then, there: see
--- schedule_closed() in lib.lua), acquire_upgrade when the caller, a
+-- S.refused() in lib.lua), acquire_upgrade when the caller, a
 -- reader, asks to upgrade while another reader's upgrade is pending (that
 -- reader's host and pid; nothing changes but the caller's own waiter
 -- entry, which goes), acquire_superseded when a newer waiter superseded
@@ -86,23 +86,47 @@
 -- show that run's 'expired' (see record_acquired() in lib.lua).
 --{ early
 -- The common acquire first (see "early" in lib.lua): an ask that no
--- earlier attempt listed, without --every, on a name whose key is absent,
--- while nobody waits (not asked of a plain ask, which takes a free name
--- whoever waits, as SET NX would): the rule below lets any kind in, and
--- nothing else of it applies.  So it takes the name with nothing read but
--- the key, the waiters' keys, the clock and the fence counter.  Anything
--- else (a fence counter that is not one, a failed read) returns nothing:
--- the full script below judges it and says what is wrong.  Its first
--- write is the fence's, as below: a server that refuses it (memory, a
+-- earlier attempt listed, on a name whose key is absent, while nobody
+-- waits (not asked of a plain ask, which takes a free name whoever waits,
+-- as SET NX would): the rule below lets any kind in, and nothing else of
+-- it applies.  So it takes the name with nothing read but the key, the
+-- waiters' keys, the clock, the fence counter and, for exec --every, the
+-- schedule.  Anything else (a fence counter that is not one, a start the
+-- schedule refuses, a failed read) returns nothing: the full script below
+-- judges it and says what is wrong.  Its first write is the period's
+-- start, or the fence's, as below: a server that refuses it (memory, a
 -- replica) is answered as there (run()).
 -- Each number in the arguments is read once (a string used as a number
 -- is read anew each time), and what is sent on is a number's text when
 -- there is one: a number in a call is written out again by the server.
-if A.listed ~= '1' and A.every == '0' then
+if A.listed ~= '1' then
 	local limit = A.limit == '1' and 1 or tonumber(A.limit) or 1
 	local want = A.shared == '1' and 's' or limit > 1 and 'l:' .. limit or
 		'x'
 	if redis.replicate_commands then redis.replicate_commands() end
+	-- exec --every (a plain ask; any other kind is left to the full
+	-- script): a start that the schedule refuses is answered first,
+	-- whatever holds the name, as below (the fleet's other machines, each
+	-- period: the schedule read and nothing else); one it allows makes
+	-- the period's start the first write, as below.  A damaged schedule,
+	-- or a key of another type, is left to the full script, which says so.
+	local every = tonumber(A.every)
+	local S, sched, now, t, fired, cron
+	if every > 0 then
+		S = want == 'x' and schedule_lib()
+		sched = S and S.read(K.every)
+		if sched == false then
+			return
+		end
+		now, t = clock()
+		fired = S.fired(A.fired, now)
+		cron = {t = S.pick(A.slots, fired), e = A.cron, tz = A.cron_tz}
+		local refused, paused = S.refused(sched, A.run, every, fired, now,
+			cron.t)
+		if refused then
+			return S.skipped(sched, now, paused)
+		end
+	end
 	if redis.pcall('EXISTS', K.lock) ~= 0 or ((want ~= 'x' or
 	    A.fifo == '1') and redis.pcall('EXISTS', K.waiters, K.queue) ~= 0)
 	    then
@@ -116,7 +140,13 @@ if A.listed ~= '1' and A.every == '0' then
 	local ttl = tonumber(A.ttl_ms)
 	local len, hist_ttl = tonumber(A.history_len),
 		tonumber(A.history_ttl_ms)
-	local now, t = clock()
+	if not now then
+		now, t = clock()
+	end
+	if every > 0 and not (sched and sched.a == A.run) then
+		S.start(K.every, sched, every, now, fired, {A.host, A.pid},
+			run_id(A.token), A.run, A.retry == '1', cron)
+	end
 	local fence, text = new_fence(K.fence, t, A.fence_floor_us,
 		fence_keep(ttl, len, hist_ttl), seen)
 	text = text or fence_text(fence)
@@ -192,34 +222,23 @@ end
 -- later attempt once an answer told it ('0': now, a first attempt; '-MS':
 -- MS before now, the --splay it slept first; never later than now).
 local every = tonumber(A.every) or 0
-local sched, fired, cron
+local S, sched, fired, cron
 if every > 0 then
-	expect({K.every, 'hash'})
+	S = schedule_lib()
 	sched = schedule(K.every)
-	fired = tonumber(A.fired) or 0
-	if fired < 0 then
-		fired = now + fired
-	elseif fired == 0 then
-		fired = now
-	end
-	fired = math.min(fired, now)
+	fired = S.fired(A.fired, now)
 	-- --cron: the expression's time nearest the firing is its slot.
-	cron = {t = slot_pick(A.slots, fired), e = A.cron, tz = A.cron_tz}
+	cron = {t = S.pick(A.slots, fired), e = A.cron, tz = A.cron_tz}
 	-- A pause (rlock schedule pause) refuses every start as well,
 	-- saying until when (-1: until resumed) and by whom.
-	local paused = sched and sched.a ~= A.run and schedule_paused(sched,
-		now)
-	if paused or (sched and sched.a ~= A.run and schedule_closed(sched,
-	    every, fired, now, cron.t)) then
+	local refused, paused = S.refused(sched, A.run, every, fired, now,
+		cron.t)
+	if refused then
 		if A.listed == '1' then
 			redis.call('HDEL', K.waiters, token)
 			redis.call('ZREM', K.queue, token)
 		end
-		return reply(R_ACQUIRE_SKIPPED, {code = -2,
-			started_ms = tonumber(sched.s) or 0, host = sched.h,
-			pid = sched.i, now_ms = now, paused_until_ms = paused and
-			(tonumber(paused) or -1) or 0,
-			paused_by = paused and sched.zb or ''})
+		return S.skipped(sched, now, paused)
 	end
 end
 
@@ -373,8 +392,8 @@ local seen = not mine and expect_fence(K.fence)
 -- this run claims starts it too; not a later attempt of the run that
 -- recorded it: a quorum's, trying again.)
 if every > 0 and k == 'x' and not (sched and sched.a == A.run) then
-	schedule_start(K.every, sched, every, now, fired, {A.host, A.pid},
-		token, A.run, A.retry == '1', cron)
+	S.start(K.every, sched, every, now, fired, {A.host, A.pid},
+		run_id(token), A.run, A.retry == '1', cron)
 end
 local fence
 if mine then

@@ -61,11 +61,12 @@ local function inspect(k)
 	elseif e and out == '' and not (x and run_id(x.token) == e.r) then
 		out = 'ended-without-release'
 	end
-	local z = e and schedule_paused(e, now)
+	local z = e and schedule_lib().paused(e, now)
 	v.schedule = e and tonumber(e.p) and reply(R_SCHEDULE, {
 		period_ms = tonumber(e.p), last_start_ms = tonumber(e.s) or 0,
 		host = e.h or '', pid = e.i or '', outcome = out,
-		slot_ms = slot_centre(e) or 0, grace_ms = tonumber(e.g) or 0,
+		slot_ms = schedule_lib().centre(e) or 0,
+		grace_ms = tonumber(e.g) or 0,
 		declared_ms = tonumber(e.d) or 0,
 		last_success_ms = tonumber(e.ok) or 0,
 		failures = tonumber(e.nf) or 0,

@@ -48,7 +48,7 @@ end
 
 -- (What only acquire's fast path needs, and release's, is marked so: see
 -- "only" in embed.awk.)
---{ only acquire
+--{ only acquire release
 -- The server's clock in milliseconds, and TIME's reply, its seconds and
 -- microseconds made numbers once (each use of a string as a number reads
 -- it anew).
@@ -58,6 +58,8 @@ local function clock()
 	t[1], t[2] = s, us
 	return s * 1000 + (us - us % 1000) / 1000, t
 end
+--} only
+--{ only acquire
 
 -- The next fence from the counter fkey: INCR, but never below the server's
 -- clock in microseconds (t: TIME's reply).  A counter lost with the data
@@ -185,8 +187,14 @@ local function record(lock, len, ttl, event, fields, more_ms, covered)
 end
 
 -- A run's id in the history: its token, hashed (tokens are never shown).
+-- (The last one kept: the history and the schedule both name the
+-- caller's.)
+local last_token, last_id
 local function run_id(token)
-	return string.sub(redis.sha1hex(token), 1, 12)
+	if token ~= last_token then
+		last_token, last_id = token, string.sub(redis.sha1hex(token), 1, 12)
+	end
+	return last_id
 end
 
 --{ only acquire
@@ -244,6 +252,354 @@ local function kind_shown(k)
 	return 'limit:' .. string.sub(k, 3)
 end
 
+--{ only acquire release
+-- ------------------------------------------------------------ schedule
+-- exec --every PERIOD: at most one start of a name a slot, judged on the
+-- server's clock.  The slots are a grid of the period, placed so that the
+-- fleet's firings fall in the middle of their slot, never at its edge:
+-- the first start is its slot's middle (its centre, c), and each later
+-- slot's centre is a period further.  A firing belongs to the slot whose
+-- centre is nearest to it (a waiter: the time of its first attempt,
+-- whenever it is granted, see acquire.lua); each slot gets one start, or,
+-- with --retry-failed, one successful run.  A start after a slot or more
+-- that nobody started places the grid anew around itself (a fleet whose
+-- crontab changed, or that was down); so does one whose server's clock
+-- has gone back by more than a slot since the last start (a start left
+-- ahead of the clock would otherwise refuse every start for that long).
+-- The hash LOCK:every keeps the name's schedule: its period (p, ms), the
+-- centre of its last started slot (c: server-clock ms), its last start
+-- (s: server-clock ms; h, i: host and pid; r: the run's id, see run_id();
+-- a: the acquire run that took it), how that run ended (x: '' while it
+-- runs, else its release's outcome, 'exit:0' for a success, or 'lost'),
+-- and f = '1' when only a success counts (--retry-failed); and the start
+-- before it (o: those nine fields' values, in that order, as one JSON
+-- list of strings; '' or absent: none), which a give-back of the run that
+-- recorded it restores (a quorum's run that won too few servers started
+-- nothing).  (One field, not nine: a hash's fields are found by a walk
+-- through it, and a start writes each of its fields.)
+-- What a person set and the runs' record, kept across starts (a start
+-- rewrites only the fields above; the key has no expiry: a schedule lives
+-- until rlock schedule remove): its grace (g, ms; absent: half the
+-- period), when it was declared (d, ms; rlock schedule declare), its
+-- pause (z: until when, ms, or 'r' until resumed; zb: by whom; zs:
+-- since when), its last success (ok, ms: a release with 'exit:0') and its
+-- failed runs in a row (nf: releases with another outcome, and starts
+-- that found the run before them never released).  A schedule of --cron
+-- also keeps its expression (e) and time zone (tz, '' the machines'),
+-- for status to show it and its next due time: its slots are the
+-- expression's times, which the client works out (see slot_pick()).
+-- The helpers are made by the first call that needs them, schedule_lib()
+-- (a schedule is read by acquire's and release's fast paths when they
+-- run exec --every, which every other call need not pay for).
+local schedule_helpers
+local function schedule_lib()
+	if schedule_helpers then
+		return schedule_helpers
+	end
+	local S = {read = false, centre = false, pick = false, fired = false,
+		counted = false, paused = false, refused = false, skipped = false,
+		kept = false, start = false, ended = false, undo = false}
+	-- The fields of a start, in the order of the start before (o).
+	local function fields_of(e)
+		return {e.p or '', e.s or '', e.h or '', e.i or '', e.r or '',
+			e.a or '', e.x or '', e.f or '', e.c or ''}
+	end
+
+	-- What each field of a schedule may hold: a period (p, g:
+	-- milliseconds, not 0), a time (server-clock ms) or a count, a pause
+	-- ('r' or a time), a flag ('1' or ''), a crontab expression (five
+	-- fields, or one @name), a time zone's name and the start before (o).
+	-- Anything else is damage (see damaged()), found before a script
+	-- writes: a number read as 0, a pause read as none or an expression
+	-- status cannot step through would lose a start, a pause or an alert
+	-- in silence.  (Who started or paused it, the run and its outcome are
+	-- words, shown escaped: any bytes do.)  bad(k, v): nil when field k
+	-- may hold v, else the words for what it should hold.  (Tests, not
+	-- tables: a table is built anew on each call, a test's words are the
+	-- script's constants.)
+	local function bad(k, v)
+		local digits = v == '' or (string.match(v, '^%d+$') and #v <= 15)
+		if k == 'p' or k == 'g' then
+			if v == '' or not digits or tonumber(v) <= 0 then
+				return 'a period in milliseconds'
+			end
+		elseif k == 's' or k == 'c' or k == 'd' or k == 'zs' or
+		    k == 'ok' then
+			return not digits and 'a time in milliseconds' or nil
+		elseif k == 'nf' or k == 'i' then
+			return not digits and 'a count' or nil
+		elseif k == 'z' then
+			return not (digits or v == 'r') and
+				'a time in milliseconds or "r"' or nil
+		elseif k == 'f' then
+			return not (v == '' or v == '1') and '"1" or nothing' or nil
+		elseif k == 'e' then
+			local n, at = 0, string.match(v, '^%s*@(%a+)%s*$')
+			if at then
+				n = string.find(' yearly annually monthly weekly ' ..
+					'daily midnight hourly ', ' ' .. at .. ' ', 1,
+					true) and 5 or 0
+			elseif #v <= 1000 and string.match(v, '^[%w%*,/%-%s]*$') then
+				for _ in string.gmatch(v, '%S+') do
+					n = n + 1
+				end
+			end
+			return not (v == '' or n == 5) and 'a crontab expression' or
+				nil
+		elseif k == 'tz' then
+			-- A name under the zone files, never a path of its own.
+			if #v > 200 or not string.match(v, '^[%w_+%-/]*$') or
+			    string.sub(v, 1, 1) == '/' or
+			    string.find(v, '..', 1, true) then
+				return 'a time zone' .. string.char(39) .. 's name'
+			end
+		elseif k == 'o' and v ~= '' then
+			local ok, o = pcall(cjson.decode, v)
+			local n = ok and type(o) == 'table' and #o or 0
+			local e = n == 9 and {p = o[1], s = o[2], h = o[3], i = o[4],
+				r = o[5], a = o[6], x = o[7], f = o[8], c = o[9]}
+			for _, f in ipairs(e and fields_of(e) or {}) do
+				if type(f) ~= 'string' then
+					e = nil
+				end
+			end
+			if not e or (e.p ~= '' and bad('p', e.p)) or bad('s', e.s) or
+			    bad('i', e.i) or bad('f', e.f) or bad('c', e.c) then
+				return 'the start before it (9 fields in a JSON list)'
+			end
+		end
+		return nil
+	end
+
+	-- The schedule of key, as a table of its fields, or nil; false and
+	-- what is wrong: a field that holds what rlock never writes (the
+	-- field, its value and the words for what it should hold, see bad()),
+	-- or the server's error reply (a key of another type).  (Its fields
+	-- as the hash holds them: one walk through it, and what another
+	-- program added is not looked at.)  With names (a list of fields),
+	-- only those are read.
+	function S.read(key, names)
+		local all = names and redis.pcall('HMGET', key, unpack(names)) or
+			redis.pcall('HGETALL', key)
+		if all.err then
+			return false, all
+		end
+		local e, any = {}, false
+		for i = 1, #(names or all), names and 1 or 2 do
+			local k, v
+			if names then
+				k, v = names[i], all[i]
+			else
+				k, v = all[i], all[i + 1]
+			end
+			if v then
+				local words = bad(k, v)
+				if words then
+					return false, k, v, words
+				end
+				e[k], any = v, true
+			end
+		end
+		return any and e or nil
+	end
+
+	-- The centre of e's last started slot (a schedule written before
+	-- the slots: its last start).
+	function S.centre(e)
+		return tonumber(e.c) or tonumber(e.s)
+	end
+
+	-- --cron: the slot time of a firing at fired, among slots (the
+	-- client's list of the expression's times around its own clock, in
+	-- ms, comma separated): the nearest to fired (the earlier of two as
+	-- near); nil without a list.
+	function S.pick(slots, fired)
+		local best
+		for v in string.gmatch(slots or '', '%d+') do
+			v = tonumber(v)
+			if not best or math.abs(fired - v) <
+			    math.abs(fired - best) then
+				best = v
+			end
+		end
+		return best
+	end
+
+	-- A firing's time (server-clock ms) from acquire's fired argument
+	-- ('0': now; '-MS': MS before now; never later than now).
+	function S.fired(arg, now)
+		local fired = tonumber(arg) or 0
+		if fired < 0 then
+			fired = now + fired
+		elseif fired == 0 then
+			fired = now
+		end
+		return math.min(fired, now)
+	end
+
+	-- The slot of a firing at fired, counted from e's last started slot,
+	-- for a period of p ms (or, with --cron, of the slot time t): 0 that
+	-- slot, 1 a later one (with p: how many later), -1 one before...;
+	-- nil when there is no start to count from, or the server's clock
+	-- (now) has gone back more than a slot behind the last start.
+	local function slot_of(e, p, fired, now, t)
+		local c, s = e and S.centre(e), e and tonumber(e.s)
+		p = tonumber(p)
+		if not c or not p or p <= 0 or (s and now < s - p) then
+			return nil
+		end
+		if t then
+			return t > c and 1 or t == c and 0 or -1
+		end
+		return math.floor((fired - c + p / 2) / p)
+	end
+
+	-- Does the run that started e's last slot count for it: always, or
+	-- only a success when only a success counts (while such a run goes
+	-- on, the lock itself keeps others out; once it failed or was lost,
+	-- the slot is open again)?
+	function S.counted(e)
+		return e.f ~= '1' or e.x == 'exit:0'
+	end
+
+	-- Is e paused at now: until when (ms, or 'r' until resumed), else
+	-- nil.
+	function S.paused(e, now)
+		local z = e and e.z
+		if z == 'r' or (tonumber(z) and tonumber(z) > now) then
+			return z
+		end
+		return nil
+	end
+
+	-- Is a start of the acquire run refused, by e, for a firing at
+	-- fired (server-clock ms), of a name run every p ms (t: --cron's
+	-- slot time): paused (S.paused's answer, second), or its slot's run
+	-- (or a later slot's) started?  Never for a later attempt of the
+	-- run that recorded the start (a quorum's, or one whose reply was
+	-- lost, trying again).
+	function S.refused(e, run, p, fired, now, t)
+		if not e or e.a == run then
+			return false
+		end
+		local z = S.paused(e, now)
+		if z then
+			return true, z
+		end
+		local n = slot_of(e, p, fired, now, t)
+		return n ~= nil and n < 1 and (n < 0 or S.counted(e))
+	end
+
+	-- acquire's reply to a start that e refuses (now: the server's
+	-- clock; z: S.refused's pause, if it is paused): who started the
+	-- slot's run, and when; or until when it is paused (-1: until
+	-- resumed), and by whom.
+	function S.skipped(e, now, z)
+		return {[R_ACQUIRE_SKIPPED.code] = -2,
+			[R_ACQUIRE_SKIPPED.started_ms] = tonumber(e.s) or 0,
+			[R_ACQUIRE_SKIPPED.host] = e.h or false,
+			[R_ACQUIRE_SKIPPED.pid] = e.i or false,
+			[R_ACQUIRE_SKIPPED.now_ms] = now,
+			[R_ACQUIRE_SKIPPED.paused_until_ms] = z and
+				(tonumber(z) or -1) or 0,
+			[R_ACQUIRE_SKIPPED.paused_by] = z and e.zb or ''}
+	end
+
+	-- A schedule lives until removed: one that an earlier build wrote
+	-- with an expiry is written again without it (the commands the
+	-- scripts already call: no grant more for an ACL user).
+	function S.kept(key)
+		if redis.call('PTTL', key) >= 0 then
+			local all = redis.call('HGETALL', key)
+			redis.call('DEL', key)
+			if #all > 0 then
+				redis.call('HSET', key, unpack(all))
+			end
+		end
+	end
+
+	-- Record a start at now, of a firing at fired, in key (e: the
+	-- schedule until now), in its slot: the next of the grid (or the
+	-- grid placed anew around fired), or --cron's time cron.t (cron: {t,
+	-- e, tz}, see acquire.lua).  who: {host, pid}; rid: the run's id
+	-- (run_id()), run: the acquire run.  Only what differs from an
+	-- absent field is written to a new schedule.
+	function S.start(key, e, p, now, fired, who, rid, run, retry, cron)
+		local n, c = slot_of(e, p, fired, now, cron.t), fired
+		if cron.t then
+			c = cron.t
+		elseif n == 0 or n == 1 then
+			c = S.centre(e) + n * p
+		end
+		local f = {'p', p, 's', now, 'h', who[1], 'i', who[2], 'r', rid,
+			'a', run, 'x', '', 'c', string.format('%.0f', c)}
+		if retry or e then
+			f[#f + 1] = 'f'
+			f[#f + 1] = retry and '1' or ''
+		end
+		if e then
+			-- The start before, or none.
+			local o = (e.s or '') ~= '' and cjson.encode(fields_of(e)) or
+				''
+			f[#f + 1] = 'o'
+			f[#f + 1] = o
+		end
+		-- Its expression, or none (a schedule of --every).
+		if e or (cron.e or '') ~= '' then
+			f[#f + 1] = 'e'
+			f[#f + 1] = cron.e or ''
+			f[#f + 1] = 'tz'
+			f[#f + 1] = cron.tz or ''
+		end
+		-- The run before, never released (it died without a word): a
+		-- failure in the row.
+		if e and tonumber(e.s) and (e.x or '') == '' then
+			f[#f + 1] = 'nf'
+			f[#f + 1] = (tonumber(e.nf) or 0) + 1
+		end
+		redis.call('HSET', key, unpack(f))
+	end
+
+	-- The outcome x of the run that started e, written at its release
+	-- (now: the server's clock), with the runs' record: a success's
+	-- time, or one more failure in a row.
+	function S.ended(key, e, x, now)
+		if x == 'exit:0' then
+			redis.call('HSET', key, 'x', x, 'ok', now, 'nf', 0)
+		else
+			redis.call('HSET', key, 'x', x, 'nf',
+				(tonumber(e.nf) or 0) + 1)
+		end
+		e.x = x
+	end
+
+	-- A give-back of the run that recorded the start: the start before
+	-- it comes back (or none).
+	function S.undo(key, e)
+		local f, o = {'o'}, (e.o or '') ~= '' and cjson.decode(e.o)
+		if not o then
+			-- No start before it: its fields go, what a person set
+			-- stays (a declared schedule's period with it: still
+			-- overdue).
+			for _, k in ipairs({'s', 'h', 'i', 'r', 'a', 'x', 'f', 'c',
+			    not e.d and 'p' or nil}) do
+				f[#f + 1] = k
+			end
+			redis.call('HDEL', key, unpack(f))
+			return
+		end
+		f[2] = ''
+		for j, k in ipairs({'p', 's', 'h', 'i', 'r', 'a', 'x', 'f', 'c'}) do
+			f[#f + 1] = k
+			f[#f + 1] = o[j]
+		end
+		redis.call('HSET', key, unpack(f))
+	end
+
+	schedule_helpers = S
+	return S
+end
+--} only
 --} early
 
 -- Who holds a name: one record for every mode.  The key LOCK is a hash
@@ -624,267 +980,18 @@ local function holder_list(H, now)
 end
 
 -- ------------------------------------------------------------ schedule
--- exec --every PERIOD: at most one start of a name a slot, judged on the
--- server's clock.  The slots are a grid of the period, placed so that the
--- fleet's firings fall in the middle of their slot, never at its edge:
--- the first start is its slot's middle (its centre, c), and each later
--- slot's centre is a period further.  A firing belongs to the slot whose
--- centre is nearest to it (a waiter: the time of its first attempt,
--- whenever it is granted, see acquire.lua); each slot gets one start, or,
--- with --retry-failed, one successful run.  A start after a slot or more
--- that nobody started places the grid anew around itself (a fleet whose
--- crontab changed, or that was down); so does one whose server's clock
--- has gone back by more than a slot since the last start (a start left
--- ahead of the clock would otherwise refuse every start for that long).
--- The hash LOCK:every keeps the name's schedule: its period (p, ms), the
--- centre of its last started slot (c: server-clock ms), its last start
--- (s: server-clock ms; h, i: host and pid; r: the run's id, see run_id();
--- a: the acquire run that took it), how that run ended (x: '' while it
--- runs, else its release's outcome, 'exit:0' for a success, or 'lost'),
--- and f = '1' when only a success counts (--retry-failed); and the start
--- before it (the same fields with a leading 'o'), which a give-back of
--- the run that recorded it restores (a quorum's run that won too few
--- servers started nothing).
--- What a person set and the runs' record, kept across starts (a start
--- rewrites only the fields above; the key has no expiry: a schedule lives
--- until rlock schedule remove): its grace (g, ms; absent: half the
--- period), when it was declared (d, ms; rlock schedule declare), its
--- pause (z: until when, ms, or 'r' until resumed; zb: by whom; zs:
--- since when), its last success (ok, ms: a release with 'exit:0') and its
--- failed runs in a row (nf: releases with another outcome, and starts
--- that found the run before them never released).  A schedule of --cron
--- also keeps its expression (e) and time zone (tz, '' the machines'),
--- for status to show it and its next due time: its slots are the
--- expression's times, which the client works out (see slot_pick()).
-local SCHEDULE_FIELDS = {'p', 's', 'h', 'i', 'r', 'a', 'x', 'f', 'c'}
-local SCHEDULE_KEPT = {'g', 'd', 'z', 'zb', 'zs', 'ok', 'nf', 'e', 'tz'}
-
--- What each field of a schedule may hold, and how a message names it:
--- a period (p, g: milliseconds, not 0), a time (server-clock ms) or a
--- count, a pause ('r' or a time), a flag ('1' or ''), a crontab
--- expression (five fields, or one @name) and a time zone's name.  The
--- start before (o...) holds the same, or '' (none).  Anything else is
--- damage (see damaged()), found before a script writes: a number read
--- as 0, a pause read as none or an expression status cannot step
--- through would lose a start, a pause or an alert in silence.  (Who
--- started or paused it, the run and its outcome are words, shown
--- escaped: any bytes do.)
-local SCHEDULE_FORM = {p = 'period', g = 'period', s = 'time',
-	c = 'time', d = 'time', zs = 'time', ok = 'time', nf = 'count',
-	i = 'count', z = 'pause', f = 'flag', e = 'cron', tz = 'zone'}
-local SCHEDULE_WORDS = {period = 'a period in milliseconds',
-	time = 'a time in milliseconds', count = 'a count',
-	pause = 'a time in milliseconds or "r"', flag = '"1" or nothing',
-	cron = 'a crontab expression', zone = 'a time zone' ..
-	string.char(39) .. 's name'}
-local CRON_NAMES = {yearly = 1, annually = 1, monthly = 1, weekly = 1,
-	daily = 1, midnight = 1, hourly = 1}
-local function schedule_form_ok(form, v)
-	local digits = string.match(v, '^%d+$') and #v <= 15
-	if form == 'period' then
-		return digits and tonumber(v) > 0
-	elseif form == 'time' or form == 'count' then
-		return digits or v == ''
-	elseif form == 'pause' then
-		return digits or v == 'r' or v == ''
-	elseif form == 'flag' then
-		return v == '1' or v == ''
-	elseif form == 'cron' then
-		if v == '' then
-			return true
-		elseif #v > 1000 or not string.match(v, '^[%w%*,/%-%s]+$') then
-			return CRON_NAMES[string.match(v, '^%s*@(%a+)%s*$')] ~= nil
-		end
-		local n = 0
-		for _ in string.gmatch(v, '%S+') do
-			n = n + 1
-		end
-		return n == 5
-	end
-	-- A zone: a name under the zone files, never a path of its own.
-	return #v <= 200 and string.match(v, '^[%w_+%-/]*$') ~= nil and
-		string.sub(v, 1, 1) ~= '/' and not string.find(v, '..', 1, true)
-end
-
--- The schedule of key, as a table of its fields, or nil; a field that
--- holds what rlock never writes is damage (above).  (Its fields by
--- name: a hash that another program filled costs no more than rlock's.)
+-- (The schedule's helpers: schedule_lib(), above.)
+-- The schedule of key, as a table of its fields, or nil: damage (see
+-- schedule_lib().read) stops the script, saying what is wrong.
 local function schedule(key)
-	local names = {}
-	for _, k in ipairs(SCHEDULE_FIELDS) do
-		names[#names + 1] = k
-		names[#names + 1] = 'o' .. k
+	local e, k, v, words = schedule_lib().read(key)
+	if e == false and type(k) == 'table' then
+		error(k)
+	elseif e == false then
+		damaged(key .. ' holds ' .. shown(v) .. ' in ' .. k .. ', not ' ..
+			words)
 	end
-	for _, k in ipairs(SCHEDULE_KEPT) do
-		names[#names + 1] = k
-	end
-	local v = redis.call('HMGET', key, unpack(names))
-	local e, any = {}, false
-	for i, k in ipairs(names) do
-		if v[i] then
-			e[k], any = v[i], true
-			local o = string.sub(k, 2)
-			local form = SCHEDULE_FORM[k] or
-				(string.sub(k, 1, 1) == 'o' and SCHEDULE_FORM[o])
-			if form and not schedule_form_ok(form, v[i]) and
-			    not (v[i] == '' and k ~= 'p' and k ~= 'g') then
-				damaged(key .. ' holds ' .. shown(v[i]) .. ' in ' ..
-					k .. ', not ' .. SCHEDULE_WORDS[form])
-			end
-		end
-	end
-	return any and e or nil
-end
-
--- The centre of e's last started slot (a schedule written before the
--- slots: its last start).
-local function slot_centre(e)
-	return tonumber(e.c) or tonumber(e.s)
-end
-
--- --cron: the slot time of a firing at fired, among slots (the client's
--- list of the expression's times around its own clock, in ms, comma
--- separated): the nearest to fired (the earlier of two as near); nil
--- without a list.
-local function slot_pick(slots, fired)
-	local best
-	for v in string.gmatch(slots or '', '%d+') do
-		v = tonumber(v)
-		if not best or math.abs(fired - v) < math.abs(fired - best) then
-			best = v
-		end
-	end
-	return best
-end
-
--- The slot of a firing at fired, counted from e's last started slot, for
--- a period of p ms (or, with --cron, of the slot time t): 0 that slot, 1
--- a later one (with p: how many later), -1 one before...; nil when there
--- is no start to count from, or the server's clock (now) has gone back
--- more than a slot behind the last start.
-local function slot_of(e, p, fired, now, t)
-	local c, s = e and slot_centre(e), e and tonumber(e.s)
-	p = tonumber(p)
-	if not c or not p or p <= 0 or (s and now < s - p) then
-		return nil
-	end
-	if t then
-		return t > c and 1 or t == c and 0 or -1
-	end
-	return math.floor((fired - c + p / 2) / p)
-end
-
--- Does the run that started e's last slot count for it: always, or only
--- a success when only a success counts (while such a run goes on, the
--- lock itself keeps others out; once it failed or was lost, the slot is
--- open again)?
-local function schedule_counted(e)
-	return e.f ~= '1' or e.x == 'exit:0'
-end
-
--- Is e paused at now: until when (ms, or 'r' until resumed), else nil.
-local function schedule_paused(e, now)
-	local z = e and e.z
-	if z == 'r' or (tonumber(z) and tonumber(z) > now) then
-		return z
-	end
-	return nil
-end
-
--- Is a start refused for a firing at fired (server-clock ms), of a name
--- run every p ms: one of the last start's slot, or of a slot before it?
-local function schedule_closed(e, p, fired, now, t)
-	local n = slot_of(e, p, fired, now, t)
-	if not n or n >= 1 then
-		return false
-	end
-	return n < 0 or schedule_counted(e)
-end
-
--- A schedule lives until removed: one that an earlier build wrote with
--- an expiry is written again without it (the commands the scripts already
--- call: no grant more for an ACL user).
-local function schedule_kept(key)
-	if redis.call('PTTL', key) >= 0 then
-		local all = redis.call('HGETALL', key)
-		redis.call('DEL', key)
-		if #all > 0 then
-			redis.call('HSET', key, unpack(all))
-		end
-	end
-end
-
--- Record a start at now, of a firing at fired, in key (e: the schedule
--- until now), in its slot: the next of the grid (or the grid placed anew
--- around fired), or --cron's time cron.t (cron: {t, e, tz}, see
--- acquire.lua).  Kept until removed (see schedule_kept).  who: {host,
--- pid}.
-local function schedule_start(key, e, p, now, fired, who, token, run,
-    retry, cron)
-	local n, c = slot_of(e, p, fired, now, cron.t), fired
-	if cron.t then
-		c = cron.t
-	elseif n == 0 or n == 1 then
-		c = slot_centre(e) + n * p
-	end
-	local f = {'p', p, 's', now, 'h', who[1], 'i', who[2], 'r',
-		run_id(token), 'a', run, 'x', '', 'f', retry and '1' or '',
-		'c', string.format('%.0f', c)}
-	for _, k in ipairs(SCHEDULE_FIELDS) do
-		f[#f + 1] = 'o' .. k
-		f[#f + 1] = e and e[k] or ''
-	end
-	-- Its expression, or none (a schedule of --every).
-	f[#f + 1] = 'e'
-	f[#f + 1] = cron.e or ''
-	f[#f + 1] = 'tz'
-	f[#f + 1] = cron.tz or ''
-	-- The run before, never released (it died without a word): a
-	-- failure in the row.
-	if e and tonumber(e.s) and (e.x or '') == '' then
-		f[#f + 1] = 'nf'
-		f[#f + 1] = (tonumber(e.nf) or 0) + 1
-	end
-	redis.call('HSET', key, unpack(f))
-	schedule_kept(key)
-end
-
--- The outcome x of the run that started e, written at its release (now:
--- the server's clock), with the runs' record: a success's time, or one
--- more failure in a row.
-local function schedule_ended(key, e, x, now)
-	if x == 'exit:0' then
-		redis.call('HSET', key, 'x', x, 'ok', now, 'nf', 0)
-	else
-		redis.call('HSET', key, 'x', x, 'nf', (tonumber(e.nf) or 0) + 1)
-	end
-	e.x = x
-end
-
--- A give-back of the run that recorded the start: the start before it
--- comes back (or none).
-local function schedule_undo(key, e)
-	if (e.os or '') == '' then
-		-- No start before it: its fields go, what a person set stays
-		-- (a declared schedule's period with it: still overdue).
-		local f = {}
-		for _, k in ipairs(SCHEDULE_FIELDS) do
-			if k ~= 'p' or not e.d then
-				f[#f + 1] = k
-			end
-			f[#f + 1] = 'o' .. k
-		end
-		redis.call('HDEL', key, unpack(f))
-		return
-	end
-	local f = {}
-	for _, k in ipairs(SCHEDULE_FIELDS) do
-		f[#f + 1] = k
-		f[#f + 1] = e['o' .. k] or ''
-		f[#f + 1] = 'o' .. k
-		f[#f + 1] = ''
-	end
-	redis.call('HSET', key, unpack(f))
+	return e
 end
 
 -- ------------------------------------------------------------ hand-over

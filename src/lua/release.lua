@@ -52,13 +52,13 @@
 -- something: the deletions come first, and the history after them.
 --{ early
 -- The common release first (see "early" in lib.lua): a release (not a
--- give-back) with no schedule to end, of the name's one holder, the
--- token's, while nobody waits: its key goes (a plain lock's wake list
--- with it) and 'released' is recorded, as below (nothing else of the
--- rule applies).  Anything else returns nothing, for the full script
--- below, which reads all again: nothing is written before the last read
--- here.
-if A.run == '' and A.every == '0' then
+-- give-back) of the name's one holder, the token's, while nobody waits:
+-- its key goes (a plain lock's wake list with it), the run's start in
+-- the schedule, if it has one, is ended, and 'released' is recorded, as
+-- below (nothing else of the rule applies: with nobody waiting, nobody is
+-- woken).  Anything else returns nothing, for the full script below,
+-- which reads all again: nothing is written before the last read here.
+if A.run == '' then
 	local all = redis.pcall('HGETALL', K.lock)
 	if type(all) ~= 'table' or #all ~= 2 or all[1] ~= A.token then
 		return
@@ -69,10 +69,24 @@ if A.run == '' and A.every == '0' then
 	    redis.pcall('EXISTS', K.waiters, K.queue) ~= 0 then
 		return
 	end
+	local S, sched
+	if A.every == '1' then
+		S = schedule_lib()
+		sched = S.read(K.every, {'r', 'x', 'nf'})
+		if sched == false then
+			return
+		elseif sched and not (sched.r == run_id(A.token) and
+		    sched.x == '') then
+			sched = nil
+		end
+	end
 	if r.k == 'x' then
 		redis.call('DEL', K.lock, K.wake)
 	else
 		redis.call('DEL', K.lock)
+	end
+	if sched and A.outcome ~= '' then
+		S.ended(K.every, sched, A.outcome, clock())
 	end
 	local len = tonumber(A.history_len)
 	if len > 0 then
@@ -107,7 +121,8 @@ end
 local nobody = expect_waiting(K.waiters, K.queue)
 -- The schedule's start, if it is this run's to end (a release: the
 -- token's, still running) or to take back (a give-back: the run's).
-local sched = A.every == '1' and schedule(K.every)
+local S = A.every == '1' and schedule_lib()
+local sched = S and schedule(K.every)
 if sched and not ((run ~= '' and sched.a == run) or (run == '' and
     sched.r == run_id(token) and sched.x == '')) then
 	sched = nil
@@ -136,12 +151,12 @@ end
 -- freed whatever the schedule costs.
 local function end_schedule()
 	if sched and run ~= '' then
-		schedule_undo(K.every, sched)
+		S.undo(K.every, sched)
 		sched = nil
 	elseif sched and A.outcome ~= '' and (mine or A.settling ~= '1' or
 	    A.ended == '1') then
 		local x = (mine or A.ended == '1') and A.outcome or 'lost'
-		schedule_ended(K.every, sched, x, clock_now())
+		S.ended(K.every, sched, x, clock_now())
 	end
 end
 
@@ -202,7 +217,7 @@ end
 -- The slot's run counted: nobody is handed the lock; the waiters are
 -- woken, and each is judged by the slot it fired in (acquire.lua): those
 -- of this slot are refused, one of a later slot takes it.
-if sched and schedule_counted(sched) then
+if sched and S.counted(sched) then
 	if not nobody then
 		local tokens = {}
 		for _, e in ipairs(waiting(K.waiters, clock_now())) do

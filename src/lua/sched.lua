@@ -39,13 +39,13 @@ if op == 'declare' then
 		redis.call('HSET', key, 'd', now)
 	end
 	redis.call('HSET', key, 'e', A.cron, 'tz', A.cron_tz)
-	schedule_kept(key)
+	schedule_lib().kept(key)
 	return reply(R_SCHEDULED, {code = 1, until_ms = 0})
 elseif op == 'pause' then
 	local ms = tonumber(A.for_ms) or 0
 	local z = ms > 0 and now + ms or 'r'
 	redis.call('HSET', key, 'z', z, 'zb', A.by, 'zs', now)
-	schedule_kept(key)
+	schedule_lib().kept(key)
 	return reply(R_SCHEDULED, {code = 1, until_ms = ms > 0 and z or -1})
 elseif op == 'resume' then
 	local was = redis.call('HGET', key, 'z')
