@@ -8,6 +8,7 @@
 
 load helpers
 load tls-helpers
+load dist-helpers
 
 setup_file() { default_setup_file; }
 teardown_file() { default_teardown_file; }
@@ -78,6 +79,50 @@ until_bounded() {
 	assert_success
 	assert_output --regexp '^removed job: held by '
 	assert_equal "$(rcli EXISTS 'rlock:{job}')" 0
+}
+
+@test "commands: a full server (maxmemory, noeviction): a release frees the lock, an acquire and an exec are refused as out of memory, in words, nothing left" {
+	local t
+	t=$(rlock acquire -t 60s full)
+	bg_start E "$RLOCK" exec -t 60s fx -- sh -c 'until [ -e go ]; do sleep 0.02; done'
+	until_bounded 10000 eval '[[ $(rcli EXISTS "rlock:{fx}") == 1 ]]' ||
+		fail "exec never took fx"
+	rcli CONFIG SET maxmemory-policy noeviction >/dev/null
+	rcli CONFIG SET maxmemory 1 >/dev/null
+	run --separate-stderr rlock release --token "$t" full
+	local rel=$status
+	touch go
+	bg_wait "$E"
+	run --separate-stderr rlock acquire -n fresh
+	local acq=$status acq_err=$stderr
+	run --separate-stderr rlock exec -n fresh -- touch ran
+	local ex=$status ex_err=$stderr
+	rcli CONFIG SET maxmemory 0 >/dev/null
+	assert_equal "$rel" 0
+	assert_equal "$BG_STATUS" 0
+	assert_equal "$(rcli EXISTS 'rlock:{full}' 'rlock:{fx}' 'rlock:{fresh}' 'rlock:{fresh}:fence')" 0
+	assert_equal "$acq" 69
+	[[ $acq_err == *"the server is out of memory"*"maxmemory"* && $acq_err != *OOM* ]] ||
+		fail "acquire: $acq_err"
+	assert_equal "$ex" 69
+	[[ $ex_err == *"the server is out of memory"* ]] || fail "exec: $ex_err"
+	[[ ! -e ran ]] || fail "the command ran"
+}
+
+@test "commands: a server demoted to a replica is told in words (READONLY), not as a script's failure" {
+	start_redis_as A
+	start_redis_as B
+	local a="redis://127.0.0.1:$A_PORT" tok
+	tok=$(rlock -u "$a" acquire -t 30s job)
+	rcli_as A REPLICAOF 127.0.0.1 "$B_PORT" >/dev/null
+	wait_role A slave 5000 || fail "A never became a replica"
+	run --separate-stderr rlock -u "$a" extend --token "$tok" job
+	assert_equal "$status" 69
+	[[ $stderr == *"the server is a replica now (READONLY)"* ]] || fail "extend: $stderr"
+	[[ $stderr != *"script failed"* ]] || fail "extend: $stderr"
+	run --separate-stderr rlock -u "$a" acquire -n other
+	assert_equal "$status" 69
+	[[ $stderr == *"the server is a replica now (READONLY)"* ]] || fail "acquire: $stderr"
 }
 
 @test "shared: two --shared holders run at once; an exclusive one is refused until they end" {

@@ -84,7 +84,8 @@ for k = 0, #KEYS - KEY_COUNT, KEY_COUNT do
 	local here = redis.pcall('EXISTS', KEYS[k + 1])
 	if type(here) == 'table' and here.err then
 		if not string.find(here.err, 'non local key', 1, true) then
-			return redis.error_reply(here.err)
+			-- (As run() words any error: NOPERM, LOADING...)
+			error(here)
 		end
 		out[#out + 1] = false
 	else

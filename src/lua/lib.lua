@@ -31,7 +31,9 @@ local function run(main)
 	if type(r) == 'table' then
 		r = r.err
 	end
-	r = string.gsub(tostring(r), '^@?[%w_]+:%d+: ', '')
+	-- (Redis 7 writes an inner command's error as 'user_script:54:
+	-- CODE text'; 6.x as '@user_script: 54: -CODE text'.)
+	r = string.gsub(tostring(r), '^@?[%w_]+: ?%d+: %-?', '')
 	local code = string.match(r, '^(%u+) ')
 	if code == 'WRONGTYPE' and KEYS[1] and damage_of then
 		-- One of the lock's keys that no check named: which one.
@@ -773,7 +775,8 @@ function damage_of(lock, err)
 	if type(err) == 'table' then
 		err = err.err
 	end
-	return 'RLOCK_FAILED ' .. string.gsub(tostring(err), '^@?[%w_]+:%d+: ', '')
+	return 'RLOCK_FAILED ' .. string.gsub(tostring(err),
+		'^@?[%w_]+: ?%d+: %-?', '')
 end
 
 -- ------------------------------------------------------------ holders
