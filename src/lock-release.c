@@ -186,7 +186,8 @@ lock_release_script(struct lock *l, const char *outcome, int give_back,
 		skipped += !ask[i];
 	}
 	quorum_retry_now(l->q);
-	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_release,
+	ok = quorum_run(l->q, &(struct quorum_req){ .script =
+	    l->every_ms != 0 ? &script_release_every : &script_release,
 	    .only = ask, .nkeys = KEY__COUNT, .keys = lock_keys(l),
 	    .nargs = release_nargs(args), .args = args }, rep, e);
 	ok = quorum_check(l->q, rep, lock_flag_shape, NULL, "the release script",

@@ -626,7 +626,8 @@ try_acquire(struct lock *l, int64_t ttl_ms, const struct lock_meta *m,
 	start = now_mono_ms();
 	l->maybe_held = 1;
 	l->tried = 1;
-	ok = quorum_run(l->q, &(struct quorum_req){ .script = &script_acquire,
+	ok = quorum_run(l->q, &(struct quorum_req){ .script =
+	    l->every_ms > 0 ? &script_acquire_every : &script_acquire,
 	    .nkeys = KEY__COUNT, .keys = lock_keys(l),
 	    .nargs = acquire_nargs(a.args), .args = a.args,
 	    .settled = lock_settled_grant,

@@ -1,4 +1,7 @@
-/* scripts.h: the Lua scripts compiled in from src/lua/, one per file. */
+/*
+ * scripts.h: the Lua scripts compiled in from src/lua/, one per file, and
+ * exec --every's variants of acquire and release (see src/lua/embed.sh).
+ */
 #ifndef RLOCK_SCRIPTS_H
 #define RLOCK_SCRIPTS_H
 
@@ -10,6 +13,8 @@ struct script {
 
 extern struct script script_acquire;
 extern struct script script_release;
+extern struct script script_acquire_every;
+extern struct script script_release_every;
 extern struct script script_extend;
 extern struct script script_force;
 extern struct script script_inspect;

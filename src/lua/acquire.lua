@@ -104,8 +104,9 @@ if A.listed ~= '1' then
 	local want = A.shared == '1' and 's' or limit > 1 and 'l:' .. limit or
 		'x'
 	if redis.replicate_commands then redis.replicate_commands() end
-	-- exec --every (a plain ask; any other kind is left to the full
-	-- script): a start that the schedule refuses is answered first,
+	-- exec --every (a plain ask, in the script's every variant; any
+	-- other is left to the full script): a start that the schedule
+	-- refuses is answered first,
 	-- whatever holds the name, as below (the fleet's other machines, each
 	-- period: the schedule read and nothing else); one it allows makes
 	-- the period's start the first write, as below.  A damaged schedule,
@@ -113,7 +114,7 @@ if A.listed ~= '1' then
 	local every = tonumber(A.every)
 	local S, sched, now, t, fired, cron
 	if every > 0 then
-		S = want == 'x' and schedule_lib()
+		S = want == 'x' and schedule_lib and schedule_lib()
 		sched = S and S.read(K.every)
 		if sched == false then
 			return
@@ -143,9 +144,11 @@ if A.listed ~= '1' then
 	if not now then
 		now, t = clock()
 	end
+	local rid
 	if every > 0 and not (sched and sched.a == A.run) then
-		S.start(K.every, sched, every, now, fired, {A.host, A.pid},
-			run_id(A.token), A.run, A.retry == '1', cron)
+		rid = run_id(A.token)
+		S.start(K.every, sched, every, now, fired, {A.host, A.pid}, rid,
+			A.run, A.retry == '1', cron)
 	end
 	local fence, text = new_fence(K.fence, t, A.fence_floor_us,
 		fence_keep(ttl, len, hist_ttl), seen)
@@ -153,7 +156,7 @@ if A.listed ~= '1' then
 	local kept = math.min(ttl, hist_ttl)
 	local v = record_acquired(K.lock, len, hist_ttl,
 		{A.host, A.pid, A.user, A.command}, text, A.waited_ms, A.token,
-		kind_shown(want), kept) and now + kept or nil
+		kind_shown(want), kept, rid) and now + kept or nil
 	redis.call('HSET', K.lock, A.token, encoded({k = want, e = now + ttl,
 		f = text, t = now, l = ttl, a = A.run, h = A.host, p = A.pid,
 		n = A.user, c = A.command, v = v,

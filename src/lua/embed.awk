@@ -14,15 +14,21 @@
 # "--} only" is what only those scripts' fast paths need: for any other
 # script it goes with the rest of lib.lua, after its fast path (in the
 # same order: nothing early may use it), so that a fast path's call does
-# not make helpers it never calls (some 500 instructions each).
+# not make helpers it never calls (some 500 instructions each).  A
+# variant of a script (-v as=NAME: embed.sh's acquire_every, say) is the
+# same text, with the script's blocks and its own: a block that only the
+# variant's fast path needs costs the script's common call nothing.
 # mode=body prints the script without its comment lines (-- ...), which is
 # what is sent and hashed; mode=c prints it as a C struct script, with
 # -v name=NAME -v sha=SHA1-OF-BODY.
 BEGIN {
-	# The script's name: its file's, less .lua.
+	# The script's name: its file's, less .lua; and -v as=NAME, a variant
+	# of it (see embed.sh), which the "only" blocks name as well: a block
+	# for the script is the variant's too.
 	script = ARGV[ARGC - 1]
 	sub(/.*\//, "", script)
 	sub(/\.lua$/, "", script)
+	variant = as != "" ? as : script
 	while (map != "" && (getline line < map) > 0) {
 		t = index(line, "\t")
 		# Dotted names first: R_X.field before R_X.
@@ -40,7 +46,7 @@ FILENAME == ARGV[ARGC - 1] && !opened { opened = 1; late = late "local function 
 /^--[{] only / {
 	other = 1
 	for (i = 3; i <= NF; i++)
-		if ($i == script)
+		if ($i == script || $i == variant)
 			other = 0
 	next
 }

@@ -13,16 +13,26 @@ echo
 dir=$(dirname "$lib")
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
+# acquire and release have a variant each for exec --every (NAME_every:
+# the same text, whose fast path makes the schedule's helpers; see "only"
+# in embed.awk), which the client sends when it runs a schedule: the
+# common call makes none of them.
 names=
 for f in "$@"; do
 	name=$(basename "$f" .lua)
 	"$awk" -v mode=map -v script="$name" -f "$dir/contract.awk" \
 	    "$dir/contract" >"$tmp"
-	sha=$("$awk" -v mode=body -v map="$tmp" -f "$prog" "$lib" "$f" |
-	    sha1sum | cut -c1-40)
-	"$awk" -v mode=c -v map="$tmp" -v name="$name" -v sha="$sha" \
-	    -f "$prog" "$lib" "$f"
-	names="$names $name"
+	case $name in
+	acquire | release) as="$name ${name}_every" ;;
+	*) as=$name ;;
+	esac
+	for v in $as; do
+		sha=$("$awk" -v mode=body -v map="$tmp" -v as="$v" -f "$prog" \
+		    "$lib" "$f" | sha1sum | cut -c1-40)
+		"$awk" -v mode=c -v map="$tmp" -v as="$v" -v name="$v" \
+		    -v sha="$sha" -f "$prog" "$lib" "$f"
+		names="$names $v"
+	done
 done
 echo "struct script *scripts_all[] = {"
 for n in $names; do

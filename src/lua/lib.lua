@@ -19,6 +19,10 @@ end
 
 -- (Defined with the other damage helpers below, for run().)
 local damage_of
+-- (Defined with the schedule's helpers below: before a fast path only in
+-- exec --every's variants of the scripts, see embed.sh; nil in the
+-- others' fast paths, which leave --every to the full script.)
+local schedule_lib
 
 -- Run the script's body (embed.awk wraps it as a function): an error
 -- becomes one error reply that the client can put in words, without the
@@ -50,7 +54,7 @@ end
 
 -- (What only acquire's fast path needs, and release's, is marked so: see
 -- "only" in embed.awk.)
---{ only acquire release
+--{ only acquire
 -- The server's clock in milliseconds, and TIME's reply, its seconds and
 -- microseconds made numbers once (each use of a string as a number reads
 -- it anew).
@@ -60,8 +64,6 @@ local function clock()
 	t[1], t[2] = s, us
 	return s * 1000 + (us - us % 1000) / 1000, t
 end
---} only
---{ only acquire
 
 -- The next fence from the counter fkey: INCR, but never below the server's
 -- clock in microseconds (t: TIME's reply).  A counter lost with the data
@@ -189,14 +191,8 @@ local function record(lock, len, ttl, event, fields, more_ms, covered)
 end
 
 -- A run's id in the history: its token, hashed (tokens are never shown).
--- (The last one kept: the history and the schedule both name the
--- caller's.)
-local last_token, last_id
 local function run_id(token)
-	if token ~= last_token then
-		last_token, last_id = token, string.sub(redis.sha1hex(token), 1, 12)
-	end
-	return last_id
+	return string.sub(redis.sha1hex(token), 1, 12)
 end
 
 --{ only acquire
@@ -211,15 +207,16 @@ end
 -- look-up of the newest event was a call on the common path, for an event
 -- that the stream implies anyway.
 -- The history's expiry then reaches hold_ms past ttl: whether it was
--- written so (the record's v is then its time plus hold_ms).
+-- written so (the record's v is then its time plus hold_ms).  rid: the
+-- token's run_id(), when the caller has it already.
 local function record_acquired(lock, len, ttl, who, fence, waited, token,
-    kind, hold_ms)
+    kind, hold_ms, rid)
 	if (tonumber(len) or 0) <= 0 then
 		return false
 	end
 	return record(lock, len, ttl, 'acquired', {'h', who[1], 'p', who[2],
 		'u', who[3], 'c', who[4], 'f', fence, 'w', waited, 'r',
-		run_id(token), 'k', kind}, hold_ms)
+		rid or run_id(token), 'k', kind}, hold_ms)
 end
 --} only
 
@@ -254,7 +251,7 @@ local function kind_shown(k)
 	return 'limit:' .. string.sub(k, 3)
 end
 
---{ only acquire release
+--{ only acquire_every release_every
 -- ------------------------------------------------------------ schedule
 -- exec --every PERIOD: at most one start of a name a slot, judged on the
 -- server's clock.  The slots are a grid of the period, placed so that the
@@ -290,11 +287,12 @@ end
 -- also keeps its expression (e) and time zone (tz, '' the machines'),
 -- for status to show it and its next due time: its slots are the
 -- expression's times, which the client works out (see slot_pick()).
--- The helpers are made by the first call that needs them, schedule_lib()
--- (a schedule is read by acquire's and release's fast paths when they
--- run exec --every, which every other call need not pay for).
+-- The helpers are made by the first call that needs them, schedule_lib(),
+-- which only exec --every's variants of acquire and release (see embed.sh)
+-- define before their fast paths: defined there, it cost every common
+-- call some 2,000 instructions.
 local schedule_helpers
-local function schedule_lib()
+function schedule_lib()
 	if schedule_helpers then
 		return schedule_helpers
 	end

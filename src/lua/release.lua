@@ -69,14 +69,17 @@ if A.run == '' then
 	    redis.pcall('EXISTS', K.waiters, K.queue) ~= 0 then
 		return
 	end
-	local S, sched
+	local S, sched, rid
 	if A.every == '1' then
-		S = schedule_lib()
+		-- (Only in the script's every variant: see embed.sh.)
+		if not schedule_lib then
+			return
+		end
+		S, rid = schedule_lib(), run_id(A.token)
 		sched = S.read(K.every, {'r', 'x', 'nf'})
 		if sched == false then
 			return
-		elseif sched and not (sched.r == run_id(A.token) and
-		    sched.x == '') then
+		elseif sched and not (sched.r == rid and sched.x == '') then
 			sched = nil
 		end
 	end
@@ -86,14 +89,18 @@ if A.run == '' then
 		redis.call('DEL', K.lock)
 	end
 	if sched and A.outcome ~= '' then
-		S.ended(K.every, sched, A.outcome, clock())
+		-- (The server's clock, as clock() in lib.lua reads it: a
+		-- helper that the common release need not make.)
+		local t = redis.call('TIME')
+		S.ended(K.every, sched, A.outcome, t[1] * 1000 +
+			math.floor(t[2] / 1000))
 	end
 	local len = tonumber(A.history_len)
 	if len > 0 then
 		record(K.lock, len, A.history_ttl_ms, 'released', {'h',
 			r.h or '', 'p', r.p or '', 'u', r.n or '', 'c', r.c or '',
 			'f', fence_text(r.f), 't', r.t or '', 'x', A.outcome, 'r',
-			run_id(A.token), 'k', kind_shown(r.k)}, 0, r.v)
+			rid or run_id(A.token), 'k', kind_shown(r.k)}, 0, r.v)
 		if A.settling == '1' then
 			redis.pcall('SET', K.lock .. ':settled:' .. run_id(A.token),
 				'1', 'PX', tonumber(A.history_ttl_ms))
