@@ -165,6 +165,39 @@ if A.listed ~= '1' then
 	return {[R_ACQUIRE_HELD.code] = 1, [R_ACQUIRE_HELD.fence] = fence,
 		[R_ACQUIRE_HELD.ttl_ms] = ttl}
 end
+-- A hand-over's claim: a plain waiter's attempt (no --every) that finds
+-- the name's one record its own, a plain hold that a release handed it
+-- (a = 'g') or that this run claimed already (its reply lost), live,
+-- while nobody else waits.  As below: the hold is the run's, with the
+-- caller's metadata and its TTL from now, its fence kept, the key's
+-- expiry its own.  (Its waiter entry and place went with the grant; with
+-- nobody waiting there is none to take off.)  Anything else goes on.
+if A.every == '0' and A.shared ~= '1' and A.limit == '1' then
+	if redis.replicate_commands then redis.replicate_commands() end
+	local all = redis.pcall('HGETALL', K.lock)
+	if type(all) ~= 'table' or #all ~= 2 or all[1] ~= A.token then
+		return
+	end
+	local ok, r = pcall(cjson.decode, all[2])
+	if not ok or type(r) ~= 'table' or r.k ~= 'x' or
+	    not (r.a == 'g' or r.a == A.run) or not tonumber(r.e) or
+	    not tonumber(r.f) or
+	    redis.pcall('EXISTS', K.waiters, K.queue) ~= 0 then
+		return
+	end
+	local now = clock()
+	local ttl = tonumber(A.ttl_ms)
+	if tonumber(r.e) <= now then
+		return
+	end
+	r.a, r.h, r.p, r.n, r.c = A.run, A.host, A.pid, A.user, A.command
+	r.l, r.e = ttl, now + ttl
+	r.nr = A.no_replace == '1' and 1 or nil
+	redis.call('HSET', K.lock, A.token, encoded(r))
+	redis.call('PEXPIRE', K.lock, ttl)
+	return {[R_ACQUIRE_HELD.code] = 1, [R_ACQUIRE_HELD.fence] = tonumber(r.f),
+		[R_ACQUIRE_HELD.ttl_ms] = ttl}
+end
 --} early
 if redis.replicate_commands then redis.replicate_commands() end
 local limit = tonumber(A.limit) or 1
