@@ -1081,11 +1081,15 @@ end
 -- woken on its own list, its entry and place gone.
 -- (The fences first: INCR is the one call that a key rlock did not
 -- write can fail, and then the script stops before the lock is touched.)
-local function grant(hist, H, list, k, now, t)
+-- seen: the fence counter as fence_usable() read it (false: absent), so
+-- that the first fence is one SET when the clock's floor has passed the
+-- counter, as it has after any wait (new_fence()).
+local function grant(hist, H, list, k, now, t, seen)
 	local fences = {}
 	for i, e in ipairs(list) do
 		fences[i] = new_fence(K.fence, t, 0,
-			fence_keep(grant_ms(e, now), hist[1], hist[2]))
+			fence_keep(grant_ms(e, now), hist[1], hist[2]),
+			i == 1 and seen or nil)
 	end
 	for i, e in ipairs(list) do
 		local lease = grant_ms(e, now)
@@ -1108,10 +1112,15 @@ end
 -- Can a grant take a fence?  A fence key that rlock did not write (a
 -- string that is not a number, another type) would fail the grant's INCR
 -- after the release's own writes: then nobody is handed the lock, and the
--- release wakes the waiters as without a hand-over.
+-- release wakes the waiters as without a hand-over.  The counter as read
+-- (false: absent), or nil when it cannot.
 local function fence_usable(fkey)
 	local f = redis.pcall('GET', fkey)
-	return type(f) ~= 'table' and (not f or tonumber(f) ~= nil)
+	if type(f) == 'table' or (f and not (#f <= 18 and
+	    string.match(f, '^%d+$'))) then
+		return nil
+	end
+	return f or false
 end
 
 -- Hand the room a release just freed to whoever's turn it is (see above);
@@ -1119,7 +1128,11 @@ end
 -- hold that ended ('x', 's', or 'l:N').  Whether anyone got it.
 local function hand_over(hist, H, was)
 	-- Nobody waits (the common release): nothing more to read.
-	if redis.call('EXISTS', K.waiters) == 0 or not fence_usable(K.fence) then
+	if redis.call('EXISTS', K.waiters) == 0 then
+		return false
+	end
+	local seen = fence_usable(K.fence)
+	if seen == nil then
 		return false
 	end
 	local now, t = clock()
@@ -1150,7 +1163,7 @@ local function hand_over(hist, H, was)
 		-- Still held (readers left): nobody's turn yet.
 		return false
 	elseif want == 'x' then
-		grant(hist, H, {first}, 'x', now, t)
+		grant(hist, H, {first}, 'x', now, t, seen)
 		return true
 	elseif want == 's' then
 		room = #list
@@ -1172,6 +1185,6 @@ local function hand_over(hist, H, was)
 	if #batch == 0 then
 		return false
 	end
-	grant(hist, H, batch, want, now, t)
+	grant(hist, H, batch, want, now, t, seen)
 	return true
 end
