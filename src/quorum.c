@@ -845,36 +845,52 @@ quorum_cluster_run(struct quorum *q, const struct quorum_req *r,
 	struct url		 *urls;
 	const char		**argv;
 	char			 *body;
-	int			  nm, k, ok;
+	int			  nm, k, ok, flags, old = 0;
 
 	*replies = NULL;
 	if (q->n != 1 || (nm = quorum_cluster_masters(q, 0, &m, e)) <= 0)
 		return -1;
-	/* ARGV: the script's own arguments, then its keys, back in KEYS. */
-	xasprintf(&body, "#!lua flags=allow-cross-slot-keys\n"
-	    "local KEYS, ARGV = {}, ARGV\n"
-	    "do local a = {} for i = 1, #ARGV do if i <= %d then a[i] = ARGV[i] "
-	    "else KEYS[#KEYS + 1] = ARGV[i] end end ARGV = a end\n%s",
-	    nargs, r->script->body);
-	argv = xcalloc(3 + nargs + nkeys, sizeof *argv);
-	argv[0] = "EVAL";
-	argv[1] = body;
-	argv[2] = "0";
-	for (k = 0; k < nargs; k++)
-		argv[3 + k] = args[k];
-	for (k = 0; k < nkeys; k++)
-		argv[3 + nargs + k] = keys[k];
 	urls = xcalloc(nm, sizeof *urls);
 	for (k = 0; k < nm; k++)
 		urls[k] = m[k].url;	/* borrowed: freed with m */
-	quorum_init(&mq, urls, nm, q->opts);
+	argv = xcalloc(3 + nargs + nkeys, sizeof *argv);
 	rep = xcalloc(nm, sizeof *rep);
-	ok = quorum_command(&mq, NULL, 3 + nargs + nkeys, argv, 0, rep, e);
-	quorum_close(&mq);
+	/*
+	 * Redis 7 lets a script use keys of several slots only with the flag
+	 * in its first line; 6.x has no flags (its compiler stops at the
+	 * '#') and no such check: there, the same body without the line.
+	 */
+	for (flags = 1; flags >= 0; flags--) {
+		/* ARGV: the script's own arguments, then its keys, back in KEYS. */
+		xasprintf(&body, "%s"
+		    "local KEYS, ARGV = {}, ARGV\n"
+		    "do local a = {} for i = 1, #ARGV do if i <= %d then a[i] = "
+		    "ARGV[i] else KEYS[#KEYS + 1] = ARGV[i] end end ARGV = a end\n"
+		    "%s", flags ? "#!lua flags=allow-cross-slot-keys\n" : "",
+		    nargs, r->script->body);
+		argv[0] = "EVAL";
+		argv[1] = body;
+		argv[2] = "0";
+		for (k = 0; k < nargs; k++)
+			argv[3 + k] = args[k];
+		for (k = 0; k < nkeys; k++)
+			argv[3 + nargs + k] = keys[k];
+		quorum_init(&mq, urls, nm, q->opts);
+		ok = quorum_command(&mq, NULL, 3 + nargs + nkeys, argv, 0, rep,
+		    e);
+		for (k = old = 0; k < nm; k++)
+			old |= rep[k] == NULL &&
+			    strstr(mq.errs[k].msg, "near '#'") != NULL;
+		quorum_close(&mq);
+		free(body);
+		if (ok == nm || !flags || !old)
+			break;
+		quorum_cluster_free(rep, nm);
+		rep = xcalloc(nm, sizeof *rep);
+	}
 	free(urls);
 	quorum_masters_free(m, nm);
 	free(argv);
-	free(body);
 	if (ok != nm) {
 		quorum_cluster_free(rep, nm);
 		return -1;
