@@ -54,7 +54,7 @@ end
 
 -- (What only acquire's fast path needs, and release's, is marked so: see
 -- "only" in embed.awk.)
---{ only acquire
+--{ only acquire release_every
 -- The server's clock in milliseconds, and TIME's reply, its seconds and
 -- microseconds made numbers once (each use of a string as a number reads
 -- it anew).
@@ -64,6 +64,8 @@ local function clock()
 	t[1], t[2] = s, us
 	return s * 1000 + (us - us % 1000) / 1000, t
 end
+--} only
+--{ only acquire
 
 -- The next fence from the counter fkey: INCR, but never below the server's
 -- clock in microseconds (t: TIME's reply).  A counter lost with the data

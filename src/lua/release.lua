@@ -89,11 +89,7 @@ if A.run == '' then
 		redis.call('DEL', K.lock)
 	end
 	if sched and A.outcome ~= '' then
-		-- (The server's clock, as clock() in lib.lua reads it: a
-		-- helper that the common release need not make.)
-		local t = redis.call('TIME')
-		S.ended(K.every, sched, A.outcome, t[1] * 1000 +
-			math.floor(t[2] / 1000))
+		S.ended(K.every, sched, A.outcome, clock())
 	end
 	local len = tonumber(A.history_len)
 	if len > 0 then
