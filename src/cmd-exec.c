@@ -602,6 +602,18 @@ take_lock(struct cmd_ctx *ctx, struct lock *l, const struct lock_meta *meta,
 	return 1;
 }
 
+/* quorum_waiting's: the guard of an exec that waits (cmd_exec_exec). */
+static void
+spawn_guard(void *arg)
+{
+	struct supervise	*sv = arg;
+	struct err		 e;
+
+	err_clear(&e);
+	if (supervise_spawn_guard(sv, sv->release, &e) == -1)
+		log_verbose("%s", e.msg);
+}
+
 static int
 cmd_exec_exec(struct cmd_ctx *ctx)
 {
@@ -648,8 +660,22 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		free(cmdline);
 		return cmd_fail(ctx);
 	}
-	if (!take_lock(ctx, &l, &meta, &rc))
+	/*
+	 * What the guard needs that the lock does not give (guard-release.c);
+	 * and, for an exec that waits, the guard itself, started as the wait
+	 * begins: a hand-over then goes from the wake to the command without
+	 * a process's start between.  If that fails, supervise_spawn starts
+	 * one.
+	 */
+	if (!ctx->o.foreground && guard_release_init(&rel, ctx->o.syslog) == 0)
+		sv.release = &rel;
+	if (!ctx->o.foreground && ctx->o.wait_ms != 0)
+		quorum_waiting(l.q, spawn_guard, &sv);
+	if (!take_lock(ctx, &l, &meta, &rc)) {
+		quorum_waiting(l.q, NULL, NULL);
 		goto out;
+	}
+	quorum_waiting(l.q, NULL, NULL);
 
 	signals_ignored(&sv.ignored);
 	supervise_block_signals(&sv.ignored);
@@ -672,9 +698,8 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	 * lock itself, on the target the heartbeat clones it onto (see
 	 * guard-release.c).  Else the lock expires by itself.
 	 */
-	if (!sv.foreground && guard_release_init(&rel, &l, &target,
-	    ctx->o.syslog) == 0)
-		sv.release = &rel;
+	if (sv.release != NULL)
+		guard_release_pack(&rel, &l, &target);
 	sv.lock = &l;
 	if (supervise_spawn(&sv, &status, &ctx->err) == -1) {
 		cmd_give_back(&l);

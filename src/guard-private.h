@@ -156,13 +156,27 @@ struct guard_shared {
 	struct escaped	escaped[ESCAPED_MAX];
 	/* Set once, before the guard starts. */
 	pid_t		parent;		/* rlock */
-	int64_t		margin_ms;
-	int64_t		kill_after_ms;
-	int		on_lost;
+	/*
+	 * Set when the guard is told of the lock (guard_arm), before
+	 * valid_until comes down from GUARD_UNARMED: a guard spawned while
+	 * rlock waits may be reading them.
+	 */
+	_Atomic int64_t	margin_ms;
+	_Atomic int64_t	kill_after_ms;
+	_Atomic int	on_lost;
+	/* Read by the release alone, once rlock is gone. */
 	int		release_syslog;	/* guard_release's syslog */
 	uint32_t	release_len;	/* of the held lock's pack; 0: none */
 	char		release[];	/* held_pack's (guard-release.c) */
 };
+
+/*
+ * valid_until of a guard that guards no lock yet (guard_spawn): never
+ * reached, and far from overflowing with a margin added.
+ */
+#define GUARD_UNARMED	(INT64_MAX / 4)
+/* The room for the held lock's pack in a guard spawned before the lock. */
+#define GUARD_RELEASE_ROOM	(64 * 1024)
 
 /*
  * The guard's loop (guard-run.c): envp is the release's, if the shared

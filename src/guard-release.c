@@ -3,7 +3,7 @@
 
 /*
  * The held lock itself is handed on, not rlock's settings: before the
- * guard starts, guard_release_init packs the lock's target as rlock
+ * guard is told of the lock, guard_release_pack packs its target as rlock
  * settled it (the URLs, their passwords, struct redis_opts and its TLS,
  * the prefix) and its identity (held_pack, held-pack.c), and the guard
  * keeps the pack in its shared memory.  If rlock dies, the guard, once
@@ -43,9 +43,14 @@ dropped(const char *entry)
 	    strncmp(entry, "REDISCLI_AUTH=", 14) == 0;
 }
 
+/*
+ * What the release needs that the lock does not give: rlock's binary and
+ * the environment, known before the lock is (the guard of a waiting exec
+ * starts with them: guard_spawn).  The lock itself comes with
+ * guard_release_pack, once held.
+ */
 int
-guard_release_init(struct guard_release *rel, const struct lock *l,
-    const struct held_target *t, int syslog)
+guard_release_init(struct guard_release *rel, int syslog)
 {
 	extern char	**environ;
 	char		**p;
@@ -54,7 +59,6 @@ guard_release_init(struct guard_release *rel, const struct lock *l,
 	memset(rel, 0, sizeof *rel);
 	if ((rel->exe = open("/proc/self/exe", O_PATH | O_CLOEXEC)) == -1)
 		return -1;
-	rel->pack = held_pack(l, t, &rel->len);
 	rel->syslog = syslog;
 	for (p = environ; *p != NULL; p++)
 		n++;
@@ -63,6 +67,14 @@ guard_release_init(struct guard_release *rel, const struct lock *l,
 		if (!dropped(*p))
 			rel->envp[k++] = xstrdup(*p);
 	return 0;
+}
+
+void
+guard_release_pack(struct guard_release *rel, const struct lock *l,
+    const struct held_target *t)
+{
+	secret_free(rel->pack);
+	rel->pack = held_pack(l, t, &rel->len);
 }
 
 void

@@ -238,15 +238,16 @@ clone_guard(struct guard *g, struct guard_shared *sh, int pipe_fd, int exe,
 }
 #endif
 
-/* The shared memory for the guard, the held lock's pack in it. */
+/*
+ * The shared memory for the guard, with room for the held lock's pack
+ * (guard_arm copies it in), the guard unarmed.
+ */
 static struct guard_shared *
-shared_new(const struct guard_release *rel, int *shm)
+shared_new(size_t room, int *shm)
 {
 	struct guard_shared	*sh;
-	size_t			 size = sizeof *sh;
+	size_t			 size = sizeof *sh + room;
 
-	if (rel != NULL)
-		size += rel->len;
 	if ((*shm = memfd_create("rlock-guard", MFD_CLOEXEC)) == -1)
 		return NULL;
 	if (ftruncate(*shm, (off_t)size) == -1 || (sh = mmap(NULL, size,
@@ -259,20 +260,45 @@ shared_new(const struct guard_release *rel, int *shm)
 	sh->magic = GUARD_MAGIC;
 	sh->size = (uint32_t)size;
 	sh->parent = getpid();
-	if (rel != NULL) {
+	atomic_init(&sh->valid_until, GUARD_UNARMED);
+	return sh;
+}
+
+/* A usable rel (its binary and environment), or NULL. */
+static const struct guard_release *
+usable(const struct guard_release *rel)
+{
+	return rel != NULL && rel->exe >= 0 ? rel : NULL;
+}
+
+/*
+ * The lock's terms into the shared memory, valid_until last (down from
+ * GUARD_UNARMED), and rel's pack of the lock where the release finds it
+ * (guard-release.c), if it fits.
+ */
+static void
+terms_in(struct guard_shared *sh, const struct guard_release *rel,
+    const struct guard_terms *t)
+{
+	if (rel != NULL && rel->pack != NULL &&
+	    rel->len <= sh->size - sizeof *sh) {
 		memcpy(sh->release, rel->pack, rel->len);
 		sh->release_len = (uint32_t)rel->len;
 		sh->release_syslog = rel->syslog;
 	}
-	return sh;
+	atomic_store(&sh->margin_ms, t->margin_ms);
+	atomic_store(&sh->kill_after_ms, t->kill_after_ms);
+	atomic_store(&sh->on_lost, t->on_lost);
+	atomic_store(&sh->valid_until, t->valid_until);
 }
 
-int
-guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
-    int on_lost, int64_t kill_after_ms, const struct guard_release *rel,
-    struct err *e)
+/* The guard, told the lock's terms from its start if t is not NULL. */
+static int
+spawn(struct guard *g, const struct guard_release *rel, size_t room,
+    const struct guard_terms *t, struct err *e)
 {
 	static char *const	 none[] = { NULL };
+	char *const		*envp;
 	struct guard_shared	*sh;
 	sigset_t		 all, old;
 	pid_t			 pid = -1;
@@ -280,18 +306,15 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 
 	memset(g, 0, sizeof *g);
 	g->fd = -1;
-	if (rel != NULL && (rel->exe < 0 || rel->pack == NULL ||
-	    rel->len > (1 << 20) - sizeof *sh))
-		rel = NULL;
-	if ((sh = shared_new(rel, &shm)) == NULL) {
+	rel = usable(rel);
+	envp = rel != NULL && rel->envp != NULL ? rel->envp : none;
+	if ((sh = shared_new(room, &shm)) == NULL) {
 		err_set(e, ERR_SOFTWARE, "the guard's memory: %s",
 		    strerror(errno));
 		return -1;
 	}
-	atomic_init(&sh->valid_until, valid_until);
-	sh->margin_ms = margin_ms;
-	sh->kill_after_ms = kill_after_ms;
-	sh->on_lost = on_lost;
+	if (t != NULL)
+		terms_in(sh, rel, t);
 	if ((exe = rel != NULL ? rel->exe : -1) == -1)
 		exe = own_exe = open("/proc/self/exe", O_PATH | O_CLOEXEC);
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1) {
@@ -302,15 +325,12 @@ guard_start(struct guard *g, int64_t valid_until, int64_t margin_ms,
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 #ifdef SHARED_GUARD
-	pid = clone_guard(g, sh, p[0], exe, shm, rel != NULL ? rel->envp :
-	    none);
+	pid = clone_guard(g, sh, p[0], exe, shm, envp);
 #endif
 	if (pid == -1 && exe >= 0)
-		pid = vfork_guard(p[0], exe, shm, rel != NULL ? rel->envp :
-		    none);
+		pid = vfork_guard(p[0], exe, shm, envp);
 	if (pid == -1)
-		pid = fork_guard(sh, p[0], exe, shm, rel != NULL ? rel->envp :
-		    none);
+		pid = fork_guard(sh, p[0], exe, shm, envp);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	close(p[0]);
 	if (pid == -1) {
@@ -337,13 +357,63 @@ fail:
 	return -1;
 }
 
+int
+guard_spawn(struct guard *g, const struct guard_release *rel, struct err *e)
+{
+	return spawn(g, rel, GUARD_RELEASE_ROOM, NULL, e);
+}
+
+int
+guard_spawned(const struct guard *g)
+{
+	return g->sh != NULL && g->pid > 0;
+}
+
+/* Has the guard gone (killed while rlock waited)?  Reaped if so. */
+static int
+gone(struct guard *g)
+{
+	siginfo_t	si;
+
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, g->pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
+		return errno == ECHILD;
+	return si.si_pid == g->pid;
+}
+
+static void	poke(struct guard *);
+
+int
+guard_arm(struct guard *g, const struct guard_terms *t)
+{
+	if (g->sh == NULL || gone(g)) {
+		guard_reap(g);
+		return -1;
+	}
+	terms_in(g->sh, g->rel, t);
+	/* It sleeps unarmed until told: its clock runs from now. */
+	poke(g);
+	return 0;
+}
+
+int
+guard_start(struct guard *g, const struct guard_terms *t,
+    const struct guard_release *rel, struct err *e)
+{
+	size_t	room = 0;
+
+	if ((rel = usable(rel)) != NULL && rel->pack != NULL &&
+	    rel->len <= (1 << 20) - sizeof(struct guard_shared))
+		room = rel->len;
+	return spawn(g, rel, room, t, e);
+}
+
 /*
  * A command that runs on gets a guard that is a program of its own (see
  * the top of the file): the shared guard's successor is exec'ed, and the
  * shared guard goes once the successor is in the command's group.  0, or
  * -1 if the successor could not start (the shared guard stays).
  */
-static void	poke(struct guard *);
 
 int
 guard_promote(struct guard *g)

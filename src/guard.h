@@ -50,27 +50,43 @@ struct guard {
 };
 
 /*
+ * What the guard is told of the lock: if rlock stops acting (stopped,
+ * wedged) it acts in its place when the lock's validity (valid_until,
+ * then what guard_valid says) runs out: on_lost to the group (SIGKILL at
+ * once if the command is suspended), then SIGKILL kill_after_ms later.
+ * margin_ms is how long after the validity it waits for rlock to act
+ * first.
+ */
+struct guard_terms {
+	int64_t	valid_until;
+	int64_t	margin_ms;
+	int	on_lost;
+	int64_t	kill_after_ms;
+};
+
+/*
  * Start the guard, before the command: rlock's binary again, exec'ed
  * (guard_exec_main), or forked if that fails.  It kills the command's
  * whole process group (once guard_command has named it) with SIGKILL
  * when rlock dies, whatever kills rlock, and then, once none of it is
- * left, gives the lock back as rel says (if not NULL); and if rlock stops
- * acting (stopped, wedged) it acts in its place when the lock's validity
- * (valid_until, then what guard_valid says) runs out: on_lost to the
- * group (SIGKILL at once if the command is suspended), then SIGKILL
- * kill_after_ms later.  margin_ms is how long after the validity it waits
- * for rlock to act first.  0, or -1 with e filled.
+ * left, gives the lock back as rel says (if not NULL); and it acts on
+ * the terms t when rlock does not.  0, or -1 with e filled.
  */
-int	guard_start(struct guard *, int64_t valid_until, int64_t margin_ms,
-	    int on_lost, int64_t kill_after_ms,
+int	guard_start(struct guard *, const struct guard_terms *t,
 	    const struct guard_release *rel, struct err *e);
 /*
- * In the command's child, before its exec (async-signal-safe): its
- * process group is pg.  0, or -1 if the guard has acted already (the
- * lock's validity ended while rlock was stopped): the command must not
- * run.  The guard joins the group; guard_wake makes it do so at once
- * (rlock moves a shared guard into it itself).
+ * guard_start in two steps, for an exec that waits: guard_spawn starts a
+ * guard that guards nothing yet (no lock, no command: if rlock dies, it
+ * just exits), with rel's binary and environment, while the lock is
+ * waited for; guard_arm tells it the lock once held: its terms, and the
+ * pack of the lock in the rel given to guard_spawn.  The guard's start is
+ * then off the path from a hand-over to the command.  guard_arm: 0; -1
+ * if the spawned guard has gone (guard_start a new one).
  */
+int	guard_spawn(struct guard *, const struct guard_release *rel,
+	    struct err *e);
+int	guard_arm(struct guard *, const struct guard_terms *t);
+int	guard_spawned(const struct guard *);
 int	guard_command(const struct guard *, pid_t pg);
 int	guard_promote(struct guard *);
 /*
@@ -97,8 +113,9 @@ int	guard_exec_main(void);
  * it); syslog: the release's failures go to syslog, as exec's do.  0, or
  * -1 (rel left empty: the lock then expires by itself).
  */
-int	guard_release_init(struct guard_release *rel, const struct lock *l,
-	    const struct held_target *t, int syslog);
+int	guard_release_init(struct guard_release *rel, int syslog);
+void	guard_release_pack(struct guard_release *rel, const struct lock *l,
+	    const struct held_target *t);
 /*
  * main() of rlock run as the guard's release (GUARD_RELEASE_ARG): give
  * back the lock packed in the shared memory.  An exit status.

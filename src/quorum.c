@@ -146,6 +146,13 @@ quorum_limit(struct quorum *q, int64_t until)
 	q->limit = until;
 }
 
+void
+quorum_waiting(struct quorum *q, void (*fn)(void *), void *arg)
+{
+	q->waiting = fn;
+	q->waiting_arg = arg;
+}
+
 int
 quorum_distinct(struct quorum *q, struct err *e)
 {
@@ -400,6 +407,12 @@ round_trip(struct quorum *q, const int *only, const struct redis_req *rq,
 	for (i = 0; i < q->n; i++)
 		if (!rd.done[i])
 			ask(q, &rd, i);
+	if (q->waiting != NULL && rq->wait_key != NULL) {
+		void	(*fn)(void *) = q->waiting;
+
+		q->waiting = NULL;
+		fn(q->waiting_arg);
+	}
 	await(q, &rd);
 	for (i = 0; i < q->n; i++) {
 		if (only != NULL && !only[i])

@@ -35,6 +35,9 @@ struct quorum {
 	/* The last wait's BLPOP answered an error: on server wait_err - 1. */
 	int			 wait_err;
 	char			 wait_code[32];	/* its code: "WRONGTYPE", ... */
+	/* Called once, when the first wait's requests are out. */
+	void			(*waiting)(void *);
+	void			*waiting_arg;
 };
 
 /* The number of servers that must agree. */
@@ -56,6 +59,12 @@ void	quorum_close(struct quorum *);
  * heartbeat's extends never outlast the lock's validity.
  */
 void	quorum_limit(struct quorum *, int64_t until);
+/*
+ * fn(arg), once, as soon as the requests of the next round that waits
+ * (BLPOP for a wake) have gone out: what a caller readies while it waits
+ * (exec's guard, supervise_spawn_guard); fn NULL: nothing.
+ */
+void	quorum_waiting(struct quorum *, void (*fn)(void *), void *arg);
 
 /* A Cluster master, and the hash slots it serves (lo..hi, inclusive). */
 struct quorum_master {

@@ -238,17 +238,35 @@ supervise_init(struct supervise *sv)
 	sv->kill_at = -1;
 }
 
-/* The guard, before the command: see guard.c. */
+/*
+ * The guard, before the command: see guard.c.  One spawned while the lock
+ * was waited for (supervise_spawn_guard) is told of the lock now.
+ */
 static int
 start_guard(struct supervise *sv, struct err *e)
 {
-	int64_t	margin = lock_drift(sv->lock->ttl_ms) / 2;
+	struct guard_terms	t = {
+		.valid_until = sv->lock->valid_until,
+		/* Half the drift: before the key can expire on the server. */
+		.margin_ms = lock_drift(sv->lock->ttl_ms) / 2,
+		.on_lost = sv->on_lost,
+		.kill_after_ms = sv->kill_after_ms,
+	};
 
 	if (sv->foreground)
 		return 0;
-	/* Half the drift: before the key can expire on the server. */
-	return guard_start(&sv->guard, sv->lock->valid_until, margin > 0 ?
-	    margin : 1, sv->on_lost, sv->kill_after_ms, sv->release, e);
+	if (t.margin_ms <= 0)
+		t.margin_ms = 1;
+	if (guard_spawned(&sv->guard) && guard_arm(&sv->guard, &t) == 0)
+		return 0;
+	return guard_start(&sv->guard, &t, sv->release, e);
+}
+
+int
+supervise_spawn_guard(struct supervise *sv, const struct guard_release *rel,
+    struct err *e)
+{
+	return guard_spawn(&sv->guard, rel, e);
 }
 
 int

@@ -90,6 +90,15 @@ void	supervise_block_signals(const sigset_t *ignored);
 void	supervise_init(struct supervise *);
 
 /*
+ * Start the guard before the lock is held (an exec that may wait for it),
+ * with rel's binary and environment: see guard_spawn.  supervise_spawn
+ * then tells it the lock; supervise_end ends it if there is none.  0, or
+ * -1 with e filled (supervise_spawn starts one then).
+ */
+int	supervise_spawn_guard(struct supervise *,
+	    const struct guard_release *rel, struct err *e);
+
+/*
  * Start the guard (unless foreground), then vfork and exec.  The child
  * restores signal dispositions and mask, moves to a process group of its
  * own unless foreground (taking the terminal if rlock has it and stdin

@@ -358,3 +358,108 @@ EOF2
 	kill -CONT "$(cat shared.pid)"
 	wait_gone "$(cat shared.pid)" 5000 || fail "the shared guard did not go"
 }
+
+# ------------------------------------------- the guard of an exec that waits
+
+# An exec that waits starts its guard as its wait begins (guard_spawn), and
+# tells it the lock once handed it (guard_arm): a hand-over goes from the
+# wake to the command with no process started between.  Held here by an
+# acquire's token, handed over by its release.
+
+# until_guard PID: poll (up to 10 s) until rlock PID has a live guard; its
+# pid in GUARD.
+until_guard() {
+	local i
+	GUARD=
+	for ((i = 0; i < 500; i++)); do
+		GUARD=$(live_guards_of "$1" | head -n 1)
+		[[ -n "$GUARD" ]] && return 0
+		sleep 0.02
+	done
+	fail "rlock $1 has no guard: $(cat "$BATS_TEST_TMPDIR"/*.err 2>/dev/null | head -n 3)"
+}
+
+@test "guard-window: a waiting exec has its guard before the lock is handed over; killed while it waits, its guard just ends, and the holder keeps the lock" {
+	local tok
+	tok=$(rlock acquire -t 60s job) || fail "acquire: $tok"
+	bg_start W "$RLOCK" exec -w 30s job -- sh -c 'echo ran > ran'
+	wait_waiting || fail "the waiter is not waiting: $(cat W.err)"
+	until_guard "$W"
+	local g=$GUARD
+	kill -KILL "$W"
+	bg_wait "$W" 10000 || fail "rlock was not killed"
+	assert_equal "$BG_STATUS" 137
+	wait_gone "$g" 5000 || fail "the guard of a killed waiter outlived it"
+	[[ ! -e ran ]] || fail "the killed waiter's command ran"
+	# Nothing was given back: the lock is still the acquire's.
+	run rlock status --json job
+	assert_success
+	[[ "$output" == *'"held":true'* ]] || fail "status: $output"
+	assert_equal "$(rcli HKEYS "$(lock_key job)")" "$tok"
+	rlock release --token "$tok" job
+}
+
+@test "guard-window: a waiter handed the lock stops rlock with its command's first instruction: the guard started while it waited stops the command before the lock can expire" {
+	cat >a.sh <<'EOF2'
+kill -STOP $PPID
+echo $$ > a.pid
+trap 'echo "term-A $EPOCHREALTIME" >> log; exit 5' TERM
+echo "start-A $EPOCHREALTIME" >> log
+sleep 30 & echo $! > sleep.pid
+wait
+echo "end-A $EPOCHREALTIME" >> log
+EOF2
+	local tok
+	tok=$(rlock acquire -t 60s job) || fail "acquire: $tok"
+	bg_start A "$RLOCK" exec -t 2s -w 30s job -- bash ./a.sh
+	wait_waiting || fail "A is not waiting: $(cat A.err)"
+	until_guard "$A"
+	local g=$GUARD
+	echo "$A" >stopped.pids
+	rlock release --token "$tok" job
+	wait_file sleep.pid 10000 || fail "A's command did not start: $(cat A.err)"
+	track_pid "$(cat sleep.pid)" sleep
+	assert_equal "$(state_of "$A")" T
+	# The guard it had while waiting is the one that guards the command.
+	assert_equal "$(live_guards_of "$A")" "$g"
+	# B waits for the lock; A's command is signalled at A's validity (2 s),
+	# before B can have it, by that guard (rlock is stopped throughout).
+	bg_start B "$RLOCK" exec -t 1s -w 15s job -- sh -c "$B_LOOK"'echo "start-B $(date +%s.%N)" >> log'
+	bg_wait "$B" 25000 || fail "B did not finish: $(cat log)"
+	assert_equal "$BG_STATUS" 0
+	a_signalled_before_b
+	wait_gone "$(cat sleep.pid)" 3000 || fail "A's command is still running after B's ran: $(cat log)"
+	assert_equal "$(events_sorted)" "start-A start-B term-A "
+	assert_equal "$(state_of "$A")" T
+	kill -CONT "$A"
+	bg_wait "$A" 10000 || fail "A did not finish once continued"
+	assert_equal "$BG_STATUS" 75
+}
+
+@test "guard-window: a waiter handed the lock is killed by its command's first instruction: the guard started while it waited kills what the command started and gives the lock back at once" {
+	cat >k.sh <<'EOF2'
+sleep 30 & echo $! > bg.pid; kill -KILL $PPID
+sleep 5
+EOF2
+	local tok
+	tok=$(rlock acquire -t 60s job) || fail "acquire: $tok"
+	bg_start R "$RLOCK" exec -t 60s -w 30s job -- sh ./k.sh
+	wait_waiting || fail "R is not waiting: $(cat R.err)"
+	until_guard "$R"
+	local g=$GUARD
+	rlock release --token "$tok" job
+	wait_file bg.pid 10000 || fail "the command did not start: $(cat R.err)"
+	track_pid "$(cat bg.pid)" sleep
+	bg_wait "$R" 10000 || fail "rlock was not killed"
+	assert_equal "$BG_STATUS" 137
+	wait_gone "$(cat bg.pid)" 3000 || fail "the command's background job outlived the killed rlock"
+	local i
+	for ((i = 0; i < 250; i++)); do
+		[[ "$(rcli EXISTS "$(lock_key job)")" == 0 ]] && break
+		sleep 0.02
+	done
+	assert_lock_free job
+	wait_gone "$g" 5000 || fail "the guard outlived its release"
+	run rlock log job
+	[[ "$output" == *"rlock was killed"* ]] || fail "log: $output"
+}
