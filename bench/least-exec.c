@@ -4,7 +4,9 @@
  *
  *   least-exec --script acquire|release
  *                       print the script (for SCRIPT LOAD)
- *   least-exec ADDR ACQUIRE_SHA RELEASE_SHA NAME CMD [ARG...]
+ *   least-exec --script acquire-w|release-w
+ *                       the same, for -w (a hand-over)
+ *   least-exec [-w] ADDR ACQUIRE_SHA RELEASE_SHA NAME CMD [ARG...]
  *                       ADDR: a Unix socket's path, or a TCP port on
  *                       127.0.0.1; built with -DLEAST_TLS (and -lssl
  *                       -lcrypto), also tls:PORT:SESSION (TLS, resuming
@@ -79,6 +81,58 @@ static const char release_lua[] =
     "redis.call('XADD', KEYS[4], 'MAXLEN', '~', 100, '*', 'e', 'released',\n"
     "	'h', h[1], 'p', h[2], 'u', h[3], 'c', h[4], 'f', h[5], 'd', h[6])\n"
     "redis.call('PEXPIRE', KEYS[4], 86400000)\n"
+    "return 1\n";
+
+/*
+ * The least a hand-over needs (-w, for bench/interleaved's hand-over
+ * floor): a caller that finds the name held is listed, in the same script,
+ * with its metadata, and blocks on a wake list of its own; a release hands
+ * the lock to the first listed (its hold, fence, metadata and 'acquired'
+ * event, as the acquire would have written them) and wakes it with its
+ * fence, so that the waiter runs its command on the wake, with no call
+ * between.  No lease on the listing, no order but the list's, no waking of
+ * a waiter that died: the floor, not a lock.
+ */
+static const char acquire_w_lua[] =
+    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+    "	local f = redis.call('INCR', KEYS[2])\n"
+    "	redis.call('HSET', KEYS[3], 'host', ARGV[3], 'pid', ARGV[4],\n"
+    "		'user', ARGV[5], 'command', ARGV[6], 'acquired_ms', ARGV[7],\n"
+    "		'ttl_ms', ARGV[2], 'fence', f)\n"
+    "	redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
+    "	redis.call('XADD', KEYS[4], 'MAXLEN', '~', 100, '*', 'e',\n"
+    "		'acquired', 'h', ARGV[3], 'p', ARGV[4], 'f', f)\n"
+    "	redis.call('PEXPIRE', KEYS[4], 86400000)\n"
+    "	return f\n"
+    "end\n"
+    "redis.call('RPUSH', KEYS[5], ARGV[1] .. '\\t' .. ARGV[3] .. '\\t' ..\n"
+    "	ARGV[4] .. '\\t' .. ARGV[5] .. '\\t' .. ARGV[6])\n"
+    "redis.call('PEXPIRE', KEYS[5], 60000)\n"
+    "return 0\n";
+
+static const char release_w_lua[] =
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "local h = redis.call('HMGET', KEYS[3], 'host', 'pid', 'user',\n"
+    "	'command', 'fence', 'acquired_ms')\n"
+    "redis.call('DEL', KEYS[1], KEYS[3])\n"
+    "redis.call('XADD', KEYS[4], 'MAXLEN', '~', 100, '*', 'e', 'released',\n"
+    "	'h', h[1] or '', 'p', h[2] or '', 'u', h[3] or '', 'c', h[4] or '',\n"
+    "	'f', h[5] or '', 'd', h[6] or '')\n"
+    "redis.call('PEXPIRE', KEYS[4], 86400000)\n"
+    "local w = redis.call('LPOP', KEYS[5])\n"
+    "if not w then return 1 end\n"
+    "local t, wh, wp, wu, wc = string.match(w,\n"
+    "	'^([^\\t]*)\\t([^\\t]*)\\t([^\\t]*)\\t([^\\t]*)\\t(.*)$')\n"
+    "redis.call('SET', KEYS[1], t, 'PX', ARGV[2])\n"
+    "local f = redis.call('INCR', KEYS[2])\n"
+    "redis.call('HSET', KEYS[3], 'host', wh, 'pid', wp, 'user', wu,\n"
+    "	'command', wc, 'acquired_ms', ARGV[7], 'ttl_ms', ARGV[2], 'fence', f)\n"
+    "redis.call('PEXPIRE', KEYS[3], ARGV[2])\n"
+    "redis.call('XADD', KEYS[4], 'MAXLEN', '~', 100, '*', 'e', 'acquired',\n"
+    "	'h', wh, 'p', wp, 'f', f)\n"
+    "local wake = KEYS[1] .. ':wake:' .. t\n"
+    "redis.call('RPUSH', wake, f)\n"
+    "redis.call('PEXPIRE', wake, 60000)\n"
     "return 1\n";
 
 /*
@@ -270,6 +324,50 @@ call(int fd, int argc, const char **argv)
 	return atoll(buf + 1);
 }
 
+/*
+ * BLPOP key for up to secs: 1 when it popped (a reply of two bulk
+ * strings: five lines), 0 when it timed out (a null array).
+ */
+static int
+blpop(int fd, const char *key, const char *secs)
+{
+	char	buf[4096];
+	ssize_t	n, got = 0;
+	int	lines = 0, i, len;
+
+	len = snprintf(buf, sizeof buf, "*3\r\n$5\r\nBLPOP\r\n$%zu\r\n%s\r\n"
+	    "$%zu\r\n%s\r\n", strlen(key), key, strlen(secs), secs);
+	if (len < 0 || (size_t)len >= sizeof buf) {
+		errno = E2BIG;
+		die("request");
+	}
+	for (i = 0; i < len; i += (int)n)
+		if ((n = out(fd, buf + i, (size_t)(len - i))) <= 0)
+			die("write");
+	for (;;) {
+		if ((n = in(fd, buf + got, sizeof buf - 1 - (size_t)got)) <= 0)
+			die("read");
+		for (i = (int)got; i < got + n; i++)
+			lines += buf[i] == '\n';
+		got += n;
+		if (got >= 4 && strncmp(buf, "*-1\r\n", 5) == 0)
+			return 0;
+		if (buf[0] != '*') {
+			buf[got] = '\0';
+			fputs("least-exec: the server said ", stderr);
+			show(buf, (size_t)got);
+			fputs("\n", stderr);
+			exit(69);
+		}
+		if (lines >= 5)
+			return 1;
+		if ((size_t)got >= sizeof buf - 1) {
+			errno = E2BIG;
+			die("reply");
+		}
+	}
+}
+
 /* Run the command and wait for it: its status, as a shell gives it. */
 static int
 run(char **cmd)
@@ -294,19 +392,27 @@ main(int argc, char **argv)
 {
 	unsigned char	 r[16];
 	char		 token[33], host[256], pid[24], user[24], now[24];
-	char		 k1[300], k2[310], k3[310], k4[310];
+	char		 k1[300], k2[310], k3[310], k4[310], k5[310];
+	char		 wake[400];
 	const char	*req[16];
 	struct timespec	 ts;
-	int		 fd, status, i;
+	int		 fd, status, i, w = 0;
 
 	if (argc == 3 && strcmp(argv[1], "--script") == 0) {
 		fputs(strcmp(argv[2], "release") == 0 ? release_lua :
+		    strcmp(argv[2], "acquire-w") == 0 ? acquire_w_lua :
+		    strcmp(argv[2], "release-w") == 0 ? release_w_lua :
 		    acquire_lua, stdout);
 		return 0;
 	}
+	if (argc > 1 && strcmp(argv[1], "-w") == 0) {
+		w = 1;
+		argc--;
+		argv++;
+	}
 	if (argc < 6) {
-		fprintf(stderr, "usage: least-exec ADDR ACQUIRE_SHA RELEASE_SHA "
-		    "NAME CMD [ARG...]\n");
+		fprintf(stderr, "usage: least-exec [-w] ADDR ACQUIRE_SHA "
+		    "RELEASE_SHA NAME CMD [ARG...]\n");
 		return 64;
 	}
 	if (getrandom(r, sizeof r, 0) != sizeof r)
@@ -324,6 +430,8 @@ main(int argc, char **argv)
 	snprintf(k2, sizeof k2, "%s:fence", k1);
 	snprintf(k3, sizeof k3, "%s:info", k1);
 	snprintf(k4, sizeof k4, "%s:log", k1);
+	snprintf(k5, sizeof k5, "%s:waiters", k1);
+	snprintf(wake, sizeof wake, "%s:wake:%s", k1, token);
 
 #ifdef LEAST_TLS
 	char	spec[4096];
@@ -333,6 +441,20 @@ main(int argc, char **argv)
 #else
 	fd = dial(argv[1]);
 #endif
+	if (w) {
+		/* -w: the hand-over's scripts, with the waiters' key. */
+		req[0] = "EVALSHA"; req[1] = argv[2]; req[2] = "5";
+		req[3] = k1; req[4] = k2; req[5] = k3; req[6] = k4;
+		req[7] = k5; req[8] = token; req[9] = "30000"; req[10] = host;
+		req[11] = pid; req[12] = user; req[13] = argv[5];
+		req[14] = now;
+		if (call(fd, 15, req) == 0 && blpop(fd, wake, "10") == 0)
+			return 1;
+		status = run(argv + 5);
+		req[1] = argv[3];
+		call(fd, 15, req);
+		return status;
+	}
 	req[0] = "EVALSHA"; req[1] = argv[2]; req[2] = "4";
 	req[3] = k1; req[4] = k2; req[5] = k3; req[6] = k4;
 	req[7] = token; req[8] = "30000"; req[9] = host; req[10] = pid;
