@@ -369,7 +369,7 @@ guard_spawned(const struct guard *g)
 	return g->sh != NULL && g->pid > 0;
 }
 
-/* Has the guard gone (killed while rlock waited)?  Reaped if so. */
+/* Has the guard gone (killed while rlock waited)?  Not reaped here. */
 static int
 gone(struct guard *g)
 {
@@ -414,7 +414,6 @@ guard_start(struct guard *g, const struct guard_terms *t,
  * shared guard goes once the successor is in the command's group.  0, or
  * -1 if the successor could not start (the shared guard stays).
  */
-
 int
 guard_promote(struct guard *g)
 {
