@@ -496,17 +496,23 @@ int
 quorum_run(struct quorum *q, const struct quorum_req *r,
     struct redis_reply **replies, struct err *e)
 {
+	struct redis_sent	sent = { NULL, 0 };
 	struct redis_req	rq = {
 		.script = r->script, .nkeys = r->nkeys, .keys = r->keys,
 		.nargs = r->nargs, .args = r->args,
+		/* Formatted once, sent to each server as it is. */
+		.sent = q->n > 1 ? &sent : NULL,
 	};
 	struct wait_settle	w = { q, r->settled, r->arg };
 	const char		*code;
 	int			 i, ok;
 
-	if (r->wait_key == NULL)
-		return round_trip(q, r->only, &rq, r->settled, r->arg, 0,
+	if (r->wait_key == NULL) {
+		ok = round_trip(q, r->only, &rq, r->settled, r->arg, 0,
 		    replies, e);
+		free(sent.cmd);
+		return ok;
+	}
 	rq.wait_key = r->wait_key;
 	rq.wait_key2 = r->wait_key2;
 	rq.wait_ms = r->wait_ms;
@@ -516,6 +522,7 @@ quorum_run(struct quorum *q, const struct quorum_req *r,
 	else
 		ok = round_trip(q, r->only, &rq, r->settled, r->arg, 0,
 		    replies, e);
+	free(sent.cmd);
 	q->wait_err = 0;
 	for (i = 0; i < q->n && q->wait_err == 0; i++)
 		if ((code = redis_wait_error(q->conn[i])) != NULL)

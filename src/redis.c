@@ -191,6 +191,16 @@ redis_fail(struct redis *r, struct err *e, int connecting)
 
 /* ------------------------------------------------------------ sending */
 
+/* A command already in RESP (len bytes), queued with what is due back. */
+static void
+queue_formatted(struct redis *r, enum due d, const char *cmd, int len)
+{
+	r->out = xrealloc(r->out, r->outlen + (size_t)len);
+	memcpy(r->out + r->outlen, cmd, (size_t)len);
+	r->outlen += (size_t)len;
+	r->due[r->ndue++] = d;
+}
+
 /* Queue argv to be written, its reply due as d. */
 static int
 queue(struct redis *r, enum due d, int argc, const char **argv,
@@ -203,13 +213,10 @@ queue(struct redis *r, enum due d, int argc, const char **argv,
 		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
 		return -1;
 	}
-	r->out = xrealloc(r->out, r->outlen + (size_t)len);
-	memcpy(r->out + r->outlen, cmd, (size_t)len);
-	r->outlen += (size_t)len;
+	queue_formatted(r, d, cmd, len);
 	if (d == DUE_AUTH)	/* leave the password in no freed memory */
 		explicit_bzero(cmd, (size_t)len);
 	free(cmd);
-	r->due[r->ndue++] = d;
 	return 0;
 }
 
@@ -220,8 +227,13 @@ queue_script(struct redis *r, int use_sha, struct err *e)
 	const struct redis_req	 *q = r->req;
 	const char		**argv;
 	char			  nk[16];
-	int			  argc = 3 + q->nkeys + q->nargs, i, rc;
+	int			  argc = 3 + q->nkeys + q->nargs, i, len;
 
+	/* Another server of the round formatted it already. */
+	if (use_sha && q->sent != NULL && q->sent->cmd != NULL) {
+		queue_formatted(r, DUE_MAIN, q->sent->cmd, q->sent->len);
+		return 0;
+	}
 	argv = xcalloc(argc, sizeof *argv);
 	argv[0] = use_sha ? "EVALSHA" : "EVAL";
 	argv[1] = use_sha ? q->script->sha : q->script->body;
@@ -231,9 +243,21 @@ queue_script(struct redis *r, int use_sha, struct err *e)
 		argv[3 + i] = q->keys[i];
 	for (i = 0; i < q->nargs; i++)
 		argv[3 + q->nkeys + i] = q->args[i];
-	rc = queue(r, DUE_MAIN, argc, argv, NULL, e);
+	if (!use_sha || q->sent == NULL) {
+		i = queue(r, DUE_MAIN, argc, argv, NULL, e);
+		free(argv);
+		return i;
+	}
+	len = redisFormatCommandArgv(&q->sent->cmd, argc, argv, NULL);
 	free(argv);
-	return rc;
+	if (len < 0) {
+		q->sent->cmd = NULL;
+		err_set(e, ERR_SOFTWARE, "cannot format a Redis command");
+		return -1;
+	}
+	q->sent->len = len;
+	queue_formatted(r, DUE_MAIN, q->sent->cmd, len);
+	return 0;
 }
 
 /*

@@ -49,6 +49,17 @@ struct redis_req {
 	const char	 *wait_key2;	/* a second list to block on; NULL */
 	int64_t		  wait_ms;
 	int64_t		  extra_ms;	/* the command blocks this long (WAIT) */
+	/*
+	 * The script's EVALSHA as formatted for the first server, for the
+	 * others of a round to send as it is (quorum_run): formatting is
+	 * most of a quorum client's own work.  NULL: formatted each time.
+	 */
+	struct redis_sent *sent;
+};
+
+struct redis_sent {
+	char		*cmd;		/* NULL until formatted */
+	int		 len;
 };
 
 /*
