@@ -204,3 +204,30 @@ EOF
 	kill -TERM "$W" 2>/dev/null || true
 	bg_wait "$W" 10000 || fail "the waiter did not end"
 }
+
+# A hand-over's grant recreates the key the release deleted: it must set
+# the key's expiry even when the grant ends at the very millisecond the
+# released hold did (a waiter whose lease ends then; the key had that
+# expiry before the release), or the key is left without one.
+# hand_state X: lock job held by tokA until X (server ms) and waited for
+# by tokB, listed until X, as rlock writes them.
+hand_state() {
+	local x=$1 now
+	now=$(server_ms)
+	rcli HSET 'rlock:{job}' tokA "{\"k\":\"x\",\"e\":$x,\"f\":\"100\",\"t\":$now,\"l\":30000,\"a\":\"runA\",\"h\":\"hA\",\"p\":\"1\",\"n\":\"u\",\"c\":\"c\"}" >/dev/null
+	rcli PEXPIREAT 'rlock:{job}' "$x" >/dev/null
+	rcli HSET 'rlock:{job}:waiters' tokB "{\"s\":$now,\"u\":$x,\"k\":\"x\",\"o\":\"${now}000\",\"h\":\"hB\",\"p\":\"2\",\"n\":\"u\",\"c\":\"c\"}" >/dev/null
+	rcli PEXPIRE 'rlock:{job}:waiters' 60000 >/dev/null
+}
+
+@test "handover: a grant that ends at the released hold's very millisecond still gives the key an expiry" {
+	local x
+	x=$(($(server_ms) + 20000))
+	hand_state "$x"
+	run rlock release --token tokA job
+	assert_success
+	assert_equal "$(rcli HKEYS 'rlock:{job}')" tokB
+	local pttl
+	pttl=$(rcli PTTL 'rlock:{job}')
+	assert_between "$pttl" 1 20000 pttl_of_the_granted_key
+}

@@ -189,7 +189,8 @@ if others == 0 then
 	else
 		redis.call('DEL', K.lock)
 	end
-	H.live = {}
+	-- (Gone, and its expiry with it: a grant below sets one anew.)
+	H.live, H.latest = {}, 0
 else
 	hold_set(H, token, nil)
 	hold_write(H, clock_now())
