@@ -350,3 +350,33 @@ script_calls() {
 		[ "$(rcli PTTL "rlock:{$n}:fence")" -gt 0 ]
 	done
 }
+
+@test "fastpath: a release that hands a plain lock to its lone waiter takes the later fast path: no TYPE, the hold read once, the grant as the full script writes it" {
+	local holder
+	holder=$(rlock acquire -t 60s hx)
+	bg_start W "$RLOCK" acquire -w 30s -t 30s hx
+	local i
+	for ((i = 0; i < 500; i++)); do
+		blocked_waiter >/dev/null && break
+		sleep 0.02
+	done
+	blocked_waiter >/dev/null || fail "the waiter does not wait: $(cat W.err)"
+	rcli CONFIG RESETSTAT >/dev/null
+	run rlock release --token "$holder" hx
+	assert_success
+	bg_wait "$W" 10000 || fail "the waiter did not get the lock"
+	assert_equal "$BG_STATUS" 0
+	# The full script asks the waiters' and the line's types and reads
+	# the hold twice (its early fast path's read, then its own).
+	assert_equal "$(calls type)" 0
+	assert_equal "$(calls hgetall)" 3	# the hold, the waiters; the claim's hold
+	# The waiter holds it, claimed, with its own TTL and the next fence.
+	assert_equal "$(rcli HKEYS 'rlock:{hx}')" "$(cat W.out)"
+	assert_between "$(rcli PTTL 'rlock:{hx}')" 20000 30000 pttl_after_the_claim
+	run rlock --json status hx
+	[[ "$output" == *'"held":true'* ]] || fail "status: $output"
+	run rlock log hx
+	[[ "${lines[0]}" == *" acquired by "*", waited "* ]] || fail "$output"
+	[[ "$output" == *" released "* ]] || fail "$output"
+	assert_equal "$(rcli EXISTS 'rlock:{hx}:waiters')" 0
+}

@@ -18,6 +18,16 @@
 # variant of a script (-v as=NAME: embed.sh's acquire_every, say) is the
 # same text, with the script's blocks and its own: a block that only the
 # variant's fast path needs costs the script's common call nothing.
+# A section between "--{ later" and "--} later" is a second stage: in
+# lib.lua, right after its early section, the helpers a later fast path
+# needs; in the script, that fast path (the function later, run by run()
+# too, after lib.lua's early blocks that its early fast path does not
+# need and lib.lua's later section, before the rest of lib.lua).  A call
+# that the early fast path answers makes none of them; one that it leaves
+# makes only them before the later fast path: a script's rarer path (a
+# release that hands the lock over) without the whole of lib.lua.  What
+# the early fast path read is left for the later one in passed (see
+# lib.lua).
 # mode=body prints the script without its comment lines (-- ...), which is
 # what is sent and hashed; mode=c prints it as a C struct script, with
 # -v name=NAME -v sha=SHA1-OF-BODY.
@@ -41,8 +51,17 @@ BEGIN {
 	for (i = 1; i <= nlater; i++)
 		from[++nmap] = later[i]
 }
-FILENAME == ARGV[ARGC - 1] && !opened { opened = 1; late = late "local function main()\n" }
+FILENAME == ARGV[ARGC - 1] && !opened { opened = 1; main = "local function main()\n" }
 /^--[{] early/ { early = 1; if (opened) fast = fast "local function fast()\n"; next }
+/^--[{] later/ { stage2 = 1; if (opened) fast2 = fast2 "local function later()\n"; next }
+/^--[}] later/ {
+	stage2 = 0
+	if (opened)
+		fast2 = fast2 "end\nlocal later_reply = run(later)\nif later_reply ~= nil then\n\treturn later_reply\nend\n"
+	else
+		libdone = 1
+	next
+}
 /^--[{] only / {
 	other = 1
 	for (i = 3; i <= NF; i++)
@@ -56,13 +75,19 @@ FILENAME == ARGV[ARGC - 1] && !opened { opened = 1; late = late "local function 
 {
 	if (early && opened)
 		fast = fast names($0) "\n"
+	else if (stage2 && opened)
+		fast2 = fast2 names($0) "\n"
+	else if (opened)
+		main = main names($0) "\n"
 	else if (early && !other)
 		first = first names($0) "\n"
+	else if (libdone)
+		rest = rest names($0) "\n"
 	else
 		late = late names($0) "\n"
 }
 END {
-	text = first fast late "end\nreturn run(main)\n"
+	text = first fast late fast2 rest main "end\nreturn run(main)\n"
 	n = split(text, lines, "\n")
 	for (i = 1; i < n; i++)
 		emit(lines[i])

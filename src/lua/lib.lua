@@ -23,6 +23,9 @@ local damage_of
 -- exec --every's variants of the scripts, see embed.sh; nil in the
 -- others' fast paths, which leave --every to the full script.)
 local schedule_lib
+-- What a script's early fast path read and leaves to its later one (see
+-- "later" in embed.awk): nil unless it does.
+local passed
 
 -- Run the script's body (embed.awk wraps it as a function): an error
 -- becomes one error reply that the client can put in words, without the
@@ -604,6 +607,59 @@ end
 --} only
 --} early
 
+-- ------------------------------------------------------------ later
+--{ later
+-- What a script's later fast path needs (see "later" in embed.awk): made
+-- only by a call that its early fast path did not answer, with the
+-- early blocks that fast path did not need (release's hand-over: the
+-- fence's and the history's helpers).  The rest of lib.lua, after it,
+-- is the full scripts'.
+-- A waiter's place in the one order of waiting: the server-clock
+-- microsecond of its first attempt (o, see acquire.lua), which it keeps
+-- while it is listed; an entry written before places were kept, by its s.
+-- The --fifo line, a reader's deference to a writer, an upgrade and the
+-- hand-over all read this one order, so that no two waiters can each
+-- come before the other.  (o is kept as a string: cjson writes a number
+-- with 14 digits.)
+local function place_of(e)
+	return tonumber(e.o) or (tonumber(e.s) or 0) * 1000
+end
+
+-- Does place qa of token ta come before place qb of token tb?  (The
+-- token breaks a tie: one script's microsecond.)
+local function before(qa, ta, qb, tb)
+	return qa < qb or (qa == qb and ta < tb)
+end
+
+-- A release's work on the waiters is bounded whatever their hash holds:
+-- it reads the first WAITERS_READ entries (rlock's waiters are far
+-- fewer).
+local WAITERS_READ = 1000
+
+-- How long a grant to waiter e lasts before its own attempt extends it:
+-- what is left of its lease, and never more than a minute, whatever an
+-- entry that rlock did not write says.
+local function grant_ms(e, now)
+	return math.max(1, math.min(e.u - now, 60000))
+end
+
+-- Push a wake onto list (it expires soon).  Best effort: a list that
+-- rlock did not write costs its waiters a wake, not the script.
+local function wake_one(list)
+	if type(redis.pcall('RPUSH', list, '1')) == 'number' then
+		redis.call('PEXPIRE', list, 10000)
+	end
+end
+
+-- A waiter's kind, from its entry: 'x' exclusive, 's' shared, 'l:N'.
+local function kind_of(e)
+	if type(e.k) == 'string' then
+		return e.k
+	end
+	return e.x == 1 and 'x' or 's'
+end
+--} later
+
 -- Who holds a name: one record for every mode.  The key LOCK is a hash
 -- with a field for each holder, named by its token, whose value is the
 -- holder's record (JSON, see encoded()): its kind (k: 'x' exclusive,
@@ -912,23 +968,6 @@ local function who(r)
 	return {r.h or false, r.p or false, r.c or false, r.t or false}
 end
 
--- A waiter's place in the one order of waiting: the server-clock
--- microsecond of its first attempt (o, see acquire.lua), which it keeps
--- while it is listed; an entry written before places were kept, by its s.
--- The --fifo line, a reader's deference to a writer, an upgrade and the
--- hand-over all read this one order, so that no two waiters can each
--- come before the other.  (o is kept as a string: cjson writes a number
--- with 14 digits.)
-local function place_of(e)
-	return tonumber(e.o) or (tonumber(e.s) or 0) * 1000
-end
-
--- Does place qa of token ta come before place qb of token tb?  (The
--- token breaks a tie: one script's microsecond.)
-local function before(qa, ta, qb, tb)
-	return qa < qb or (qa == qb and ta < tb)
-end
-
 -- The exclusive waiters listed in the waiters hash whose entries have not
 -- lapsed (but not the caller, except), and, with place set, only those
 -- placed before the caller's place: their tokens, and the soonest lapse
@@ -948,14 +987,6 @@ local function writers(waiters, now, except, place)
 		end
 	end
 	return w, due
-end
-
--- Push a wake onto list (it expires soon).  Best effort: a list that
--- rlock did not write costs its waiters a wake, not the script.
-local function wake_one(list)
-	if type(redis.pcall('RPUSH', list, '1')) == 'number' then
-		redis.call('PEXPIRE', list, 10000)
-	end
 end
 
 -- Wake each of tokens on its own list (wake:TOKEN), which it blocks on
@@ -1018,19 +1049,8 @@ end
 -- own TTL; a waiter that died meanwhile keeps it no longer than its lease.
 -- hist: {len, ttl}.
 
--- A waiter's kind, from its entry: 'x' exclusive, 's' shared, 'l:N'.
-local function kind_of(e)
-	if type(e.k) == 'string' then
-		return e.k
-	end
-	return e.x == 1 and 'x' or 's'
-end
-
 -- The live entries of the waiters hash, decoded, in the one order of
--- waiting (see place_of): of the first WAITERS_READ of them, so that a
--- release's work is bounded whatever the hash holds (rlock's waiters are
--- far fewer).
-local WAITERS_READ = 1000
+-- waiting (see place_of): of the first WAITERS_READ of them (see above).
 local function waiting(waiters, now)
 	local all, list = redis.call('HGETALL', waiters), {}
 	for i = 1, math.min(#all, 2 * WAITERS_READ), 2 do
@@ -1068,13 +1088,6 @@ local function upgrader(waiters, now, live, except)
 		end
 	end
 	return nil
-end
-
--- How long a grant to waiter e lasts before its own attempt extends it:
--- what is left of its lease, and never more than a minute, whatever an
--- entry that rlock did not write says.
-local function grant_ms(e, now)
-	return math.max(1, math.min(e.u - now, 60000))
 end
 
 -- Let waiters (list) in as holders of kind k, together, with H the

@@ -58,6 +58,7 @@
 -- below (nothing else of the rule applies: with nobody waiting, nobody is
 -- woken).  Anything else returns nothing, for the full script below,
 -- which reads all again: nothing is written before the last read here.
+-- A hand-over's release takes a fast path too ("later", below).
 if A.run == '' then
 	local all = redis.pcall('HGETALL', K.lock)
 	if type(all) ~= 'table' or #all ~= 2 or all[1] ~= A.token then
@@ -65,8 +66,13 @@ if A.run == '' then
 	end
 	local ok, r = pcall(cjson.decode, all[2])
 	if not ok or type(r) ~= 'table' or not limit_of(r.k) or
-	    not tonumber(r.e) or not tonumber(r.f) or
-	    redis.pcall('EXISTS', K.waiters, K.queue) ~= 0 then
+	    not tonumber(r.e) or not tonumber(r.f) then
+		return
+	end
+	local listed = redis.pcall('EXISTS', K.waiters, K.queue)
+	if listed ~= 0 then
+		-- Somebody waits: a hand-over's, perhaps (the later fast path).
+		passed = (listed == 1 or listed == 2) and r or nil
 		return
 	end
 	local S, sched, rid
@@ -105,6 +111,81 @@ if A.run == '' then
 	return 1
 end
 --} early
+--{ later
+-- A hand-over's release (see "later" in embed.awk): the release, with
+-- one server (hand_over), sent once, of the name's one hold, the token's
+-- and plain (passed: its record, which the early fast path read), of a
+-- name without a schedule, while only exclusive waiters wait and the
+-- releaser is not among them: the rule below hands the lock to the first
+-- of them in the one order, as hand_over() and grant() in lib.lua do.
+-- Every read first; the writes then in the full script's order.
+-- Anything else (a key of another type or a fence counter that is not
+-- one among it too) is the full script's.
+local r = passed
+if not r or r.k ~= 'x' or A.hand_over ~= '1' or A.settling == '1' or
+    (A.every == '1' and redis.pcall('EXISTS', K.every) ~= 0) then
+	return
+end
+local list = redis.pcall('HGETALL', K.waiters)
+if type(list) ~= 'table' or #list == 0 or
+    #list > 2 * WAITERS_READ or
+    redis.pcall('ZSCORE', K.queue, A.token) then
+	return
+end
+local seen = redis.pcall('GET', K.fence)
+if type(seen) == 'table' or (seen and not (#seen <= 18 and
+    string.match(seen, '^%d+$'))) then
+	return
+end
+local now, t = clock()
+local first
+for i = 1, #list, 2 do
+	local pok, e = pcall(cjson.decode, list[i + 1])
+	if list[i] == A.token then
+		return
+	end
+	if pok and type(e) == 'table' and
+	    (tonumber(e.u) or 0) > now and tonumber(e.s) then
+		if kind_of(e) ~= 'x' then
+			return
+		end
+		e.token, e.q = list[i], place_of(e)
+		if not first or before(e.q, e.token, first.q,
+		    first.token) then
+			first = e
+		end
+	end
+end
+if not first then
+	return
+end
+local len = tonumber(A.history_len)
+redis.call('DEL', K.lock, K.wake)
+if len > 0 then
+	record(K.lock, len, A.history_ttl_ms, 'released', {'h',
+		r.h or '', 'p', r.p or '', 'u', r.n or '', 'c',
+		r.c or '', 'f', fence_text(r.f), 't', r.t or '',
+		'x', A.outcome, 'r', run_id(A.token), 'k', ''},
+		0, r.v)
+end
+local e, s = first, tonumber(first.s)
+e.u = tonumber(e.u)
+local lease = grant_ms(e, now)
+local fence = new_fence(K.fence, t, 0, fence_keep(lease, len,
+	A.history_ttl_ms), seen or false)
+local who = {tostring(e.h or ''), tostring(e.p or ''),
+	tostring(e.n or ''), tostring(e.c or '')}
+redis.call('HSET', K.lock, e.token, encoded({k = 'x',
+	e = now + lease, f = fence, t = now, l = lease, a = 'g',
+	h = who[1], p = who[2], n = who[3], c = who[4]}))
+redis.call('PEXPIRE', K.lock, lease)
+record_acquired(K.lock, len, A.history_ttl_ms, who, fence,
+	now - s, e.token, '')
+redis.call('HDEL', K.waiters, e.token)
+redis.call('ZREM', K.queue, e.token)
+wake_one(K.wake .. ':' .. e.token)
+return 1
+--} later
 local token = A.token
 local hist = {A.history_len, A.history_ttl_ms}
 local direct = A.hand_over == '1'
