@@ -351,7 +351,7 @@ script_calls() {
 	done
 }
 
-@test "fastpath: a release that hands a plain lock to its lone waiter takes the later fast path: no TYPE, the hold read once, the grant as the full script writes it" {
+@test "fastpath: a release that hands a plain lock to its lone waiter takes the later fast path: one TYPE, the hold read once, the grant as the full script writes it" {
 	local holder
 	holder=$(rlock acquire -t 60s hx)
 	bg_start W "$RLOCK" acquire -w 30s -t 30s hx
@@ -366,9 +366,10 @@ script_calls() {
 	assert_success
 	bg_wait "$W" 10000 || fail "the waiter did not get the lock"
 	assert_equal "$BG_STATUS" 0
-	# The full script asks the waiters' and the line's types and reads
-	# the hold twice (its early fast path's read, then its own).
-	assert_equal "$(calls type)" 0
+	# The later fast path asks the line's type (the waiters' is their
+	# HGETALL's); the full script asks both, and reads the hold twice
+	# (its early fast path's read, then its own).
+	assert_equal "$(calls type)" 1
 	assert_equal "$(calls hgetall)" 3	# the hold, the waiters; the claim's hold
 	# The waiter holds it, claimed, with its own TTL and the next fence.
 	assert_equal "$(rcli HKEYS 'rlock:{hx}')" "$(cat W.out)"

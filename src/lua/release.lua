@@ -117,7 +117,9 @@ end
 -- and plain (passed: its record, which the early fast path read), of a
 -- name without a schedule, while only exclusive waiters wait and the
 -- releaser is not among them: the rule below hands the lock to the first
--- of them in the one order, as hand_over() and grant() in lib.lua do.
+-- of them in the one order, as hand_over() and grant() in lib.lua do
+-- (with the commands the full script calls: no grant more for an ACL
+-- user).
 -- Every read first; the writes then in the full script's order.
 -- Anything else (a key of another type or a fence counter that is not
 -- one among it too) is the full script's.
@@ -127,9 +129,10 @@ if not r or r.k ~= 'x' or A.hand_over ~= '1' or A.settling == '1' or
 	return
 end
 local list = redis.pcall('HGETALL', K.waiters)
+local line = redis.pcall('TYPE', K.queue)
 if type(list) ~= 'table' or #list == 0 or
-    #list > 2 * WAITERS_READ or
-    redis.pcall('ZSCORE', K.queue, A.token) then
+    #list > 2 * WAITERS_READ or type(line) ~= 'table' or
+    not (line.ok == 'zset' or line.ok == 'none') then
 	return
 end
 local seen = redis.pcall('GET', K.fence)
@@ -160,6 +163,9 @@ if not first then
 	return
 end
 local len = tonumber(A.history_len)
+-- (The releaser's place in the line, if a stray one is left, goes as in
+-- the full script; its waiter entry there is none, as read above.)
+redis.call('ZREM', K.queue, A.token)
 redis.call('DEL', K.lock, K.wake)
 if len > 0 then
 	record(K.lock, len, A.history_ttl_ms, 'released', {'h',
