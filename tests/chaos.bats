@@ -27,9 +27,26 @@ chaos_run() {
 	echo "$stderr" | tail -20
 }
 
+# chaos_passed: the run passed; else its kept logs are copied out of the
+# test's directories, which teardown removes, to chaos-failed.* in the
+# directory bats was started from (CI's build directory, beside the test
+# logs), so that a rare failure can be read afterwards, and it fails.
+chaos_passed() {
+	local kept dest
+	[[ $status -eq 0 ]] && return 0
+	kept=$(printf '%s\n%s\n' "$output" "$stderr" |
+		sed -n 's/^chaos: logs kept in //p' | tail -n 1)
+	if [[ -n "$kept" && -d "$kept" ]]; then
+		dest=$(mktemp -d "${BATS_CWD:-$PWD}/chaos-failed.XXXXXX") &&
+			cp -r "$kept" "$dest/" &&
+			echo "the failed run's logs: $dest"
+	fi
+	fail "the checker failed (exit $status)"
+}
+
 @test "chaos: single server, every mode and fault, 60 s: no violation, no loss invented, nothing stuck or left" {
 	chaos_run --seed 101 --seconds 60 --mode single
-	assert_success
+	chaos_passed
 	assert_line --partial "violations 0"
 	# No loss invented, judged on runs that surely held to their end.
 	assert_line --regexp "^  false losses 0 .*'exec': [1-9]"
@@ -40,13 +57,13 @@ chaos_run() {
 
 @test "chaos: quorum of three servers, 30 s: no violation, nothing stuck or left" {
 	chaos_run --seed 202 --seconds 30 --mode quorum
-	assert_success
+	chaos_passed
 	assert_line "  result PASS"
 }
 
 @test "chaos: Cluster of three masters, 30 s: no violation, nothing stuck or left" {
 	chaos_run --seed 303 --seconds 30 --mode cluster
-	assert_success
+	chaos_passed
 	assert_line "  result PASS"
 }
 
