@@ -661,16 +661,18 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 		return cmd_fail(ctx);
 	}
 	/*
-	 * What the guard needs that the lock does not give (guard-release.c);
-	 * and, for an exec that waits, the guard itself, started as the wait
-	 * begins: a hand-over then goes from the wake to the command without
-	 * a process's start between.  If that fails, supervise_spawn starts
-	 * one.
+	 * An exec that may wait starts its guard as the wait begins, with
+	 * what the guard needs that the lock does not give (guard-release.c):
+	 * a hand-over then goes from the wake to the command without a
+	 * process's start between.  If that fails, supervise_spawn starts
+	 * one; an exec that does not wait (-n: a fleet's refused machines)
+	 * does nothing of it before the lock is its own.
 	 */
-	if (!ctx->o.foreground && guard_release_init(&rel, ctx->o.syslog) == 0)
-		sv.release = &rel;
-	if (!ctx->o.foreground && ctx->o.wait_ms != 0)
+	if (!ctx->o.foreground && ctx->o.wait_ms != 0) {
+		if (guard_release_init(&rel, ctx->o.syslog) == 0)
+			sv.release = &rel;
 		quorum_waiting(l.q, spawn_guard, &sv);
+	}
 	if (!take_lock(ctx, &l, &meta, &rc)) {
 		quorum_waiting(l.q, NULL, NULL);
 		goto out;
@@ -698,6 +700,9 @@ cmd_exec_exec(struct cmd_ctx *ctx)
 	 * lock itself, on the target the heartbeat clones it onto (see
 	 * guard-release.c).  Else the lock expires by itself.
 	 */
+	if (!sv.foreground && sv.release == NULL &&
+	    guard_release_init(&rel, ctx->o.syslog) == 0)
+		sv.release = &rel;
 	if (sv.release != NULL)
 		guard_release_pack(&rel, &l, &target);
 	sv.lock = &l;

@@ -369,24 +369,13 @@ guard_spawned(const struct guard *g)
 	return g->sh != NULL && g->pid > 0;
 }
 
-/* Has the guard gone (killed while rlock waited)?  Not reaped here. */
-static int
-gone(struct guard *g)
-{
-	siginfo_t	si;
-
-	memset(&si, 0, sizeof si);
-	if (waitid(P_PID, g->pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
-		return errno == ECHILD;
-	return si.si_pid == g->pid;
-}
-
 static void	poke(struct guard *);
 
 int
 guard_arm(struct guard *g, const struct guard_terms *t)
 {
-	if (g->sh == NULL || gone(g)) {
+	/* Gone (killed while rlock waited)? */
+	if (g->sh == NULL || procs_exited(g->pid)) {
 		guard_reap(g);
 		return -1;
 	}

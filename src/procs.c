@@ -43,6 +43,17 @@ struct stat_line {
 };
 
 int
+procs_exited(pid_t pid)
+{
+	siginfo_t	si;
+
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
+		return errno == ECHILD;
+	return si.si_pid == pid;
+}
+
+int
 procs_adopt(void)
 {
 #if defined(HAVE_PRCTL) && defined(PR_SET_CHILD_SUBREAPER)

@@ -24,6 +24,8 @@ struct procs {
  * where the kernel cannot.
  */
 int	procs_adopt(void);
+/* Has child pid exited?  It is left unreaped, so its pid stays its own. */
+int	procs_exited(pid_t pid);
 
 /*
  * Fill ps with every live process descended from this one, except rlock's

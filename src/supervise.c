@@ -194,18 +194,6 @@ reap(pid_t pid, int *status, int *sig, int flags)
 	return 1;
 }
 
-/* Has the child exited?  It is left unreaped, so its pid stays its own. */
-static int
-exited(pid_t pid)
-{
-	siginfo_t	si;
-
-	memset(&si, 0, sizeof si);
-	if (waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
-		return errno == ECHILD;
-	return si.si_pid == pid;
-}
-
 /* Is the child stopped now?  The signal that stopped it, or 0. */
 static int
 stopped(pid_t pid)
@@ -636,7 +624,7 @@ check_lock(struct supervise *sv, struct heartbeat *hb, int64_t now,
 	 * in between) is over before any loss: the next round takes its
 	 * exit, and what it left, if anything, is judged then.
 	 */
-	if ((lost || now >= *valid_until) && !sv->ended && exited(sv->pid))
+	if ((lost || now >= *valid_until) && !sv->ended && procs_exited(sv->pid))
 		return;
 	if (lost)
 		on_loss(sv, why);
@@ -885,7 +873,7 @@ supervise_wait(struct supervise *sv, struct heartbeat *hb, struct err *e)
 	for (;;) {
 		now = now_mono_ms();
 		found = -1;	/* none looked for in this round yet */
-		if (!sv->ended && exited(sv->pid)) {
+		if (!sv->ended && procs_exited(sv->pid)) {
 			take_terminal(sv);
 			found = ended(sv, now);
 		}

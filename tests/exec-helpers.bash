@@ -32,6 +32,17 @@ wait_waiting() {
 	return 1
 }
 
+# list_waiter NAME TOKEN UNTIL: an exclusive waiter TOKEN listed for lock
+# NAME until UNTIL (server ms), its first attempt now, its entry as rlock
+# writes it: a waiter that no rlock process stands behind, for a release's
+# grant to be looked at alone.
+list_waiter() {
+	local now
+	now=$(server_ms)
+	rcli HSET "$(lock_key "$1"):waiters" "$2" "{\"s\":$now,\"u\":$3,\"k\":\"x\",\"o\":\"${now}000\",\"h\":\"h$2\",\"p\":\"2\",\"n\":\"u\",\"c\":\"c\"}" >/dev/null
+	rcli PEXPIRE "$(lock_key "$1"):waiters" 60000 >/dev/null
+}
+
 # make_script NAME BODY: write an executable /bin/sh script into the test's
 # temp dir and print its path.
 make_script() {

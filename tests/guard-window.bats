@@ -59,20 +59,33 @@ stamp_of() {
 	awk -v w="$1" '$1 == w { print $2; exit }' log
 }
 
-@test "guard-window: rlock stopped by its command's first instruction: the command is stopped before the lock can expire, the next holder's never overlaps it" {
-	# A: -t 2s; its command stops rlock at once, then would run 3 s.
-	# Its stamps are bash's clock, not date's: a fork and exec of date
-	# in the trap, slow on a busy machine, would be counted as the
-	# guard's lateness.
-	cat >a.sh <<'EOF'
-kill -STOP $PPID
+# write_a [stop] SECS: A's command, a.sh: its pid in a.pid, its start, its
+# end and a SIGTERM in log, with bash's clock (a fork and exec of date in
+# the trap, slow on a busy machine, would be counted as the guard's
+# lateness), a sleep of SECS between (its pid in sleep.pid); with stop, it
+# stops rlock, its parent, first.
+write_a() {
+	local first=
+	if [[ $1 == stop ]]; then
+		first='kill -STOP $PPID'
+		shift
+	fi
+	printf '%s\n' "$first" >a.sh
+	cat >>a.sh <<'EOF'
 echo $$ > a.pid
 trap 'echo "term-A $EPOCHREALTIME" >> log; exit 5' TERM
 echo "start-A $EPOCHREALTIME" >> log
-sleep 3 & echo $! > sleep.pid
+EOF
+	echo "sleep $1 & echo \$! > sleep.pid" >>a.sh
+	cat >>a.sh <<'EOF'
 wait
 echo "end-A $EPOCHREALTIME" >> log
 EOF
+}
+
+@test "guard-window: rlock stopped by its command's first instruction: the command is stopped before the lock can expire, the next holder's never overlaps it" {
+	# A: -t 2s; its command stops rlock at once, then would run 3 s.
+	write_a stop 3
 	bg_start A "$RLOCK" exec -t 2s job -- bash ./a.sh
 	local ra=$A i
 	echo "$ra" >stopped.pids
@@ -279,14 +292,7 @@ live_guards_of() {
 }
 
 @test "guard-window: a guard killed while the command runs is replaced: rlock stopped after it, the command is still stopped before its lock can expire" {
-	cat >a.sh <<'EOF2'
-echo $$ > a.pid
-trap 'echo "term-A $EPOCHREALTIME" >> log; exit 5' TERM
-echo "start-A $EPOCHREALTIME" >> log
-sleep 30 & echo $! > sleep.pid
-wait
-echo "end-A $EPOCHREALTIME" >> log
-EOF2
+	write_a 30
 	bg_start A "$RLOCK" exec -t 2s job -- bash ./a.sh
 	wait_file sleep.pid 10000 || fail "A's command did not start: $(cat A.err)"
 	track_pid "$(cat sleep.pid)" sleep
@@ -400,15 +406,7 @@ until_guard() {
 }
 
 @test "guard-window: a waiter handed the lock stops rlock with its command's first instruction: the guard started while it waited stops the command before the lock can expire" {
-	cat >a.sh <<'EOF2'
-kill -STOP $PPID
-echo $$ > a.pid
-trap 'echo "term-A $EPOCHREALTIME" >> log; exit 5' TERM
-echo "start-A $EPOCHREALTIME" >> log
-sleep 30 & echo $! > sleep.pid
-wait
-echo "end-A $EPOCHREALTIME" >> log
-EOF2
+	write_a stop 30
 	local tok
 	tok=$(rlock acquire -t 60s job) || fail "acquire: $tok"
 	bg_start A "$RLOCK" exec -t 2s -w 30s job -- bash ./a.sh

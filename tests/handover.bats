@@ -216,8 +216,7 @@ hand_state() {
 	now=$(server_ms)
 	rcli HSET 'rlock:{job}' tokA "{\"k\":\"x\",\"e\":$x,\"f\":\"100\",\"t\":$now,\"l\":30000,\"a\":\"runA\",\"h\":\"hA\",\"p\":\"1\",\"n\":\"u\",\"c\":\"c\"}" >/dev/null
 	rcli PEXPIREAT 'rlock:{job}' "$x" >/dev/null
-	rcli HSET 'rlock:{job}:waiters' tokB "{\"s\":$now,\"u\":$x,\"k\":\"x\",\"o\":\"${now}000\",\"h\":\"hB\",\"p\":\"2\",\"n\":\"u\",\"c\":\"c\"}" >/dev/null
-	rcli PEXPIRE 'rlock:{job}:waiters' 60000 >/dev/null
+	list_waiter job tokB "$x"
 }
 
 @test "handover: a grant that ends at the released hold's very millisecond still gives the key an expiry" {

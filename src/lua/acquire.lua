@@ -133,9 +133,8 @@ if A.listed ~= '1' then
 	    then
 		return
 	end
-	local seen = redis.pcall('GET', K.fence)
-	if type(seen) == 'table' or (seen and not (#seen <= 18 and
-	    string.match(seen, '^%d+$'))) then
+	local seen = fence_usable(K.fence)
+	if seen == nil then
 		return
 	end
 	local ttl = tonumber(A.ttl_ms)

@@ -95,6 +95,20 @@ local function fence_keep(ms, len, ttl)
 	end
 	return ms
 end
+-- Can a fence be taken from the counter fkey?  One that rlock did not
+-- write (a string that is not a number, another type) would fail INCR
+-- after the script's first writes: a fast path leaves it to the full
+-- script, which says what is wrong, and a grant to nobody (the release
+-- then wakes the waiters as without a hand-over).  The counter as read
+-- (false: absent), for new_fence(), or nil when it cannot.
+local function fence_usable(fkey)
+	local f = redis.pcall('GET', fkey)
+	if type(f) == 'table' or (f and not (#f <= 18 and
+	    string.match(f, '^%d+$'))) then
+		return nil
+	end
+	return f or false
+end
 -- seen: the counter's value as this script read it (expect_fence: false
 -- when absent), if nothing has changed it since; nil: not read.  A
 -- counter that the floor passes is then set in one call, with its expiry
@@ -255,6 +269,18 @@ local function kind_shown(k)
 	end
 	return 'limit:' .. string.sub(k, 3)
 end
+
+--{ only release
+-- The history's 'released' of r, the record of a hold that ended with
+-- outcome x (how long it was held: from its acquire time t to the event's
+-- own); its expiry set unless the acquire's already reaches past this
+-- event (v).  rid: the token's run_id().
+local function record_released(lock, len, ttl, r, x, rid)
+	return record(lock, len, ttl, 'released', {'h', r.h or '', 'p',
+		r.p or '', 'u', r.n or '', 'c', r.c or '', 'f', fence_text(r.f),
+		't', r.t or '', 'x', x, 'r', rid, 'k', kind_shown(r.k)}, 0, r.v)
+end
+--} only
 
 --{ only acquire_every release_every
 -- ------------------------------------------------------------ schedule
@@ -1122,20 +1148,6 @@ local function grant(hist, H, list, k, now, t, seen)
 	for _, e in ipairs(list) do
 		wake_one(K.wake .. ':' .. e.token)
 	end
-end
-
--- Can a grant take a fence?  A fence key that rlock did not write (a
--- string that is not a number, another type) would fail the grant's INCR
--- after the release's own writes: then nobody is handed the lock, and the
--- release wakes the waiters as without a hand-over.  The counter as read
--- (false: absent), or nil when it cannot.
-local function fence_usable(fkey)
-	local f = redis.pcall('GET', fkey)
-	if type(f) == 'table' or (f and not (#f <= 18 and
-	    string.match(f, '^%d+$'))) then
-		return nil
-	end
-	return f or false
 end
 
 -- Hand the room a release just freed to whoever's turn it is (see above);

@@ -99,10 +99,8 @@ if A.run == '' then
 	end
 	local len = tonumber(A.history_len)
 	if len > 0 then
-		record(K.lock, len, A.history_ttl_ms, 'released', {'h',
-			r.h or '', 'p', r.p or '', 'u', r.n or '', 'c', r.c or '',
-			'f', fence_text(r.f), 't', r.t or '', 'x', A.outcome, 'r',
-			rid or run_id(A.token), 'k', kind_shown(r.k)}, 0, r.v)
+		record_released(K.lock, len, A.history_ttl_ms, r, A.outcome,
+			rid or run_id(A.token))
 		if A.settling == '1' then
 			redis.pcall('SET', K.lock .. ':settled:' .. run_id(A.token),
 				'1', 'PX', tonumber(A.history_ttl_ms))
@@ -135,9 +133,8 @@ if type(list) ~= 'table' or #list == 0 or
     not (line.ok == 'zset' or line.ok == 'none') then
 	return
 end
-local seen = redis.pcall('GET', K.fence)
-if type(seen) == 'table' or (seen and not (#seen <= 18 and
-    string.match(seen, '^%d+$'))) then
+local seen = fence_usable(K.fence)
+if seen == nil then
 	return
 end
 local now, t = clock()
@@ -168,17 +165,14 @@ local len = tonumber(A.history_len)
 redis.call('ZREM', K.queue, A.token)
 redis.call('DEL', K.lock, K.wake)
 if len > 0 then
-	record(K.lock, len, A.history_ttl_ms, 'released', {'h',
-		r.h or '', 'p', r.p or '', 'u', r.n or '', 'c',
-		r.c or '', 'f', fence_text(r.f), 't', r.t or '',
-		'x', A.outcome, 'r', run_id(A.token), 'k', ''},
-		0, r.v)
+	record_released(K.lock, len, A.history_ttl_ms, r, A.outcome,
+		run_id(A.token))
 end
 local e, s = first, tonumber(first.s)
 e.u = tonumber(e.u)
 local lease = grant_ms(e, now)
 local fence = new_fence(K.fence, t, 0, fence_keep(lease, len,
-	A.history_ttl_ms), seen or false)
+	A.history_ttl_ms), seen)
 local who = {tostring(e.h or ''), tostring(e.p or ''),
 	tostring(e.n or ''), tostring(e.c or '')}
 redis.call('HSET', K.lock, e.token, encoded({k = 'x',
@@ -283,14 +277,10 @@ else
 	hold_write(H, clock_now())
 end
 end_schedule()
--- The history's 'released' (how long it was held: from its acquire
--- time t to the event's own), after the deletions; its expiry set unless
--- the acquire's already reaches past this event (v).
+-- The history's 'released', after the deletions.
 if tonumber(A.history_len) > 0 then
-	record(K.lock, A.history_len, A.history_ttl_ms, 'released', {'h', mine.h or '',
-		'p', mine.p or '', 'u', mine.n or '', 'c', mine.c or '', 'f',
-		fence_text(mine.f), 't', mine.t or '', 'x', A.outcome, 'r',
-		run_id(token), 'k', kind_shown(kind)}, 0, mine.v)
+	record_released(K.lock, A.history_len, A.history_ttl_ms, mine,
+		A.outcome, run_id(token))
 	-- (Best effort, like the history: after the deletions.)
 	if A.settling == '1' then
 		redis.pcall('SET', settled(), '1', 'PX', tonumber(A.history_ttl_ms))
