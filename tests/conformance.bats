@@ -101,6 +101,21 @@ open(p, "w").write(s.replace(os.environ["FROM"], os.environ["TO"], 1))
 	echo "$d"
 }
 
+@test "conformance: an acquire.lua whose early busy path does not list its waiter is caught, at the step that shows it" {
+	need_spin
+	local d
+	d=$(sabotage "		local due = tonumber(A.slack_ms)
+		if due > 0 then
+			redis.call('HSET', K.waiters, A.token," \
+	    "		local due = 0
+		if due > 0 then
+			redis.call('HSET', K.waiters, A.token,")
+	run conform --lua "$d" --config mix --seeds 1-16
+	assert_failure 1
+	assert_output --regexp "^MISMATCH mix seed [0-9]+, step [0-9]+ \(TRO .*acquire plain -w"
+	assert_output --regexp "wk\[[0-9]\] model 1, server 0"
+}
+
 @test "conformance: an acquire.lua without the --fifo deference is caught, at the step that shows it" {
 	need_spin
 	local d

@@ -377,3 +377,69 @@ script_calls() {
 	[[ "${lines[0]}" == *" acquired by u@htokW "*", waited "* ]] || fail "$output"
 	[[ "${lines[1]}" == *" released "* ]] || fail "$output"
 }
+
+# monitor_start: the server's MONITOR into monitor.out (ready when it
+# answers OK); monitor_stop: ended by PID.  inner_calls: the inner
+# commands of each script call in it, one line a script call
+# ("EXISTS TIME ..."), in order.
+monitor_start() {
+	local i
+	bg_start MON redis-cli -h 127.0.0.1 -p "$REDIS_PORT" MONITOR
+	for ((i = 0; i < 250; i++)); do
+		grep -q '^OK' MON.out 2>/dev/null && return 0
+		sleep 0.02
+	done
+	fail "MONITOR never answered"
+}
+monitor_stop() {
+	rcli PING >/dev/null	# its line marks the end of what came before
+	kill "$MON" 2>/dev/null
+	bg_wait "$MON" 5000 || true
+}
+inner_calls() {
+	awk '/"(EVALSHA|EVAL)"/ { if (l != "") print l; l = "-"; next }
+	    / \[[0-9]+ lua\] / { if (l != "") { split($4, c, "\""); l = l " " c[2] } next }
+	    { if (l != "") print l; l = "" }
+	    END { if (l != "") print l }' MON.out
+}
+
+@test "fastpath: a plain ask that a plain holder refuses takes the early fast path, nothing written; a waiter it lists is placed as the full script places it" {
+	local holder keys1 keys2
+	holder=$(rlock acquire -t 60s rx)
+	monitor_start
+	run rlock exec -n rx -- true
+	assert_failure 1
+	monitor_stop
+	# The key, then whether anybody waits, the hold, the clock: the
+	# early section's order (the full script asks the clock first, and
+	# runs its whole prelude first: about 1.8 times the server's work).
+	assert_equal "$(inner_calls)" "- EXISTS EXISTS HGETALL TIME"
+	assert_equal "$(rcli EXISTS 'rlock:{rx}:waiters' 'rlock:{rx}:queue')" 0
+	assert_equal "$(rcli HKEYS 'rlock:{rx}')" "$holder"
+	# The first waiter is listed by the fast path (its entry, and the
+	# key's expiry set, which it just made: no PTTL), the second by the
+	# full script: the same fields, and the first in the one order gets
+	# the lock first.
+	monitor_start
+	bg_start W1 "$RLOCK" acquire -w 30s -t 30s rx
+	until_listed rx 1
+	monitor_stop
+	assert_equal "$(inner_calls | head -1)" \
+		"- EXISTS EXISTS HGETALL TIME HSET PEXPIRE"
+	bg_start W2 "$RLOCK" acquire -w 30s -t 30s rx
+	until_listed rx 2
+	keys1=$(rcli HGET 'rlock:{rx}:waiters' "$(rcli HKEYS 'rlock:{rx}:waiters' | head -1)" |
+		/usr/bin/python3 -c 'import json, sys; print(sorted(json.load(sys.stdin)))')
+	keys2=$(rcli HGET 'rlock:{rx}:waiters' "$(rcli HKEYS 'rlock:{rx}:waiters' | tail -1)" |
+		/usr/bin/python3 -c 'import json, sys; print(sorted(json.load(sys.stdin)))')
+	assert_equal "$keys1" "['c', 'h', 'k', 'n', 'o', 'p', 's', 'u']"
+	assert_equal "$keys2" "$keys1"
+	[ "$(rcli PTTL 'rlock:{rx}:waiters')" -gt 0 ]
+	rlock release --token "$holder" rx
+	bg_wait "$W1" 10000 || fail "the first waiter did not get the lock"
+	assert_equal "$BG_STATUS" 0
+	_proc_alive "$W2" || fail "the second waiter ended: $(cat W2.err)"
+	rlock release --token "$(cat W1.out)" rx
+	bg_wait "$W2" 10000 || fail "the second waiter did not get the lock"
+	assert_equal "$BG_STATUS" 0
+}

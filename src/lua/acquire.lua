@@ -91,9 +91,11 @@
 -- as SET NX would): the rule below lets any kind in, and nothing else of
 -- it applies.  So it takes the name with nothing read but the key, the
 -- waiters' keys, the clock, the fence counter and, for exec --every, the
--- schedule.  Anything else (a fence counter that is not one, a start the
--- schedule refuses, a failed read) returns nothing: the full script below
--- judges it and says what is wrong.  Its first write is the period's
+-- schedule.  And a plain ask that another's plain hold refuses, while
+-- nobody waits, is answered busy (below).  Anything else (a fence
+-- counter that is not one, a start the schedule refuses, a failed read)
+-- returns nothing: the full script below judges it and says what is
+-- wrong.  Its first write is the period's
 -- start, or the fence's, as below: a server that refuses it (memory, a
 -- replica) is answered as there (run()).
 -- Each number in the arguments is read once (a string used as a number
@@ -128,9 +130,52 @@ if A.listed ~= '1' then
 			return S.skipped(sched, now, paused)
 		end
 	end
-	if redis.pcall('EXISTS', K.lock) ~= 0 or ((want ~= 'x' or
-	    A.fifo == '1') and redis.pcall('EXISTS', K.waiters, K.queue) ~= 0)
-	    then
+	local held = redis.pcall('EXISTS', K.lock)
+	-- A plain ask (no --every, --fifo, --replace or --pending) that
+	-- finds the name's one holder plain, live and another's, while
+	-- nobody waits: busy, as busy() below answers it (the holder, and
+	-- its expiry as when to look again), listed if it will wait (its
+	-- entry as there: placed now, the waiters' key just made, so its
+	-- expiry is set without asking for it).  A fleet's refused
+	-- machines, and each waiter's first attempt, go no further.
+	if held == 1 and want == 'x' and every == 0 and A.fifo ~= '1' and
+	    A.replace ~= '1' and A.pending == '0' then
+		if redis.pcall('EXISTS', K.waiters, K.queue) ~= 0 then
+			return
+		end
+		local all = redis.pcall('HGETALL', K.lock)
+		if type(all) ~= 'table' or #all ~= 2 or all[1] == A.token then
+			return
+		end
+		local ok, r = pcall(cjson.decode, all[2])
+		if not ok or type(r) ~= 'table' or r.k ~= 'x' or
+		    not tonumber(r.f) or not tonumber(r.e) then
+			return
+		end
+		now, t = clock()
+		local e = tonumber(r.e)
+		if e <= now then
+			return
+		end
+		local due = tonumber(A.slack_ms)
+		if due > 0 then
+			redis.call('HSET', K.waiters, A.token, cjson.encode({
+				u = now + due, s = now,
+				o = string.format('%.0f', t[1] * 1000000 + t[2]),
+				h = A.host, p = A.pid, n = A.user, c = A.command,
+				k = want}))
+			redis.call('PEXPIRE', K.waiters, due + 10000)
+		end
+		return {[R_ACQUIRE_BUSY.code] = 0,
+			[R_ACQUIRE_BUSY.pttl_ms] = e - now,
+			[R_ACQUIRE_BUSY.host] = r.h or false,
+			[R_ACQUIRE_BUSY.pid] = r.p or false,
+			[R_ACQUIRE_BUSY.command] = r.c or false,
+			[R_ACQUIRE_BUSY.acquired_ms] = r.t or false,
+			[R_ACQUIRE_BUSY.now_ms] = now}
+	end
+	if held ~= 0 or ((want ~= 'x' or A.fifo == '1') and
+	    redis.pcall('EXISTS', K.waiters, K.queue) ~= 0) then
 		return
 	end
 	local seen = fence_usable(K.fence)
