@@ -201,9 +201,10 @@ if A.listed ~= '1' then
 	local v = record_acquired(K.lock, len, hist_ttl,
 		{A.host, A.pid, A.user, A.command}, text, A.waited_ms, A.token,
 		kind_shown(want), kept, rid) and now + kept or nil
-	redis.call('HSET', K.lock, A.token, encoded({k = want, e = now + ttl,
-		f = text, t = now, l = ttl, a = A.run, h = A.host, p = A.pid,
-		n = A.user, c = A.command, v = v,
+	-- (The record as encoded() writes it, made here in one table.)
+	redis.call('HSET', K.lock, A.token, cjson.encode({k = want,
+		e = now + ttl, f = text, t = now, l = ttl, a = A.run, h = A.host,
+		p = A.pid, n = A.user, c = A.command, v = v,
 		nr = A.no_replace == '1' and 1 or nil}))
 	redis.call('PEXPIRE', K.lock, A.ttl_ms)
 	return {[R_ACQUIRE_HELD.code] = 1, [R_ACQUIRE_HELD.fence] = fence,
