@@ -378,8 +378,8 @@ script_calls() {
 	[[ "${lines[1]}" == *" released "* ]] || fail "$output"
 }
 
-# monitor_start: the server's MONITOR into monitor.out (ready when it
-# answers OK); monitor_stop: ended by PID.  inner_calls: the inner
+# monitor_start: the server's MONITOR into MON.out (ready when it
+# answers OK); monitor_stop: ended by PID once all before it is written.  inner_calls: the inner
 # commands of each script call in it, one line a script call
 # ("EXISTS TIME ..."), in order.
 monitor_start() {
@@ -392,9 +392,17 @@ monitor_start() {
 	fail "MONITOR never answered"
 }
 monitor_stop() {
-	rcli PING >/dev/null	# its line marks the end of what came before
+	local i
+	# PING's line marks the end of what came before: stopped once
+	# redis-cli has written it (a loaded machine may lag), not before.
+	rcli PING >/dev/null
+	for ((i = 0; i < 500; i++)); do
+		grep -q '"PING"' MON.out && break
+		sleep 0.02
+	done
 	kill "$MON" 2>/dev/null
 	bg_wait "$MON" 5000 || true
+	grep -q '"PING"' MON.out || fail "MONITOR never showed the PING"
 }
 inner_calls() {
 	awk '/"(EVALSHA|EVAL)"/ { if (l != "") print l; l = "-"; next }
